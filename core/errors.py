@@ -1,0 +1,68 @@
+"""One exception hierarchy for the whole project.
+
+Every error carries a message meant for a person: what went wrong, where, and what to do.
+The CLI prints ``str(error)`` on one line and exits with ``exit_code``.
+"""
+
+from __future__ import annotations
+
+
+class MagiError(Exception):
+    """Base class of every error the project raises on purpose."""
+
+    exit_code: int = 1
+
+
+class ConfigError(MagiError):
+    """A setting, flag, YAML file or environment variable has a bad value."""
+
+    exit_code = 2
+
+
+class InputError(MagiError):
+    """A user-supplied input (path, topic, file) cannot be used."""
+
+    exit_code = 2
+
+
+class LLMNotConfiguredError(MagiError):
+    """A command needs an LLM but no provider is configured."""
+
+    exit_code = 3
+
+
+class LLMError(MagiError):
+    """The LLM provider failed, or its answer could not be used."""
+
+
+class LLMOutputError(LLMError):
+    """The LLM answered, but its structured output did not validate (even after repair)."""
+
+
+class CassetteMissError(LLMError):
+    """The replay provider has no recorded response for a request."""
+
+
+class SearchError(MagiError):
+    """Every configured search provider failed or returned nothing usable."""
+
+
+class FetchError(MagiError):
+    """A page could not be fetched; ``kind`` names the failure for reports."""
+
+    def __init__(self, message: str, *, url: str, kind: str = "fetch") -> None:
+        super().__init__(message)
+        self.url = url
+        self.kind = kind
+
+
+class ExtractionError(MagiError):
+    """A fetched page held no extractable main text."""
+
+
+class ResearchError(MagiError):
+    """A research run could not produce a report."""
+
+
+class RuntimeSetupError(MagiError):
+    """Ray could not be started or attached to."""

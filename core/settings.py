@@ -1,0 +1,158 @@
+"""Effective settings: ``magi.yaml`` < environment (``MAGI_*``) < CLI flags.
+
+The YAML path comes from ``--config`` or ``MAGI_CONFIG``; ``./magi.yaml`` is read when present.
+A bad value raises :class:`ConfigError` naming the key, where it came from and what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from core.errors import ConfigError
+
+ENV_PREFIX = "MAGI_"
+DEFAULT_CONFIG_NAME = "magi.yaml"
+BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+
+
+class Settings(BaseSettings):
+    """Every knob of the platform, flat so that env names stay obvious (``MAGI_<KEY>``)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_default=True)
+
+    data_dir: Path = Field(Path(".magi"), description="Where the SQLite store and caches live.")
+    output_format: Literal["json", "markdown"] = Field("markdown", description="Default CLI output format.")
+
+    llm_provider: str | None = Field(
+        None, description="anthropic | replay | record | python:MODULE_OR_FILE:FUNCTION (unset: no LLM)."
+    )
+    llm_model: str = Field("claude-sonnet-4-5", description="Model name sent to the provider.")
+    llm_cassette: Path | None = Field(None, description="Cassette file for the replay/record providers.")
+    llm_max_retries: int = Field(2, ge=0, le=10, description="Retries on 408/409/429/5xx/connection errors.")
+    llm_backoff_initial_s: float = Field(1.0, gt=0, description="First retry delay in seconds.")
+    llm_backoff_max_s: float = Field(10.0, gt=0, description="Cap on one retry delay in seconds.")
+    llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM request in seconds.")
+    anthropic_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"), description="Secret: environment only."
+    )
+    anthropic_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL"), description="Anthropic-compatible server."
+    )
+
+    ray_address: str | None = Field(
+        None,
+        validation_alias=AliasChoices("RAY_ADDRESS", "MAGI_RAY_ADDRESS", "ray_address"),
+        description="Attach to this Ray cluster; unset starts a local single-node Ray.",
+    )
+    ray_num_cpus: int | None = Field(None, ge=1, description="CPUs of the local Ray (default: all).")
+
+    search_provider: Literal["local", "ddgs", "searxng"] = Field("local", description="Search provider.")
+    corpus_dir: Path = Field(BUNDLED_CORPUS, description="Folder searched by the local provider.")
+    research_agents: int = Field(3, ge=1, le=32, description="Parallel research agents.")
+    research_results_per_agent: int = Field(8, ge=1, le=100, description="Search results per agent.")
+    research_agent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one agent in seconds.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init = CLI flags, then env, then the YAML mapping handed over by load_settings.
+        yaml_values = getattr(cls, "_yaml_values", {})
+        return (init_settings, env_settings, InitSettingsSource(settings_cls, yaml_values))
+
+
+SECRET_KEYS = frozenset({"anthropic_api_key"})
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}; check --config / MAGI_CONFIG") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(raw).__name__}")
+    secrets = SECRET_KEYS.intersection(raw)
+    if secrets:
+        raise ConfigError(
+            f"config file {path} sets {', '.join(sorted(secrets))}: secrets are read from the environment only"
+        )
+    return raw
+
+
+def config_path(explicit: str | Path | None = None) -> Path | None:
+    """The YAML file in force: ``--config``, else ``MAGI_CONFIG``, else ``./magi.yaml`` if it exists."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("MAGI_CONFIG")
+    if env:
+        return Path(env)
+    default = Path(DEFAULT_CONFIG_NAME)
+    return default if default.is_file() else None
+
+
+def _origin(key: str, flags: dict[str, Any], path: Path | None) -> str:
+    if key in flags:
+        return f"command-line flag for '{key}'"
+    env_name = ENV_PREFIX + key.upper()
+    if env_name in os.environ:
+        return f"environment variable {env_name}"
+    if key in {"anthropic_api_key", "anthropic_base_url", "ray_address"}:
+        return f"environment variable {key.upper()}"
+    return f"key '{key}' in {path}" if path else f"default of '{key}'"
+
+
+def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
+    """Build the effective settings; ``flags`` are CLI values (``None`` means not given)."""
+    path = config_path(config)
+    if config is not None and path is not None and not path.is_file():
+        raise ConfigError(f"config file {path} does not exist; pass an existing file to --config")
+    values = _read_yaml(path) if path and path.is_file() else {}
+    given = {k: v for k, v in flags.items() if v is not None}
+    unknown = sorted(set(values) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown setting(s) {', '.join(unknown)} in {path}; known settings: "
+            + ", ".join(sorted(Settings.model_fields))
+        )
+    Settings._yaml_values = values  # type: ignore[attr-defined]
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = str(err["loc"][0]) if err["loc"] else "?"
+            problems.append(f"{_origin(key, given, path)}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("invalid setting: " + "; ".join(problems)) from exc
+    finally:
+        Settings._yaml_values = {}  # type: ignore[attr-defined]
+
+
+def describe(settings: Settings) -> dict[str, Any]:
+    """Settings as a plain dict with secrets masked, for ``magi doctor``."""
+    out: dict[str, Any] = {}
+    for key, value in settings.model_dump().items():
+        if key in SECRET_KEYS:
+            out[key] = "****" if value else None
+        else:
+            out[key] = str(value) if isinstance(value, Path) else value
+    return out

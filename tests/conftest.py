@@ -1,0 +1,34 @@
+"""Shared test setup: isolated settings, and the `network` marker gate."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CORPUS_DIR = REPO_ROOT / "data" / "corpus"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("MAGI_NETWORK_TESTS") == "1":
+        return
+    skip = pytest.mark.skip(reason="needs the public internet; set MAGI_NETWORK_TESTS=1")
+    for item in items:
+        if "network" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """No test sees the developer's MAGI_*/ANTHROPIC_* variables or ./magi.yaml; data goes to tmp."""
+    for name in list(os.environ):
+        if name.startswith(("MAGI_", "ANTHROPIC_")) and name != "MAGI_NETWORK_TESTS":
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    data_dir = tmp_path / "magi-data"
+    monkeypatch.setenv("MAGI_DATA_DIR", str(data_dir))
+    monkeypatch.chdir(tmp_path)
+    yield data_dir
