@@ -1,0 +1,33 @@
+"""Options every command shares (``--format``, ``--config``) and how results are printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from core.settings import Settings, load_settings
+
+
+def shared_options() -> argparse.ArgumentParser:
+    """Parent parser: accepted before or after the subcommand without clobbering each other."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--format", choices=["json", "markdown"], default=argparse.SUPPRESS,
+                        help="output format (default: markdown, or output_format in magi.yaml)")
+    parent.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
+                        help="settings file (default: $MAGI_CONFIG or ./magi.yaml)")
+    return parent
+
+
+def settings_from(args: argparse.Namespace, **flags: Any) -> Settings:
+    """Effective settings: file < environment < the flags given on this command line."""
+    return load_settings(getattr(args, "config", None), output_format=getattr(args, "format", None), **flags)
+
+
+def emit(settings: Settings, data: dict[str, Any], markdown: str) -> None:
+    """Print the command's result to stdout in the chosen format."""
+    if settings.output_format == "json":
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write(markdown.rstrip() + "\n")

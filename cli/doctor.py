@@ -1,0 +1,123 @@
+"""``magi doctor``: the effective settings and whether each dependency is usable, with the fix."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cli.common import emit, settings_from
+from pydantic import BaseModel
+
+from core.llm import Generated, Message, generate, require_llm
+from core.settings import Settings, describe
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser("doctor", parents=[shared], help="check settings and dependencies",
+                                 description="Show effective settings and check Ray, GiNZA, search and the LLM.")
+    parser.add_argument("--llm", action="store_true", help="also send one tiny request through the LLM provider")
+    parser.set_defaults(handler=run)
+
+
+def check_ray(settings: Settings) -> Check:
+    from core.runtime import start_ray, stop_ray
+
+    import ray
+
+    started = time.perf_counter()
+    try:
+        start_ray(settings)
+        cpus = ray.cluster_resources().get("CPU", 0)  # type: ignore[no-untyped-call]
+        nodes = len([n for n in ray.nodes() if n.get("Alive")])  # type: ignore[no-untyped-call]
+    finally:
+        stop_ray()
+    where = settings.ray_address or "local single-node Ray"
+    return Check("ray", "ok", f"ray {ray.__version__}: {where}, {nodes} node(s), {cpus:g} CPUs, "
+                             f"started in {time.perf_counter() - started:.1f} s")
+
+
+def check_ginza(settings: Settings) -> Check:
+    from nlp.entities import ginza_available, ner_backend
+
+    ok, message = ginza_available()
+    if not ok:
+        return Check("ginza", "fail", message, "pip install ja-ginza (make demo installs it)")
+    return Check("ginza", "ok", f"{message}; English entities: {ner_backend('en')}")
+
+
+def check_local_search(settings: Settings) -> Check:
+    from scrapers.search.local import LocalCorpus
+
+    corpus = LocalCorpus(settings.corpus_dir)
+    return Check("search:local", "ok", f"{len(corpus.documents)} documents in {settings.corpus_dir}")
+
+
+def check_ddgs(settings: Settings) -> Check:
+    import ddgs
+
+    try:
+        socket.getaddrinfo("duckduckgo.com", 443)
+    except OSError as exc:
+        return Check("search:ddgs", "warn", f"ddgs {ddgs.__version__} installed, but no network ({exc})",
+                     "connect to the internet, or use --corpus DIR with the local provider")
+    return Check("search:ddgs", "ok", f"ddgs {ddgs.__version__}, duckduckgo.com resolves")
+
+
+def check_llm(settings: Settings, send: bool) -> Check:
+    if not settings.llm_provider:
+        return Check("llm", "warn", "no LLM provider configured (research runs extractively)",
+                     "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION")
+    client = require_llm(settings, "magi doctor --llm")
+    if not send:
+        return Check("llm", "ok", f"provider {settings.llm_provider}, model {settings.llm_model} (not contacted; "
+                                  "use --llm to send a test request)")
+    started = time.perf_counter()
+    generated: Generated[BaseModel] = asyncio.run(generate(client, system="You are a health check. Answer with one word.",
+                                     messages=[Message(role="user", content="Reply with: ok")],
+                                     max_tokens=16))
+    answer = generated.response.text.strip()[:40]
+    return Check("llm", "ok", f"provider {settings.llm_provider} answered {answer!r} in "
+                              f"{time.perf_counter() - started:.2f} s")
+
+
+def _guarded(name: str, probe: Callable[[], Check]) -> Check:
+    try:
+        return probe()
+    except Exception as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Check(name, "fail", first_line, "see the message; magi doctor --format json shows all settings")
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if args.llm:  # fail fast, before the slower checks, when the asked-for LLM is not configured
+        require_llm(settings, "magi doctor --llm")
+    checks = [
+        _guarded("ray", lambda: check_ray(settings)),
+        _guarded("ginza", lambda: check_ginza(settings)),
+        _guarded("search:local", lambda: check_local_search(settings)),
+        _guarded("search:ddgs", lambda: check_ddgs(settings)),
+        _guarded("llm", lambda: check_llm(settings, args.llm)),
+    ]
+    if args.llm and checks[-1].status != "ok":
+        checks[-1].status = "fail"
+    lines = ["# magi doctor", "", "## Settings", ""]
+    lines += [f"- {key}: {value}" for key, value in describe(settings).items()]
+    lines += ["", "## Checks", ""]
+    for check in checks:
+        lines.append(f"- [{check.status}] {check.name}: {check.detail}" + (f" — fix: {check.fix}" if check.fix else ""))
+    emit(settings, {"settings": describe(settings), "checks": [c.__dict__ for c in checks]}, "\n".join(lines))
+    return 1 if any(c.status == "fail" for c in checks) else 0

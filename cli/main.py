@@ -1,0 +1,62 @@
+"""The ``magi`` entry point. Each system registers its own subcommand in ``COMMANDS``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from cli import doctor, research
+from cli.common import shared_options
+from core import __version__
+from core.errors import MagiError
+
+COMMANDS = (research, doctor)
+
+
+class MagiParser(argparse.ArgumentParser):
+    """argparse, but an unknown command lists the commands and every error exits 2 on stderr."""
+
+    command_names: Sequence[str] = ()
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        hint = f"\ncommands: {', '.join(self.command_names)}" if "invalid choice" in message else ""
+        self.exit(2, f"{self.prog}: error: {message}{hint}\n")
+
+
+def build_parser() -> MagiParser:
+    shared = shared_options()
+    parser = MagiParser(prog="magi", parents=[shared],
+                        description="MAGI Cluster: multi-agent research and decision systems on Ray.")
+    parser.add_argument("--version", action="version", version=f"magi {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=MagiParser)
+    for module in COMMANDS:
+        module.register(commands, shared)
+    parser.command_names = tuple(commands.choices)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.handler(args))
+    except MagiError as exc:
+        sys.stderr.write(f"magi {args.command}: error: {str(exc).splitlines()[0]}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"magi {args.command}: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Progress bars for research runs: one bar per agent, driven by events, drawn on stderr."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from core.events import AgentCompleted, AgentStarted, Event, StageProgress
+
+STAGES = ("search", "fetch", "extract", "entities", "report")
+
+
+class ProgressBars:
+    """An :class:`EventSink` that turns agent events into rich progress bars."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+            TextColumn("{task.fields[stage]}"), TimeElapsedColumn(),
+            console=Console(stderr=True), disable=not enabled,
+        )
+        self._tasks: dict[tuple[int, int], TaskID] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ProgressBars:
+        self._progress.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._progress.stop()
+
+    def _task(self, iteration: int, agent_id: int) -> TaskID:
+        key = (iteration, agent_id)
+        if key not in self._tasks:
+            self._tasks[key] = self._progress.add_task(f"iteration {iteration} · agent {agent_id}",
+                                                       total=100, stage="waiting")
+        return self._tasks[key]
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            if isinstance(event, AgentStarted):
+                self._task(event.iteration, event.agent_id)
+            elif isinstance(event, StageProgress):
+                index = STAGES.index(event.stage) if event.stage in STAGES else 0
+                fraction = event.done / event.total if event.total else 1.0
+                percent = 100 * (index + fraction) / len(STAGES)
+                stage = f"{event.stage} {event.done}/{event.total}"
+                self._progress.update(self._task(event.iteration, event.agent_id), completed=percent, stage=stage)
+            elif isinstance(event, AgentCompleted):
+                stage = "done" if event.success else f"failed: {(event.error or '')[:40]}"
+                self._progress.update(self._task(event.iteration, event.agent_id), completed=100, stage=stage)

@@ -1,0 +1,76 @@
+"""``magi research TOPIC``: run a research and write report.md / report.json."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from pathlib import Path
+
+from cli.common import emit, settings_from
+from cli.progress import ProgressBars
+from core.events import FanoutSink, ListSink
+from core.runtime import ray_runtime
+from core.store import Store
+from research import runs
+from research.engine import preflight, run_research
+from research.result import write_outputs
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser("research", parents=[shared], help="run a consensus research on a topic",
+                                 description="Research TOPIC with parallel agents and write a cited report.")
+    parser.add_argument("topic", help="what to research, in Japanese or English")
+    parser.add_argument("--corpus", metavar="DIR", type=Path,
+                        help="search this folder of HTML/Markdown/text files (implies --provider local)")
+    parser.add_argument("--provider", choices=["local", "ddgs", "searxng"], help="search provider")
+    parser.add_argument("--agents", type=int, metavar="N", help="parallel research agents (default 3)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one agent")
+    parser.add_argument("--results-per-agent", type=int, metavar="N", help="search results per agent")
+    parser.add_argument("--out", metavar="DIR", type=Path, help="output folder (default: out/research/RUN_ID)")
+    parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    parser.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from(
+        args,
+        corpus_dir=args.corpus,
+        search_provider=args.provider or ("local" if args.corpus else None),
+        research_agents=args.agents,
+        research_agent_timeout_s=args.timeout,
+        research_results_per_agent=args.results_per_agent,
+    )
+    preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
+    run_id = uuid.uuid4().hex[:12]
+    out_dir = args.out or Path("out") / "research" / run_id
+    store = Store(settings.data_dir)
+    events = ListSink()
+    with ProgressBars(enabled=not args.no_progress and sys.stderr.isatty()) as bars:
+        sink = FanoutSink(events, bars)
+        with ray_runtime(settings, address=args.address) as runtime:
+            runs.record_started(store, run_id, args.topic)
+            try:
+                result = run_research(args.topic, settings, runtime, sink, run_id=run_id)
+            except Exception as exc:
+                runs.record_failed(store, run_id, str(exc))
+                raise
+    runs.record_completed(store, result)
+    md_path, json_path = write_outputs(result, out_dir)
+    ja_entities = [e.text for e in result.entities if e.lang == "ja"][:10]
+    summary = {
+        "runId": result.run_id, "topic": result.topic, "report": str(md_path), "result": str(json_path),
+        "sources": len(result.sources), "findings": len(result.findings), "entities": len(result.entities),
+        "agentFailures": len(result.agent_failures), "durationMs": result.total_duration_ms,
+    }
+    emit(settings, summary, "\n".join([
+        f"# Research: {result.topic}", "",
+        f"- report: {md_path}", f"- result: {json_path}",
+        f"- {len(result.sources)} sources, {len(result.findings)} findings, {len(result.entities)} entities "
+        f"({', '.join(ja_entities)})",
+        f"- {result.selection_reason}",
+        f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
+    ]))
+    return 0

@@ -1,0 +1,103 @@
+"""Typed progress events: actors emit them, the driver consumes them (CLI progress bars, SSE).
+
+Event ``type`` names follow the KATASHIRO spec (camelCase); ``stageProgress`` is ours, for the
+per-agent pipeline stages that progress bars need.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    ts: datetime = Field(default_factory=_now)
+    run_id: str = ""
+    progress: float | None = Field(None, ge=0, le=100, description="Run progress in percent, when known.")
+
+
+class ResearchStarted(_Event):
+    type: Literal["researchStarted"] = "researchStarted"
+    topic: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentStarted(_Event):
+    type: Literal["agentStarted"] = "agentStarted"
+    iteration: int
+    agent_id: int
+    strategy: dict[str, Any] = Field(default_factory=dict)
+
+
+class StageProgress(_Event):
+    type: Literal["stageProgress"] = "stageProgress"
+    iteration: int
+    agent_id: int
+    stage: str
+    done: int
+    total: int
+
+
+class AgentCompleted(_Event):
+    type: Literal["agentCompleted"] = "agentCompleted"
+    iteration: int
+    agent_id: int
+    duration_ms: int
+    success: bool
+    error: str | None = None
+
+
+class ResearchCompleted(_Event):
+    type: Literal["researchCompleted"] = "researchCompleted"
+    report_path: str | None = None
+
+
+class ResearchFailed(_Event):
+    type: Literal["researchFailed"] = "researchFailed"
+    error: str
+
+
+Event = Annotated[
+    ResearchStarted | AgentStarted | StageProgress | AgentCompleted | ResearchCompleted | ResearchFailed,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: dict[str, Any]) -> Event:
+    """Rebuild a typed event from its JSON form (e.g. after crossing a Ray queue)."""
+    return EVENT_ADAPTER.validate_python(data)
+
+
+class EventSink(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+
+class ListSink:
+    """Keeps every event in order; thread-safe. Used by tests and by the report's timeline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            self.events.append(event)
+
+
+class FanoutSink:
+    """Sends each event to several sinks (e.g. a list and a progress display)."""
+
+    def __init__(self, *sinks: EventSink) -> None:
+        self._sinks = sinks
+
+    def emit(self, event: Event) -> None:
+        for sink in self._sinks:
+            sink.emit(event)

@@ -1,0 +1,265 @@
+"""Anthropic Messages API adapter (also for Anthropic-compatible servers: llama.cpp, vLLM, Ollama).
+
+The SDK's own retries are switched off (``max_retries=0``) and this module owns the loop, so the
+backoff is the configured one (``llm_backoff_initial_s`` doubling up to ``llm_backoff_max_s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, cast
+
+import anthropic
+import httpx2
+
+from core.errors import LLMError, LLMNotConfiguredError
+from core.llm.base import LLMRequest, LLMResponse, ToolCall, Usage, UsageMeter, output_from_text
+from core.settings import Settings
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+# Keyless local servers still get an x-api-key header; they ignore it unless configured with a key.
+PLACEHOLDER_KEY = "no-key"
+# System prompts this long are sent as a cached block (shorter ones are below the cache minimum).
+CACHE_MIN_SYSTEM_CHARS = 4000
+# A server's retry-after is honoured up to this many seconds.
+RETRY_AFTER_CAP_S = 60.0
+RETRY_STATUSES = frozenset({408, 409, 429})
+REJECTION_STATUSES = frozenset({400, 422})
+DEFAULT_OUTPUT_NAME = "emit_output"
+
+StructuredMode = Literal["unknown", "native", "tool"]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after`` seconds or date)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value)
+            if parsed is not None:
+                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
+def _is_retryable(exc: Exception) -> bool:
+    if isinstance(exc, anthropic.APIStatusError):
+        hint = exc.response.headers.get("x-should-retry")
+        if hint in ("true", "false"):
+            return hint == "true"
+        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+    return isinstance(exc, anthropic.APIConnectionError | TimeoutError)
+
+
+class AnthropicClient:
+    """``LLMClient`` over ``anthropic.AsyncAnthropic``; picklable (rebuilt from settings elsewhere)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        http_client: httpx2.AsyncClient | None = None,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else ""
+        if not key and not settings.anthropic_base_url:
+            raise LLMNotConfiguredError(
+                "MAGI_LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (for api.anthropic.com) or "
+                "ANTHROPIC_BASE_URL (for an Anthropic-compatible server such as llama.cpp, vLLM or Ollama)"
+            )
+        self.settings = settings
+        self.base_url = settings.anthropic_base_url or DEFAULT_BASE_URL
+        self.usage = UsageMeter()
+        self.structured_mode: StructuredMode = "unknown"
+        self._send_temperature = True
+        self._sleep = sleep
+        self._jitter = jitter
+        # Explicit key and base URL: the SDK then reads no credential files or env variables itself.
+        self._sdk = anthropic.AsyncAnthropic(
+            api_key=key or PLACEHOLDER_KEY,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=settings.llm_timeout_s,
+            http_client=http_client,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.settings,))
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        timeout = request.timeout_s or self.settings.llm_timeout_s
+        try:
+            response = await self._complete(request, timeout)
+        except TimeoutError as exc:
+            raise LLMError(
+                f"LLM request to {self.base_url} (model {self.settings.llm_model}) timed out after {timeout:g} s "
+                f"({self.settings.llm_max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server"
+            ) from exc
+        except anthropic.APIError as exc:
+            raise self._error(exc) from exc
+        self.usage.add(response)
+        return response
+
+    async def _complete(self, request: LLMRequest, timeout: float) -> LLMResponse:
+        if request.output_schema is None:
+            return self._convert(await self._send(self._params(request), timeout, parse=False), None)
+        if self.structured_mode != "tool":
+            response = await self._native(request, timeout)
+            if response is not None:
+                return response
+        response = self._tool_output(request, await self._send(self._tool_params(request), timeout, parse=False))
+        if response.output is not None and self.structured_mode == "unknown":
+            self.structured_mode = "tool"
+        return response
+
+    async def _native(self, request: LLMRequest, timeout: float) -> LLMResponse | None:
+        """Structured output via ``messages.parse``; None means "use the forced-tool fallback"."""
+        assert request.output_schema is not None
+        params = self._params(request)
+        params["output_config"] = {
+            "format": {"type": "json_schema", "schema": anthropic.transform_schema(request.output_schema)}
+        }
+        try:
+            message = await self._send(params, timeout, parse=True)
+        except anthropic.APIStatusError as exc:
+            if self.structured_mode == "unknown" and exc.status_code in REJECTION_STATUSES:
+                return None  # the server does not know output_config (or this schema): fall back
+            raise
+        response = self._convert(message, None)
+        output = output_from_text(response.text)
+        if output is None and self.structured_mode == "unknown":
+            return None  # accepted but ignored (typical of compatible servers): fall back
+        self.structured_mode = "native"
+        return response.model_copy(update={"output": output})
+
+    def _params(self, request: LLMRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.settings.llm_model,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        if len(request.system) >= CACHE_MIN_SYSTEM_CHARS:
+            params["system"] = [
+                {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+            ]
+        elif request.system:
+            params["system"] = request.system
+        if request.tools:
+            params["tools"] = [t.model_dump() for t in request.tools]
+        if self._send_temperature:
+            # SDK >= 1.0 dropped `temperature` from the signature; the API still takes it in the body.
+            params["extra_body"] = {"temperature": request.temperature}
+        return params
+
+    def _tool_params(self, request: LLMRequest) -> dict[str, Any]:
+        assert request.output_schema is not None
+        name = request.output_name or DEFAULT_OUTPUT_NAME
+        params = self._params(request)
+        emit = {"name": name, "description": "Return the final answer.", "input_schema": request.output_schema}
+        params["tools"] = [*params.get("tools", []), emit]
+        params["tool_choice"] = {"type": "tool", "name": name}
+        return params
+
+    async def _send(self, params: dict[str, Any], timeout: float, *, parse: bool) -> anthropic.types.Message:
+        """One logical call with the configured retries; drops ``temperature`` once if the model rejects it."""
+        try:
+            return await self._send_with_retries(params, timeout, parse=parse)
+        except anthropic.BadRequestError as exc:
+            if "extra_body" not in params or "temperature" not in str(exc.message).lower():
+                raise
+        self._send_temperature = False
+        return await self._send_with_retries(
+            {k: v for k, v in params.items() if k != "extra_body"}, timeout, parse=parse
+        )
+
+    async def _send_with_retries(
+        self, params: dict[str, Any], timeout: float, *, parse: bool
+    ) -> anthropic.types.Message:
+        max_retries = self.settings.llm_max_retries
+        for attempt in range(max_retries + 1):
+            try:
+                async with asyncio.timeout(timeout):
+                    if parse:
+                        return await self._sdk.messages.parse(**params, timeout=timeout)
+                    created = await self._sdk.messages.create(**params, timeout=timeout)
+                    return cast(anthropic.types.Message, created)  # no stream= given: a Message
+            except (anthropic.APIError, TimeoutError) as exc:
+                if attempt >= max_retries or not _is_retryable(exc):
+                    if isinstance(exc, anthropic.APITimeoutError):
+                        raise TimeoutError(str(exc)) from exc
+                    raise
+                await self._sleep(self.retry_delay(attempt, exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def retry_delay(self, attempt: int, exc: Exception | None = None) -> float:
+        """Delay before retry ``attempt + 1``: the server's retry-after, else capped exponential with jitter."""
+        if isinstance(exc, anthropic.APIStatusError):
+            asked = retry_after_s(exc.response.headers)
+            if asked is not None:
+                return min(asked, RETRY_AFTER_CAP_S)
+        s = self.settings
+        base = min(s.llm_backoff_initial_s * 2.0**attempt, s.llm_backoff_max_s)
+        return base * (1.0 - 0.25 * self._jitter())  # within [0.75, 1] x base
+
+    def _convert(self, message: anthropic.types.Message, output: dict[str, Any] | None) -> LLMResponse:
+        text = "".join(block.text for block in message.content if block.type == "text")
+        calls = [
+            ToolCall(id=block.id, name=block.name, arguments=dict(block.input))
+            for block in message.content
+            if block.type == "tool_use"
+        ]
+        u = message.usage
+        usage = Usage(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=u.cache_read_input_tokens or 0,
+        )
+        return LLMResponse(
+            text=text,
+            tool_calls=calls,
+            output=output,
+            usage=usage,
+            model=str(message.model),
+            stop_reason=message.stop_reason,
+        )
+
+    def _tool_output(self, request: LLMRequest, message: anthropic.types.Message) -> LLMResponse:
+        """The forced tool call's input becomes ``output`` (and is not reported as a tool call)."""
+        name = request.output_name or DEFAULT_OUTPUT_NAME
+        response = self._convert(message, None)
+        emitted = [c for c in response.tool_calls if c.name == name]
+        return response.model_copy(
+            update={
+                "output": emitted[0].arguments if emitted else None,
+                "tool_calls": [c for c in response.tool_calls if c.name != name],
+            }
+        )
+
+    def _error(self, exc: anthropic.APIError) -> LLMError:
+        where = f"{self.base_url} (model {self.settings.llm_model})"
+        if isinstance(exc, anthropic.APIStatusError):
+            hint = {
+                401: "check ANTHROPIC_API_KEY",
+                403: "check that ANTHROPIC_API_KEY may use this model",
+                404: "check MAGI_LLM_MODEL and ANTHROPIC_BASE_URL",
+                429: "rate limited; retry later or raise MAGI_LLM_MAX_RETRIES",
+            }.get(exc.status_code, "check the request, MAGI_LLM_MODEL and ANTHROPIC_BASE_URL")
+            if exc.status_code >= 500:
+                hint = "the server failed; retry later"
+            return LLMError(f"LLM request to {where} failed with HTTP {exc.status_code}: {exc.message}; {hint}")
+        if isinstance(exc, anthropic.APIConnectionError):
+            return LLMError(
+                f"cannot connect to the LLM server {self.base_url} "
+                f"(after {self.settings.llm_max_retries} retries): {exc}; check ANTHROPIC_BASE_URL"
+            )
+        return LLMError(f"LLM request to {where} failed: {exc}")

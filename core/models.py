@@ -1,0 +1,75 @@
+"""Boundary models shared by several layers (agents return them, engines and reports read them).
+
+Field names are Python snake_case; ``by_alias`` dumps give the camelCase names the KATASHIRO
+spec uses (``agentId``, ``reportId``, ``fetchedAt`` ...).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+SourceType = Literal["official", "news", "academic", "community"]
+
+
+class CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class AgentStrategy(CamelModel):
+    agent_id: int = Field(ge=1)
+    focus: str = ""
+    query_modifiers: list[str] = Field(default_factory=list)
+    preferred_sources: list[SourceType] = Field(default_factory=list)
+    time_range: Literal["day", "week", "month", "year", "all"] = "all"
+
+
+class SourceReference(CamelModel):
+    url: str
+    title: str
+    fetched_at: datetime
+    reliability_score: float | None = Field(None, ge=0, le=1)
+    source_type: str | None = None
+    published: str | None = None
+    lang: str | None = None
+
+
+class EntityMention(CamelModel):
+    text: str
+    label: str
+    lang: str
+    count: int
+    sources: list[str]
+
+
+class Finding(CamelModel):
+    """A sentence that carries a fact (a number, date or named entity), with where it came from."""
+
+    text: str
+    source: str
+    entities: list[str] = Field(default_factory=list)
+    score: float = 0.0
+
+
+class SourceFailure(CamelModel):
+    url: str
+    stage: Literal["fetch", "extract", "entities"]
+    kind: str
+    message: str
+
+
+class AgentReport(CamelModel):
+    agent_id: int
+    report_id: str
+    content: str
+    sources: list[SourceReference]
+    strategy: AgentStrategy
+    generated_at: datetime
+    duration_ms: int
+    queries: list[str] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    entities: list[EntityMention] = Field(default_factory=list)
+    failures: list[SourceFailure] = Field(default_factory=list)

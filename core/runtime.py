@@ -1,0 +1,249 @@
+"""Where agents run: a Ray cluster, or in this process for tests and tiny jobs.
+
+Engines depend only on :class:`Runtime` (``spawn`` an agent, ``call`` a method, ``gather`` with a
+timeout, ``kill``), so their coordination logic is tested in-process and runs unchanged on Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from core.errors import RuntimeSetupError
+from core.events import Event, EventSink, parse_event
+from core.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass
+class Outcome(Generic[T]):
+    """What one call ended with: a value, an error, or a timeout (``error`` then says so)."""
+
+    value: T | None = None
+    error: BaseException | None = None
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+class Runtime(Protocol):
+    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, **kwargs: Any) -> Any: ...
+
+    def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Any: ...
+
+    def gather(self, pending: Sequence[Any], timeout_s: float | None) -> list[Outcome[Any]]: ...
+
+    def kill(self, handle: Any) -> None: ...
+
+    def event_sink(self, sink: EventSink) -> EventSink: ...
+
+
+def _run_method(obj: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    result = getattr(obj, method)(*args, **kwargs)
+    return asyncio.run(result) if inspect.iscoroutine(result) else result
+
+
+class InProcessRuntime:
+    """Agents as plain objects, calls on a thread pool: the seam's reference implementation."""
+
+    def __init__(self, max_workers: int = 8) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="magi-agent")
+
+    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, **kwargs: Any) -> Any:
+        return cls(*args, **kwargs)
+
+    def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
+        return self._pool.submit(_run_method, handle, method, args, kwargs)
+
+    def gather(self, pending: Sequence[Future[Any]], timeout_s: float | None) -> list[Outcome[Any]]:
+        wait_futures(pending, timeout=timeout_s)
+        outcomes: list[Outcome[Any]] = []
+        for fut in pending:
+            if not fut.done():
+                fut.cancel()
+                outcomes.append(Outcome(error=TimeoutError(f"timed out after {timeout_s} s"), timed_out=True))
+                continue
+            try:
+                outcomes.append(Outcome(value=fut.result(timeout=0)))
+            except FutureTimeout as exc:  # pragma: no cover - done() was checked
+                outcomes.append(Outcome(error=exc, timed_out=True))
+            except Exception as exc:
+                outcomes.append(Outcome(error=exc))
+        return outcomes
+
+    def kill(self, handle: Any) -> None:
+        """Objects in this process cannot be killed; a timed-out call is left to finish."""
+
+    def event_sink(self, sink: EventSink) -> EventSink:
+        return sink
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _QueueSink:
+    """Picklable sink that actors use to push events into a Ray queue read by the driver."""
+
+    def __init__(self, queue: Any) -> None:
+        self._queue = queue
+
+    def emit(self, event: Event) -> None:
+        try:
+            self._queue.put_nowait(event.model_dump(mode="json"))
+        except Exception as exc:  # a full or dead queue must never fail the agent's work
+            log.warning("dropped progress event %s: %s", event.type, exc)
+
+
+class RayRuntime:
+    """Agents as Ray actors. Events cross a ``ray.util.queue.Queue`` pumped by a driver thread."""
+
+    def __init__(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            raise RuntimeSetupError("Ray is not initialised; call core.runtime.start_ray() first")
+        self._ray = ray
+        self._pumps: list[tuple[threading.Event, threading.Thread, Any]] = []
+
+    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, **kwargs: Any) -> Any:
+        remote_cls = self._ray.remote(cls)
+        return remote_cls.options(num_cpus=num_cpus, max_concurrency=4).remote(*args, **kwargs)
+
+    def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(handle, method).remote(*args, **kwargs)
+
+    def gather(self, pending: Sequence[Any], timeout_s: float | None) -> list[Outcome[Any]]:
+        ready, _ = self._ray.wait(list(pending), num_returns=len(pending), timeout=timeout_s)
+        ready_set = set(ready)
+        outcomes: list[Outcome[Any]] = []
+        for ref in pending:
+            if ref not in ready_set:
+                self._ray.cancel(ref, force=False)
+                outcomes.append(Outcome(error=TimeoutError(f"timed out after {timeout_s} s"), timed_out=True))
+                continue
+            try:
+                outcomes.append(Outcome(value=self._ray.get(ref)))
+            except Exception as exc:
+                outcomes.append(Outcome(error=exc))
+        return outcomes
+
+    def kill(self, handle: Any) -> None:
+        self._ray.kill(handle, no_restart=True)
+
+    def event_sink(self, sink: EventSink) -> EventSink:
+        from ray.util.queue import Queue
+
+        queue = Queue(maxsize=10_000, actor_options={"num_cpus": 0})
+        stop = threading.Event()
+
+        def pump() -> None:
+            while True:
+                stopping = stop.is_set()
+                for item in _drain(queue):
+                    sink.emit(parse_event(item))
+                if stopping:
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=pump, name="magi-event-pump", daemon=True)
+        thread.start()
+        self._pumps.append((stop, thread, queue))
+        return _QueueSink(queue)
+
+    def close(self) -> None:
+        """Deliver every queued event, then stop the pumps and their queues."""
+        for stop, thread, queue in self._pumps:
+            stop.set()
+            thread.join(timeout=10)
+            queue.shutdown()
+        self._pumps.clear()
+
+
+def _drain(queue: Any) -> list[dict[str, Any]]:
+    try:
+        size = queue.qsize()
+        return list(queue.get_nowait_batch(size)) if size else []
+    except Exception as exc:
+        log.warning("could not read progress events: %s", exc)
+        return []
+
+
+def local_cpus(settings: Settings) -> int:
+    return settings.ray_num_cpus or os.cpu_count() or 1
+
+
+def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = True) -> None:
+    """Attach to ``address``/``RAY_ADDRESS`` or start a local single-node Ray (dashboard off).
+
+    A local Ray gets token authentication explicitly (Ray >= 2.59's default, made silent);
+    set ``RAY_AUTH_MODE`` yourself to choose otherwise.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return
+    target = address or settings.ray_address
+    common: dict[str, Any] = {
+        "logging_level": logging.WARNING if quiet else logging.INFO,
+        "log_to_driver": not quiet,
+    }
+    try:
+        if target:
+            ray.init(address=target, **common)
+        else:
+            os.environ.setdefault("RAY_AUTH_MODE", "token")
+            ray.init(address="local", num_cpus=local_cpus(settings), include_dashboard=False, **common)
+    except ray.exceptions.AuthenticationError as exc:
+        raise RuntimeSetupError(
+            f"Ray cluster at {target} refused this client: token authentication is on. Put the cluster's "
+            "token in RAY_AUTH_TOKEN (or ~/.ray/auth_token), or start the cluster with RAY_AUTH_MODE=disabled"
+        ) from exc
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"the Ray cluster at {target}" if target else "a local Ray"
+        fix = "check RAY_ADDRESS / --address" if target else "check free memory and /tmp space"
+        raise RuntimeSetupError(f"could not start or attach to {where}: {exc}; {fix}") from exc
+
+
+def stop_ray() -> None:
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@contextmanager
+def ray_runtime(settings: Settings, *, address: str | None = None) -> Iterator[RayRuntime]:
+    """Start (or attach to) Ray for the duration of a command, and shut a local one down after."""
+    import ray
+
+    owned = not ray.is_initialized()
+    start_ray(settings, address=address)
+    runtime = RayRuntime()
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+        if owned:
+            stop_ray()
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """Run ``fn`` and return its result with the elapsed seconds."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start

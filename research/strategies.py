@@ -1,0 +1,32 @@
+"""Agent search strategies, loaded from ``data/research/strategies.yaml``."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+import yaml
+from pydantic import ValidationError
+
+from core.errors import ConfigError
+from core.models import AgentStrategy
+
+STRATEGIES_FILE = Path(__file__).resolve().parent.parent / "data" / "research" / "strategies.yaml"
+
+
+@cache
+def _load(path: Path) -> tuple[AgentStrategy, ...]:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        strategies = tuple(AgentStrategy.model_validate(s) for s in raw["strategies"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValidationError) as exc:
+        raise ConfigError(f"strategy file {path} is unusable: {exc}; restore it from the repository") from exc
+    if not strategies:
+        raise ConfigError(f"strategy file {path} lists no strategies")
+    return strategies
+
+
+def strategy_for(agent_id: int, path: Path = STRATEGIES_FILE) -> AgentStrategy:
+    """Strategy of agent ``agent_id`` (1-based); agents beyond the list reuse it cyclically."""
+    strategies = _load(path)
+    base = strategies[(agent_id - 1) % len(strategies)]
+    return base.model_copy(update={"agent_id": agent_id})

@@ -1,0 +1,92 @@
+"""The corpus ``manifest.yaml``: canonical URL and metadata of each local file.
+
+A broken manifest fails loudly (file and entry named) instead of silently indexing ``file://`` URLs.
+Unknown keys in an entry are ignored so the manifest can carry notes for people.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from core.errors import InputError
+from scrapers.search.textfiles import SUFFIXES
+
+MANIFEST_NAME = "manifest.yaml"
+
+
+class ManifestEntry(BaseModel):
+    """One ``pages:`` item; ``file`` is relative to the corpus directory."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    file: str
+    url: str
+    title: str | None = None
+    source_type: Literal["official", "news", "academic", "community"] | None = None
+    lang: Literal["ja", "en"] | None = None
+    published: date | None = None
+    duplicate_of: str | None = None
+
+
+class Manifest(BaseModel):
+    """The whole file: an optional topic and the entries, keyed by resolved file path."""
+
+    topic: str | None = None
+    entries: dict[Path, ManifestEntry] = {}
+
+
+def _fail(path: Path, where: str, problem: str) -> InputError:
+    return InputError(f"corpus manifest {path}, {where}: {problem}; fix or remove it")
+
+
+def _entry(path: Path, directory: Path, index: int, item: Any) -> tuple[Path, ManifestEntry]:
+    label = f"pages[{index}]" + (f" (file: {item.get('file')})" if isinstance(item, dict) else "")
+    if not isinstance(item, dict):
+        raise _fail(path, label, "an entry must be a mapping with at least 'file' and 'url'")
+    try:
+        entry = ManifestEntry.model_validate(item)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "entry"
+        raise _fail(path, label, f"{field}: {err['msg']}") from None
+    target = (directory / entry.file).resolve()
+    if not target.is_relative_to(directory):
+        raise _fail(path, label, "file points outside the corpus directory")
+    if not target.is_file():
+        raise _fail(path, label, f"file {target} does not exist")
+    if target.suffix.lower() not in SUFFIXES:
+        raise _fail(path, label, f"file type {target.suffix or '(none)'} is not one of {sorted(SUFFIXES)}")
+    return target, entry
+
+
+def load_manifest(directory: Path) -> Manifest | None:
+    """Read ``directory/manifest.yaml`` if present; ``directory`` must already be resolved."""
+    path = directory / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise _fail(path, "file", f"not valid UTF-8 YAML ({str(exc).splitlines()[0]})") from None
+    if data is None:
+        return Manifest()
+    if not isinstance(data, dict) or not isinstance(data.get("pages", []), list):
+        raise _fail(path, "top level", "expected a mapping with 'topic' and a 'pages' list")
+    entries: dict[Path, ManifestEntry] = {}
+    urls: set[str] = set()
+    for index, item in enumerate(data.get("pages") or []):
+        target, entry = _entry(path, directory, index, item)
+        where = f"pages[{index}] (file: {entry.file})"
+        if target in entries:
+            raise _fail(path, where, "the same file is listed twice")
+        if entry.url in urls:
+            raise _fail(path, where, f"url {entry.url} is listed twice")
+        entries[target] = entry
+        urls.add(entry.url)
+    topic = data.get("topic")
+    return Manifest(topic=str(topic) if topic is not None else None, entries=entries)
