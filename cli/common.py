@@ -17,6 +17,8 @@ def shared_options() -> argparse.ArgumentParser:
                         help="output format (default: markdown, or output_format in magi.yaml)")
     parent.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
                         help="settings file (default: $MAGI_CONFIG or ./magi.yaml)")
+    parent.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log details to stderr; show tracebacks of internal errors")
     return parent
 
 

@@ -10,9 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cli.common import emit, settings_from
-from pydantic import BaseModel
-
-from core.llm import Generated, Message, generate, require_llm
 from core.settings import Settings, describe
 
 
@@ -77,6 +74,10 @@ def check_ddgs(settings: Settings) -> Check:
 
 
 def check_llm(settings: Settings, send: bool) -> Check:
+    from pydantic import BaseModel
+
+    from core.llm import Generated, Message, generate, require_llm
+
     if not settings.llm_provider:
         return Check("llm", "warn", "no LLM provider configured (research runs extractively)",
                      "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION")
@@ -102,6 +103,8 @@ def _guarded(name: str, probe: Callable[[], Check]) -> Check:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.llm import require_llm
+
     settings = settings_from(args)
     if args.llm:  # fail fast, before the slower checks, when the asked-for LLM is not configured
         require_llm(settings, "magi doctor --llm")

@@ -32,7 +32,6 @@ def build_parser() -> MagiParser:
     parser = MagiParser(prog="magi", parents=[shared],
                         description="MAGI Cluster: multi-agent research and decision systems on Ray.")
     parser.add_argument("--version", action="version", version=f"magi {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=MagiParser)
     for module in COMMANDS:
         module.register(commands, shared)
@@ -43,7 +42,8 @@ def build_parser() -> MagiParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+    verbose = bool(getattr(args, "verbose", False))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if not args.command:
         parser.print_help(sys.stderr)
@@ -56,6 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"magi {args.command}: interrupted\n")
         return 130
+    except Exception as exc:  # a bug, not a user error: one line by default, the traceback with -v
+        if verbose:
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        sys.stderr.write(f"magi {args.command}: internal error: {type(exc).__name__}: {first} "
+                         "(run with -v for the traceback, and please report it)\n")
+        return 1
 
 
 if __name__ == "__main__":

@@ -8,13 +8,6 @@ import uuid
 from pathlib import Path
 
 from cli.common import emit, settings_from
-from cli.progress import ProgressBars
-from core.events import FanoutSink, ListSink
-from core.runtime import ray_runtime
-from core.store import Store
-from research import runs
-from research.engine import preflight, run_research
-from research.result import write_outputs
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -24,7 +17,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     parser.add_argument("topic", help="what to research, in Japanese or English")
     parser.add_argument("--corpus", metavar="DIR", type=Path,
                         help="search this folder of HTML/Markdown/text files (implies --provider local)")
-    parser.add_argument("--provider", choices=["local", "ddgs", "searxng"], help="search provider")
+    parser.add_argument("--provider", choices=["local", "ddgs"], help="search provider")
     parser.add_argument("--agents", type=int, metavar="N", help="parallel research agents (default 3)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one agent")
     parser.add_argument("--results-per-agent", type=int, metavar="N", help="search results per agent")
@@ -35,6 +28,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def run(args: argparse.Namespace) -> int:
+    # Heavy imports (Ray, spaCy, trafilatura) only when the command runs: `magi --help` stays instant.
+    from cli.progress import ProgressBars
+    from core.events import FanoutSink, ListSink
+    from core.runtime import ray_runtime
+    from core.store import Store
+    from research import runs
+    from research.engine import preflight, run_research
+    from research.result import write_outputs
+
     settings = settings_from(
         args,
         corpus_dir=args.corpus,

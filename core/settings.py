@@ -57,10 +57,10 @@ class Settings(BaseSettings):
     )
     ray_num_cpus: int | None = Field(None, ge=1, description="CPUs of the local Ray (default: all).")
 
-    search_provider: Literal["local", "ddgs", "searxng"] = Field("local", description="Search provider.")
+    search_provider: Literal["local", "ddgs"] = Field("local", description="Search provider.")
     corpus_dir: Path = Field(BUNDLED_CORPUS, description="Folder searched by the local provider.")
     research_agents: int = Field(3, ge=1, le=32, description="Parallel research agents.")
-    research_results_per_agent: int = Field(8, ge=1, le=100, description="Search results per agent.")
+    research_results_per_agent: int = Field(12, ge=1, le=100, description="Search results per agent.")
     research_agent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one agent in seconds.")
 
     @classmethod

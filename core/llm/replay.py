@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +77,7 @@ def append_record(path: Path, request: LLMRequest, response: LLMResponse) -> Non
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+            fh.flush()  # before unlocking, so the whole line is in the file
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 

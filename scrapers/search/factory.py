@@ -24,6 +24,4 @@ def open_search(settings: Settings) -> SearchSetup:
         return SearchSetup(LocalSearchProvider(corpus), corpus)
     if settings.search_provider == "ddgs":
         return SearchSetup(DdgsSearchProvider(), None)
-    raise ConfigError(
-        f"search provider {settings.search_provider!r} is not available yet; use local (with --corpus) or ddgs"
-    )
+    raise ConfigError(f"unknown search provider {settings.search_provider!r}; use local (with --corpus) or ddgs")

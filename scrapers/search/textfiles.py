@@ -32,6 +32,7 @@ _DATE_META = frozenset(
     {"date", "dc.date", "dcterms.date", "dcterms.created", "pubdate", "publishdate", "article:published_time"}
 )
 _DATE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+_HIRAGANA = re.compile(r"[\u3041-\u3096]")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 _NEWLINES = re.compile(r" ?\n[\s]*")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -50,7 +51,7 @@ class FileText:
 
 
 def decode(raw: bytes) -> str:
-    """Bytes to text: UTF-8, the meta charset, cp932, EUC-JP, then UTF-8 with replacement characters."""
+    """Bytes to text: UTF-8, the meta charset, then cp932 or EUC-JP (whichever yields more hiragana)."""
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     candidates = ["utf-8"]
@@ -58,12 +59,19 @@ def decode(raw: bytes) -> str:
     if declared:
         name = declared.group(1).decode("ascii").lower()
         candidates.append(_ALIASES.get(name, name))
-    candidates += ["cp932", "euc-jp"]
     for encoding in candidates:
         try:
             return raw.decode(encoding)
         except (UnicodeDecodeError, LookupError):
             continue
+    decoded: list[str] = []
+    for encoding in ("cp932", "euc-jp"):
+        try:
+            decoded.append(raw.decode(encoding))
+        except UnicodeDecodeError:
+            continue
+    if decoded:  # EUC-JP bytes often decode as cp932 half-width katakana; real Japanese has hiragana
+        return max(decoded, key=lambda text: len(_HIRAGANA.findall(text)))
     return raw.decode("utf-8", errors="replace")
 
 

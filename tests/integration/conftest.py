@@ -1,0 +1,18 @@
+"""One local Ray cluster shared by the whole integration session (starting Ray costs ~5 s)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    import ray
+
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()

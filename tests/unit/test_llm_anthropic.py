@@ -1,0 +1,283 @@
+"""The Anthropic adapter against a real ``AsyncAnthropic`` over ``httpx2.MockTransport`` (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+from core.errors import LLMError, LLMNotConfiguredError
+from core.llm.anthropic import CACHE_MIN_SYSTEM_CHARS, AnthropicClient
+from core.llm.base import LLMRequest, Message, ToolSpec, Usage
+from core.settings import Settings
+
+Action = httpx2.Response | Exception | Callable[[httpx2.Request], Any]
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+def message(
+    *, text: str | None = "ok", tool: tuple[str, dict[str, Any]] | None = None, usage: dict[str, int] | None = None
+) -> httpx2.Response:
+    content: list[dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    if tool is not None:
+        content.append({"type": "tool_use", "id": "toolu_1", "name": tool[0], "input": tool[1]})
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": "tool_use" if tool else "end_turn",
+        "stop_sequence": None,
+        "usage": usage or {"input_tokens": 10, "output_tokens": 5},
+    }
+    return httpx2.Response(200, json=body)
+
+
+def error(status: int, msg: str = "nope", headers: dict[str, str] | None = None) -> httpx2.Response:
+    body = {"type": "error", "error": {"type": "api_error", "message": msg}}
+    return httpx2.Response(status, json=body, headers=headers)
+
+
+class FakeServer:
+    """Plays the planned actions in order and keeps every request body."""
+
+    def __init__(self, *actions: Action) -> None:
+        self.actions = list(actions)
+        self.bodies: list[dict[str, Any]] = []
+        self.urls: list[str] = []
+
+    async def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.bodies.append(json.loads(request.content))
+        self.urls.append(str(request.url))
+        action = self.actions.pop(0) if len(self.actions) > 1 else self.actions[0]
+        if isinstance(action, Exception):
+            raise action
+        if isinstance(action, httpx2.Response):
+            return action
+        result = action(request)
+        return await result if asyncio.iscoroutine(result) else result
+
+
+def settings(**overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "anthropic_api_key": "test-key",
+        "llm_model": "claude-test",
+        "llm_backoff_initial_s": 0.01,
+        "llm_backoff_max_s": 0.03,
+        "llm_timeout_s": 5.0,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def make_client(server: FakeServer, delays: list[float], *, jitter: float = 0.0, **overrides: Any) -> AnthropicClient:
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    transport = httpx2.MockTransport(server)
+    return AnthropicClient(
+        settings(**overrides),
+        http_client=httpx2.AsyncClient(transport=transport),
+        sleep=sleep,
+        jitter=lambda: jitter,
+    )
+
+
+def request(system: str = "You are terse.", **kw: Any) -> LLMRequest:
+    return LLMRequest(system=system, messages=[Message(role="user", content="hello")], **kw)
+
+
+def test_retries_429_then_529_then_success_with_configured_backoff() -> None:
+    server = FakeServer(error(429), error(529), message(text="done"))
+    delays: list[float] = []
+    client = make_client(server, delays)
+    response = asyncio.run(client.complete(request()))
+    assert response.text == "done"
+    assert len(server.bodies) == 3
+    assert delays == pytest.approx([0.01, 0.02])  # initial, then doubled
+    assert client.usage.calls == 1
+
+
+def test_backoff_is_capped_and_jittered() -> None:
+    client = make_client(FakeServer(message()), [], jitter=1.0, llm_backoff_initial_s=1.0, llm_backoff_max_s=10.0)
+    assert [client.retry_delay(n) for n in range(6)] == pytest.approx([0.75, 1.5, 3.0, 6.0, 7.5, 7.5])
+    client._jitter = lambda: 0.0
+    assert [client.retry_delay(n) for n in range(6)] == pytest.approx([1, 2, 4, 8, 10, 10])
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"), [({"retry-after-ms": "250"}, 0.25), ({"retry-after": "2"}, 2.0)]
+)
+def test_retry_after_headers_are_honoured(headers: dict[str, str], expected: float) -> None:
+    server = FakeServer(error(429, headers=headers), message())
+    delays: list[float] = []
+    asyncio.run(make_client(server, delays).complete(request()))
+    assert delays == [expected]
+
+
+def test_no_retry_on_400() -> None:
+    server = FakeServer(error(400, "messages: field required"))
+    delays: list[float] = []
+    with pytest.raises(LLMError, match=r"HTTP 400: .*messages: field required"):
+        asyncio.run(make_client(server, delays).complete(request()))
+    assert len(server.bodies) == 1
+    assert delays == []
+
+
+def test_401_names_the_key() -> None:
+    server = FakeServer(error(401, "invalid x-api-key"))
+    with pytest.raises(LLMError, match="HTTP 401.*ANTHROPIC_API_KEY"):
+        asyncio.run(make_client(server, []).complete(request()))
+    assert len(server.bodies) == 1
+
+
+def test_x_should_retry_false_is_obeyed() -> None:
+    server = FakeServer(error(500, headers={"x-should-retry": "false"}), message())
+    with pytest.raises(LLMError, match="HTTP 500"):
+        asyncio.run(make_client(server, []).complete(request()))
+    assert len(server.bodies) == 1
+
+
+def test_read_timeout_becomes_llm_error_after_retries() -> None:
+    server = FakeServer(httpx2.ReadTimeout("slow"))
+    delays: list[float] = []
+    with pytest.raises(LLMError, match=r"timed out after 5 s"):
+        asyncio.run(make_client(server, delays).complete(request()))
+    assert len(server.bodies) == 3  # first attempt + llm_max_retries=2
+    assert len(delays) == 2
+
+
+def test_wall_clock_timeout_per_request() -> None:
+    async def slow(_request: httpx2.Request) -> httpx2.Response:
+        await asyncio.sleep(2)
+        return message()
+
+    server = FakeServer(slow)
+    with pytest.raises(LLMError, match=r"timed out after 0\.05 s"):
+        asyncio.run(make_client(server, [], llm_max_retries=0).complete(request(timeout_s=0.05)))
+
+
+def test_connection_error_is_retried_then_explained() -> None:
+    server = FakeServer(httpx2.ConnectError("refused"))
+    with pytest.raises(LLMError, match="cannot connect to the LLM server .*ANTHROPIC_BASE_URL"):
+        asyncio.run(make_client(server, [], llm_max_retries=1).complete(request()))
+    assert len(server.bodies) == 2
+
+
+def test_base_url_without_key_targets_compatible_server() -> None:
+    server = FakeServer(message())
+    client = make_client(server, [], anthropic_api_key=None, anthropic_base_url="http://localhost:8080")
+    asyncio.run(client.complete(request()))
+    assert server.urls == ["http://localhost:8080/v1/messages"]
+
+
+def test_missing_key_and_base_url_is_not_configured() -> None:
+    with pytest.raises(LLMNotConfiguredError, match="ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
+        AnthropicClient(Settings())
+
+
+def test_native_structured_output() -> None:
+    server = FakeServer(message(text='{"answer": "42"}'))
+    client = make_client(server, [])
+    response = asyncio.run(client.complete(request(output_schema=SCHEMA, output_name="Answer")))
+    assert response.output == {"answer": "42"}
+    assert client.structured_mode == "native"
+    fmt = server.bodies[0]["output_config"]["format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["schema"]["properties"] == SCHEMA["properties"]
+
+
+def test_rejected_parse_falls_back_to_forced_tool_and_remembers() -> None:
+    server = FakeServer(
+        error(400, "output_config: Extra inputs are not permitted"),
+        message(text=None, tool=("Answer", {"answer": "a"})),
+        message(text=None, tool=("Answer", {"answer": "b"})),
+    )
+    client = make_client(server, [])
+
+    async def run() -> list[dict[str, Any] | None]:
+        first = await client.complete(request(output_schema=SCHEMA, output_name="Answer"))
+        second = await client.complete(request(output_schema=SCHEMA, output_name="Answer"))
+        return [first.output, second.output]
+
+    assert asyncio.run(run()) == [{"answer": "a"}, {"answer": "b"}]
+    assert len(server.bodies) == 3  # the native path is not tried again
+    assert client.structured_mode == "tool"
+    assert "output_config" in server.bodies[0]
+    for body in server.bodies[1:]:
+        assert "output_config" not in body
+        assert body["tool_choice"] == {"type": "tool", "name": "Answer"}
+        assert body["tools"][-1]["input_schema"] == SCHEMA
+
+
+def test_ignored_output_config_falls_back_to_forced_tool() -> None:
+    server = FakeServer(message(text="Sure! The answer is 42."), message(text=None, tool=("emit_output", {"answer": "42"})))
+    client = make_client(server, [])
+    response = asyncio.run(client.complete(request(output_schema=SCHEMA)))
+    assert response.output == {"answer": "42"}
+    assert response.tool_calls == []  # the forced call is the output, not an action
+    assert client.structured_mode == "tool"
+
+
+def test_long_system_prompt_is_sent_as_cached_block() -> None:
+    server = FakeServer(message())
+    client = make_client(server, [])
+    long_system = "x" * CACHE_MIN_SYSTEM_CHARS
+    asyncio.run(client.complete(request(system=long_system)))
+    asyncio.run(client.complete(request(system="short")))
+    assert server.bodies[0]["system"] == [
+        {"type": "text", "text": long_system, "cache_control": {"type": "ephemeral"}}
+    ]
+    assert server.bodies[1]["system"] == "short"
+
+
+def test_usage_is_recorded_and_summed() -> None:
+    usage = {"input_tokens": 7, "output_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 50}
+    server = FakeServer(message(usage=usage))
+    client = make_client(server, [])
+
+    async def run() -> None:
+        for _ in range(3):
+            response = await client.complete(request())
+            assert response.usage == Usage(**usage)
+
+    asyncio.run(run())
+    assert client.usage.calls == 3
+    assert client.usage.total == Usage(
+        input_tokens=21, output_tokens=9, cache_creation_input_tokens=300, cache_read_input_tokens=150
+    )
+
+
+def test_tool_calls_and_temperature_are_passed() -> None:
+    server = FakeServer(message(text="calling", tool=("search", {"q": "ray"})))
+    client = make_client(server, [])
+    spec = ToolSpec(name="search", description="Search.", input_schema={"type": "object"})
+    response = asyncio.run(client.complete(request(tools=[spec], temperature=0.3)))
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("search", {"q": "ray"})]
+    assert server.bodies[0]["temperature"] == 0.3
+    assert server.bodies[0]["tools"] == [spec.model_dump()]
+
+
+def test_rejected_temperature_is_dropped_and_remembered() -> None:
+    server = FakeServer(error(400, "`temperature` is deprecated for this model"), message())
+    client = make_client(server, [])
+    asyncio.run(client.complete(request()))
+    asyncio.run(client.complete(request()))
+    assert "temperature" in server.bodies[0]
+    assert all("temperature" not in body for body in server.bodies[1:])
+    assert len(server.bodies) == 3
+
+
+def test_client_pickles_as_its_settings() -> None:
+    client = AnthropicClient(settings())
+    copy = pickle.loads(pickle.dumps(client))
+    assert isinstance(copy, AnthropicClient)
+    assert copy.settings == client.settings

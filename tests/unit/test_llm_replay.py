@@ -1,0 +1,130 @@
+"""Cassettes: record through any client, replay identically, explain misses, survive parallel writers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.errors import CassetteMissError, ConfigError
+from core.llm.base import LLMRequest, LLMResponse, Message
+from core.llm.python_provider import PythonClient
+from core.llm.replay import RecordingClient, ReplayClient, request_key
+
+PROVIDER = '''
+import itertools
+_n = itertools.count()
+
+def answer(request):
+    return {"text": f"answer {next(_n)} to " + request.messages[-1].content,
+            "usage": {"input_tokens": 5, "output_tokens": 2, "cache_read_input_tokens": 1},
+            "output": {"topic": request.messages[-1].content} if request.output_schema else None}
+'''
+
+
+def request(text: str, **kw: object) -> LLMRequest:
+    return LLMRequest(system="You summarise.", messages=[Message(role="user", content=text)], **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> PythonClient:
+    (tmp_path / "fake_llm.py").write_text(PROVIDER, encoding="utf-8")
+    return PythonClient("python:fake_llm.py:answer")
+
+
+def test_record_then_replay_gives_identical_responses(tmp_path: Path, provider: PythonClient) -> None:
+    cassette = tmp_path / "cassettes" / "run.jsonl"
+    requests = [request("ray"), request("spacy", output_schema={"type": "object"}, output_name="T")]
+    recorder = RecordingClient(provider, cassette)
+
+    async def run(client: RecordingClient | ReplayClient) -> list[LLMResponse]:
+        return [await client.complete(r) for r in requests]
+
+    recorded = asyncio.run(run(recorder))
+    replayed = asyncio.run(run(ReplayClient(cassette)))
+    assert replayed == recorded
+    assert recorded[1].output == {"topic": "spacy"}
+    lines = [json.loads(line) for line in cassette.read_text(encoding="utf-8").splitlines()]
+    assert [r["key"] for r in lines] == [request_key(r) for r in requests]
+    assert lines[0]["request"]["messages"][0]["content"] == "ray"
+
+
+def test_key_ignores_timeout_but_not_content() -> None:
+    assert request_key(request("a")) == request_key(request("a", timeout_s=3.0))
+    assert request_key(request("a")) != request_key(request("b"))
+    assert request_key(request("a")) != request_key(request("a", temperature=0.5))
+
+
+def test_last_record_wins(tmp_path: Path, provider: PythonClient) -> None:
+    cassette = tmp_path / "c.jsonl"
+    recorder = RecordingClient(provider, cassette)
+    asyncio.run(recorder.complete(request("x")))
+    second = asyncio.run(recorder.complete(request("x")))
+    assert asyncio.run(ReplayClient(cassette).complete(request("x"))) == second
+
+
+def test_miss_names_the_request_and_how_to_record(tmp_path: Path, provider: PythonClient) -> None:
+    cassette = tmp_path / "c.jsonl"
+    asyncio.run(RecordingClient(provider, cassette).complete(request("recorded")))
+    missing = request("never recorded question")
+    with pytest.raises(CassetteMissError) as info:
+        asyncio.run(ReplayClient(cassette).complete(missing))
+    text = str(info.value)
+    assert request_key(missing) in text
+    assert str(cassette) in text
+    assert "never recorded question" in text and "You summarise." in text
+    assert "MAGI_LLM_PROVIDER=record" in text
+
+
+def test_hand_written_json_cassette(tmp_path: Path) -> None:
+    req = request("hello")
+    cassette = tmp_path / "hand.json"
+    record = {"key": request_key(req), "request": req.model_dump(mode="json"), "response": {"text": "hi!"}}
+    cassette.write_text(json.dumps([record]), encoding="utf-8")
+    assert asyncio.run(ReplayClient(cassette).complete(req)).text == "hi!"
+    with pytest.raises(ConfigError, match="use a .jsonl path"):
+        RecordingClient(ReplayClient(cassette), cassette)
+
+
+def test_malformed_cassette_is_config_error(tmp_path: Path) -> None:
+    cassette = tmp_path / "bad.jsonl"
+    cassette.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="malformed"):
+        asyncio.run(ReplayClient(cassette).complete(request("x")))
+
+
+def test_replay_client_pickles_without_its_cache(tmp_path: Path, provider: PythonClient) -> None:
+    cassette = tmp_path / "c.jsonl"
+    asyncio.run(RecordingClient(provider, cassette).complete(request("x")))
+    client = ReplayClient(cassette)
+    asyncio.run(client.complete(request("x")))
+    copy = pickle.loads(pickle.dumps(client))
+    assert copy._responses is None
+    assert asyncio.run(copy.complete(request("x"))).text.startswith("answer 0")
+
+
+def test_parallel_processes_append_whole_records(tmp_path: Path) -> None:
+    cassette = tmp_path / "shared.jsonl"
+    script = (
+        "import sys\n"
+        "from core.llm.base import LLMRequest, LLMResponse, Message\n"
+        "from core.llm.replay import append_record\n"
+        "from pathlib import Path\n"
+        "for i in range(40):\n"
+        "    req = LLMRequest(system='s', messages=[Message(role='user', content=f'{sys.argv[1]}-{i}')])\n"
+        "    append_record(Path(sys.argv[2]), req, LLMResponse(text='x' * 20000))\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, f"w{n}", str(cassette)], env=env) for n in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    lines = cassette.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 160
+    assert all(len(json.loads(line)["response"]["text"]) == 20000 for line in lines)
