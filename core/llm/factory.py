@@ -1,9 +1,13 @@
-"""Build the configured LLM client from ``Settings`` alone, so a Ray worker can rebuild it too."""
+"""Build the configured LLM client from ``Settings`` alone, so a Ray worker can rebuild it too.
+
+The Anthropic SDK is imported only when that provider is chosen (it costs ~1.5 s per process).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from core.errors import ConfigError, LLMNotConfiguredError
-from core.llm.anthropic import AnthropicClient
 from core.llm.base import LLMClient
 from core.llm.python_provider import PREFIX, PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
@@ -12,33 +16,35 @@ from core.settings import Settings
 ALLOWED = "anthropic, replay, record, or python:MODULE_OR_FILE:FUNCTION"
 
 
-def _cassette(settings: Settings, provider: str) -> str:
+def _cassette(settings: Settings, provider: str) -> Path:
     if settings.llm_cassette is None:
         raise ConfigError(f"MAGI_LLM_PROVIDER={provider} needs MAGI_LLM_CASSETTE (path of the cassette file)")
-    return str(settings.llm_cassette)
+    return settings.llm_cassette
 
 
 def make_llm(settings: Settings) -> LLMClient | None:
     """The client for ``llm_provider``, or None when no provider is set."""
     raw = (settings.llm_provider or "").strip()
+    provider = raw.lower()
     if not raw:
         return None
-    provider = raw.lower()
-    if provider == "anthropic":
-        return AnthropicClient(settings)
     if provider == "replay":
         cassette = _cassette(settings, provider)
-        if settings.llm_cassette is not None and not settings.llm_cassette.is_file():
+        if not cassette.is_file():
             raise ConfigError(
                 f"LLM cassette {cassette} does not exist; record it first with MAGI_LLM_PROVIDER=record"
             )
         return ReplayClient(cassette)
-    if provider == "record":
-        return RecordingClient(AnthropicClient(settings), _cassette(settings, provider))
+    if provider in ("anthropic", "record"):
+        record_to = _cassette(settings, provider) if provider == "record" else None
+        from core.llm.anthropic import AnthropicClient
+
+        client = AnthropicClient(settings)
+        return client if record_to is None else RecordingClient(client, record_to)
     if raw.startswith(PREFIX):
-        client = PythonClient(raw)
-        client.load()  # fail now, with the configuration error, not on the first request
-        return client
+        python_client = PythonClient(raw)
+        python_client.load()  # fail now, with the configuration error, not on the first request
+        return python_client
     raise ConfigError(f"unknown LLM provider {raw!r} (MAGI_LLM_PROVIDER); allowed: {ALLOWED}")
 
 
