@@ -30,10 +30,15 @@ MARKER_MIN_WORDS = 12
 MARKER_MIN_SHARE = 0.05
 
 # Words frequent in any English prose and rare as words in other Latin-script languages.
+# fmt: off
 _ENGLISH_MARKERS = frozenset(
-    "the of and to that with for was were are this from by have has had said which its it be will "
-    "been their not or an at would than also after".split()
+    {
+        "the", "of", "and", "to", "that", "with", "for", "was", "were", "are", "this", "from", "by",
+        "have", "has", "had", "said", "which", "its", "it", "be", "will", "been", "their", "not", "or",
+        "an", "at", "would", "than", "also", "after",
+    }
 )
+# fmt: on
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 
 

@@ -1,7 +1,14 @@
 """Anthropic Messages API adapter (also for Anthropic-compatible servers: llama.cpp, vLLM, Ollama).
 
 The SDK's own retries are switched off (``max_retries=0``) and this module owns the loop, so the
-backoff is the configured one (``llm_backoff_initial_s`` doubling up to ``llm_backoff_max_s``).
+backoff is the configured one (``llm_backoff_initial_s`` doubling up to ``llm_backoff_max_s``, times
+a jitter in [0.75, 1]; a server's ``retry-after(-ms)`` wins, up to ``RETRY_AFTER_CAP_S``).
+
+Structured output first uses ``messages.parse`` with ``output_config.format`` (a JSON schema; the
+SDK's ``output_format=`` only takes Python types). A server that rejects that (400/422) or ignores
+it (no JSON in the answer) gets a forced tool call instead, and the client remembers the path that
+worked. ``temperature`` goes in the body (the SDK signature no longer has it) and is dropped for the
+rest of the client's life if the model rejects it.
 """
 
 from __future__ import annotations
@@ -52,9 +59,8 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
 
 def _is_retryable(exc: Exception) -> bool:
     if isinstance(exc, anthropic.APIStatusError):
-        hint = exc.response.headers.get("x-should-retry")
-        if hint in ("true", "false"):
-            return hint == "true"
+        if exc.response.headers.get("x-should-retry") == "false":  # the server knows a retry is futile
+            return False
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
     return isinstance(exc, anthropic.APIConnectionError | TimeoutError)
 
@@ -93,7 +99,12 @@ class AnthropicClient:
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from settings: an injected http_client/sleep and the learned modes stay behind.
         return (type(self), (self.settings,))
+
+    async def aclose(self) -> None:
+        """Close the underlying HTTP client."""
+        await self._sdk.close()
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         timeout = request.timeout_s or self.settings.llm_timeout_s
@@ -148,9 +159,7 @@ class AnthropicClient:
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
         if len(request.system) >= CACHE_MIN_SYSTEM_CHARS:
-            params["system"] = [
-                {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
-            ]
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
         elif request.system:
             params["system"] = request.system
         if request.tools:

@@ -10,7 +10,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -159,15 +159,41 @@ def _validate(output_type: type[T], response: LLMResponse) -> tuple[T | None, st
     try:
         return output_type.model_validate(candidate), "", shown
     except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
-        ]
+        problems = [f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()]
         return None, "; ".join(problems), shown
 
 
 def _tool_name(output_type: type[BaseModel]) -> str:
     name = re.sub(r"[^A-Za-z0-9_-]", "_", output_type.__name__)[:64]
     return name or "emit_output"
+
+
+@overload
+async def generate(
+    client: LLMClient,
+    *,
+    system: str,
+    messages: list[Message],
+    output_type: type[T],
+    tools: list[ToolSpec] | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 1024,
+    timeout_s: float | None = None,
+) -> Generated[T]: ...
+
+
+@overload
+async def generate(
+    client: LLMClient,
+    *,
+    system: str,
+    messages: list[Message],
+    output_type: None = None,
+    tools: list[ToolSpec] | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 1024,
+    timeout_s: float | None = None,
+) -> Generated[BaseModel]: ...
 
 
 async def generate(

@@ -31,9 +31,7 @@ def make_llm(settings: Settings) -> LLMClient | None:
     if provider == "replay":
         cassette = _cassette(settings, provider)
         if not cassette.is_file():
-            raise ConfigError(
-                f"LLM cassette {cassette} does not exist; record it first with MAGI_LLM_PROVIDER=record"
-            )
+            raise ConfigError(f"LLM cassette {cassette} does not exist; record it first with MAGI_LLM_PROVIDER=record")
         return ReplayClient(cassette)
     if provider in ("anthropic", "record"):
         record_to = _cassette(settings, provider) if provider == "record" else None

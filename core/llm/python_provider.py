@@ -82,9 +82,7 @@ def to_response(result: object, default_model: str) -> LLMResponse:
             return LLMResponse.model_validate({"model": default_model, **result})
         except ValidationError as exc:
             raise LLMError(f"LLM provider {default_model} returned a dict that is not an LLMResponse: {exc}") from exc
-    raise LLMError(
-        f"LLM provider {default_model} returned {type(result).__name__}; expected LLMResponse, dict or str"
-    )
+    raise LLMError(f"LLM provider {default_model} returned {type(result).__name__}; expected LLMResponse, dict or str")
 
 
 class PythonClient:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TypeVar
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from core.errors import InputError
@@ -96,6 +96,8 @@ def _load(files: list[tuple[Path, os.stat_result]], directory: Path) -> tuple[st
     docs: list[CorpusDocument] = []
     for path, _ in files:
         entry = manifest.entries.get(path)
+        if entry is None and manifest.entries and path.is_symlink():
+            entry = manifest.entries.get(path.resolve())
         parsed = read_file(path)
         if not parsed.text and entry is None:
             continue
@@ -154,7 +156,7 @@ class LocalCorpus:
         """The document behind a manifest URL or a ``file://`` URI of a corpus file, else None."""
         doc = self._by_url.get(url) or self._by_url.get(url.split("#", 1)[0])
         if doc is None and url.startswith("file:"):
-            path = Path(url2pathname(unquote(urlparse(url).path)))
+            path = Path(url2pathname(urlparse(url).path))
             doc = self._by_path.get(path) or self._by_path.get(path.resolve())
         return doc
 

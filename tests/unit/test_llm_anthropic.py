@@ -63,7 +63,9 @@ class FakeServer:
         if isinstance(action, httpx2.Response):
             return action
         result = action(request)
-        return await result if asyncio.iscoroutine(result) else result
+        response = await result if asyncio.iscoroutine(result) else result
+        assert isinstance(response, httpx2.Response)
+        return response
 
 
 def settings(**overrides: Any) -> Settings:
@@ -113,9 +115,7 @@ def test_backoff_is_capped_and_jittered() -> None:
     assert [client.retry_delay(n) for n in range(6)] == pytest.approx([1, 2, 4, 8, 10, 10])
 
 
-@pytest.mark.parametrize(
-    ("headers", "expected"), [({"retry-after-ms": "250"}, 0.25), ({"retry-after": "2"}, 2.0)]
-)
+@pytest.mark.parametrize(("headers", "expected"), [({"retry-after-ms": "250"}, 0.25), ({"retry-after": "2"}, 2.0)])
 def test_retry_after_headers_are_honoured(headers: dict[str, str], expected: float) -> None:
     server = FakeServer(error(429, headers=headers), message())
     delays: list[float] = []
@@ -132,16 +132,31 @@ def test_no_retry_on_400() -> None:
     assert delays == []
 
 
+@pytest.mark.parametrize("status", [403, 404, 422])
+def test_no_retry_on_client_errors(status: int) -> None:
+    server = FakeServer(error(status), message())
+    with pytest.raises(LLMError, match=f"HTTP {status}"):
+        asyncio.run(make_client(server, []).complete(request()))
+    assert len(server.bodies) == 1
+
+
+@pytest.mark.parametrize("status", [408, 409, 500, 503])
+def test_retry_on_transient_statuses(status: int) -> None:
+    server = FakeServer(error(status), message(text="fine"))
+    assert asyncio.run(make_client(server, []).complete(request())).text == "fine"
+    assert len(server.bodies) == 2
+
+
 def test_401_names_the_key() -> None:
     server = FakeServer(error(401, "invalid x-api-key"))
-    with pytest.raises(LLMError, match="HTTP 401.*ANTHROPIC_API_KEY"):
+    with pytest.raises(LLMError, match=r"HTTP 401.*ANTHROPIC_API_KEY"):
         asyncio.run(make_client(server, []).complete(request()))
     assert len(server.bodies) == 1
 
 
 def test_x_should_retry_false_is_obeyed() -> None:
     server = FakeServer(error(500, headers={"x-should-retry": "false"}), message())
-    with pytest.raises(LLMError, match="HTTP 500"):
+    with pytest.raises(LLMError, match=r"HTTP 500"):
         asyncio.run(make_client(server, []).complete(request()))
     assert len(server.bodies) == 1
 
@@ -167,7 +182,7 @@ def test_wall_clock_timeout_per_request() -> None:
 
 def test_connection_error_is_retried_then_explained() -> None:
     server = FakeServer(httpx2.ConnectError("refused"))
-    with pytest.raises(LLMError, match="cannot connect to the LLM server .*ANTHROPIC_BASE_URL"):
+    with pytest.raises(LLMError, match=r"cannot connect to the LLM server .*ANTHROPIC_BASE_URL"):
         asyncio.run(make_client(server, [], llm_max_retries=1).complete(request()))
     assert len(server.bodies) == 2
 
@@ -180,7 +195,7 @@ def test_base_url_without_key_targets_compatible_server() -> None:
 
 
 def test_missing_key_and_base_url_is_not_configured() -> None:
-    with pytest.raises(LLMNotConfiguredError, match="ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
+    with pytest.raises(LLMNotConfiguredError, match=r"ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
         AnthropicClient(Settings())
 
 
@@ -219,7 +234,9 @@ def test_rejected_parse_falls_back_to_forced_tool_and_remembers() -> None:
 
 
 def test_ignored_output_config_falls_back_to_forced_tool() -> None:
-    server = FakeServer(message(text="Sure! The answer is 42."), message(text=None, tool=("emit_output", {"answer": "42"})))
+    server = FakeServer(
+        message(text="Sure! The answer is 42."), message(text=None, tool=("emit_output", {"answer": "42"}))
+    )
     client = make_client(server, [])
     response = asyncio.run(client.complete(request(output_schema=SCHEMA)))
     assert response.output == {"answer": "42"}
@@ -233,9 +250,7 @@ def test_long_system_prompt_is_sent_as_cached_block() -> None:
     long_system = "x" * CACHE_MIN_SYSTEM_CHARS
     asyncio.run(client.complete(request(system=long_system)))
     asyncio.run(client.complete(request(system="short")))
-    assert server.bodies[0]["system"] == [
-        {"type": "text", "text": long_system, "cache_control": {"type": "ephemeral"}}
-    ]
+    assert server.bodies[0]["system"] == [{"type": "text", "text": long_system, "cache_control": {"type": "ephemeral"}}]
     assert server.bodies[1]["system"] == "short"
 
 

@@ -7,6 +7,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from core.errors import ConfigError, LLMError
 from core.llm.base import LLMRequest, LLMResponse, Message
 from core.llm.python_provider import PythonClient
 
-PROVIDER_SOURCE = '''
+PROVIDER_SOURCE = """
 from core.llm.base import LLMResponse, Usage
 
 def sync_text(request):
@@ -37,7 +38,7 @@ def wrong(request):
     return 42
 
 NOT_CALLABLE = 1
-'''
+"""
 
 
 def write(path: Path, source: str = PROVIDER_SOURCE) -> Path:
@@ -55,7 +56,7 @@ def complete(provider: str, req: LLMRequest | None = None) -> LLMResponse:
 
 
 @pytest.fixture
-def module_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def module_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     write(tmp_path / "pkgroot" / "magi_fake_llm_pkg" / "__init__.py", "")
     write(tmp_path / "pkgroot" / "magi_fake_llm_pkg" / "provider.py")
     monkeypatch.syspath_prepend(str(tmp_path / "pkgroot"))
@@ -112,9 +113,9 @@ def test_bad_specs_are_config_errors(tmp_path: Path, provider: str, message: str
 
 def test_function_errors_and_bad_returns_are_llm_errors(tmp_path: Path) -> None:
     write(tmp_path / "fake.py")
-    with pytest.raises(LLMError, match="raised ValueError: kaputt"):
+    with pytest.raises(LLMError, match=r"raised ValueError: kaputt"):
         complete("python:fake.py:boom")
-    with pytest.raises(LLMError, match="returned int; expected LLMResponse, dict or str"):
+    with pytest.raises(LLMError, match=r"returned int; expected LLMResponse, dict or str"):
         complete("python:fake.py:wrong")
 
 

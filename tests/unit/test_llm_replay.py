@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from core.llm.base import LLMRequest, LLMResponse, Message
 from core.llm.python_provider import PythonClient
 from core.llm.replay import RecordingClient, ReplayClient, request_key
 
-PROVIDER = '''
+PROVIDER = """
 import itertools
 _n = itertools.count()
 
@@ -24,11 +25,11 @@ def answer(request):
     return {"text": f"answer {next(_n)} to " + request.messages[-1].content,
             "usage": {"input_tokens": 5, "output_tokens": 2, "cache_read_input_tokens": 1},
             "output": {"topic": request.messages[-1].content} if request.output_schema else None}
-'''
+"""
 
 
-def request(text: str, **kw: object) -> LLMRequest:
-    return LLMRequest(system="You summarise.", messages=[Message(role="user", content=text)], **kw)  # type: ignore[arg-type]
+def request(text: str, **kw: Any) -> LLMRequest:
+    return LLMRequest(system="You summarise.", messages=[Message(role="user", content=text)], **kw)
 
 
 @pytest.fixture
@@ -87,14 +88,14 @@ def test_hand_written_json_cassette(tmp_path: Path) -> None:
     record = {"key": request_key(req), "request": req.model_dump(mode="json"), "response": {"text": "hi!"}}
     cassette.write_text(json.dumps([record]), encoding="utf-8")
     assert asyncio.run(ReplayClient(cassette).complete(req)).text == "hi!"
-    with pytest.raises(ConfigError, match="use a .jsonl path"):
+    with pytest.raises(ConfigError, match=r"use a \.jsonl path"):
         RecordingClient(ReplayClient(cassette), cassette)
 
 
 def test_malformed_cassette_is_config_error(tmp_path: Path) -> None:
     cassette = tmp_path / "bad.jsonl"
     cassette.write_text("{not json\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="malformed"):
+    with pytest.raises(ConfigError, match=r"malformed"):
         asyncio.run(ReplayClient(cassette).complete(request("x")))
 
 
@@ -121,9 +122,7 @@ def test_parallel_processes_append_whole_records(tmp_path: Path) -> None:
     )
     repo = Path(__file__).resolve().parents[2]
     env = {"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"}
-    procs = [
-        subprocess.Popen([sys.executable, "-c", script, f"w{n}", str(cassette)], env=env) for n in range(4)
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", script, f"w{n}", str(cassette)], env=env) for n in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     lines = cassette.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 160

@@ -103,6 +103,15 @@ def test_path_for_round_trips(corpus_dir: Path) -> None:
     assert corpus.path_for((corpus_dir / "ignored.pdf").as_uri()) is None
 
 
+def test_path_for_non_ascii_file_names(tmp_path: Path) -> None:
+    page = write(tmp_path / "コーパス/観光 100%.txt", "観光の現状\n訪日客が増えた。")
+    corpus = LocalCorpus(tmp_path / "コーパス")
+    [doc] = corpus.documents
+    assert "%" in doc.url and " " not in doc.url
+    assert corpus.path_for(doc.url) == page.resolve()
+    assert corpus.path_for(f"{doc.url}#top") == page.resolve()
+
+
 def test_japanese_query_ranks_relevant_document_first(corpus_dir: Path) -> None:
     results = search(LocalSearchProvider(LocalCorpus(corpus_dir)), "価格転嫁 率")
     assert results[0].url.endswith("/pages/ja/price.html")
@@ -255,7 +264,7 @@ def test_bad_manifest_entry_names_file_and_entry(corpus_dir: Path, entry: str, p
 
 def test_manifest_that_is_not_yaml(corpus_dir: Path) -> None:
     write(corpus_dir / "manifest.yaml", "pages: [unclosed\n")
-    with pytest.raises(InputError, match="manifest.yaml"):
+    with pytest.raises(InputError, match=r"manifest\.yaml"):
         LocalCorpus(corpus_dir)
 
 
