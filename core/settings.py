@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     llm_provider: str | None = Field(
         None, description="anthropic | replay | record | python:MODULE_OR_FILE:FUNCTION (unset: no LLM)."
     )
-    llm_model: str = Field("claude-sonnet-4-5", description="Model name sent to the provider.")
+    llm_model: str = Field("claude-sonnet-4-6", description="Model name sent to the provider.")
     llm_cassette: Path | None = Field(None, description="Cassette file for the replay/record providers.")
     llm_max_retries: int = Field(2, ge=0, le=10, description="Retries on 408/409/429/5xx/connection errors.")
     llm_backoff_initial_s: float = Field(1.0, gt=0, description="First retry delay in seconds.")
