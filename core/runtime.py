@@ -190,8 +190,9 @@ def local_cpus(settings: Settings) -> int:
 def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = True) -> None:
     """Attach to ``address``/``RAY_ADDRESS`` or start a local single-node Ray (dashboard off).
 
-    A local Ray gets token authentication explicitly (Ray >= 2.59's default, made silent);
-    set ``RAY_AUTH_MODE`` yourself to choose otherwise.
+    A local Ray keeps Ray >= 2.59's default, token authentication (a token is generated in
+    ``~/.ray/auth_token`` when missing), without its start-up warning; set ``RAY_AUTH_MODE``
+    yourself to choose otherwise. Setting it here would be too late: Ray reads it at import.
     """
     import ray
 
@@ -206,7 +207,8 @@ def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = T
         if target:
             ray.init(address=target, **common)
         else:
-            os.environ.setdefault("RAY_AUTH_MODE", "token")
+            if quiet:
+                logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
             ray.init(address="local", num_cpus=local_cpus(settings), include_dashboard=False, **common)
     except ray.exceptions.AuthenticationError as exc:
         raise RuntimeSetupError(

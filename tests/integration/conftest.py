@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 def ray_cluster() -> Iterator[None]:
     import ray
 
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
