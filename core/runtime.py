@@ -52,6 +52,8 @@ class Runtime(Protocol):
 
     def event_sink(self, sink: EventSink) -> EventSink: ...
 
+    def total_cpus(self) -> float: ...
+
 
 def _run_method(obj: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     result = getattr(obj, method)(*args, **kwargs)
@@ -91,6 +93,9 @@ class InProcessRuntime:
 
     def event_sink(self, sink: EventSink) -> EventSink:
         return sink
+
+    def total_cpus(self) -> float:
+        return float(os.cpu_count() or 1)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -144,6 +149,9 @@ class RayRuntime:
 
     def kill(self, handle: Any) -> None:
         self._ray.kill(handle, no_restart=True)
+
+    def total_cpus(self) -> float:
+        return float(self._ray.cluster_resources().get("CPU", 1.0))  # type: ignore[no-untyped-call]
 
     def event_sink(self, sink: EventSink) -> EventSink:
         from ray.util.queue import Queue

@@ -71,7 +71,10 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
     sink = runtime.event_sink(events)
     agent_ids = list(range(1, settings.research_agents + 1))
     strategies = {i: strategy_for(i) for i in agent_ids}
-    handles = {i: runtime.spawn(ResearchAgent, i, strategies[i], settings, sink, run_id) for i in agent_ids}
+    # Every agent must be placeable at once (an actor holds its CPUs for life), so share the cluster.
+    cpus = min(1.0, runtime.total_cpus() / len(agent_ids))
+    handles = {i: runtime.spawn(ResearchAgent, i, strategies[i], settings, sink, run_id, num_cpus=cpus)
+               for i in agent_ids}
     calls = []
     for i in agent_ids:
         events.emit(AgentStarted(run_id=run_id, iteration=1, agent_id=i, strategy=strategies[i].model_dump()))

@@ -7,6 +7,7 @@ and an edited file is picked up.
 ``time_range`` is relative to the newest published date in the corpus, not to today, so an offline
 corpus gives the same answers whenever it is searched; undated documents always pass the filter.
 ``region`` is accepted for interface compatibility and ignored (use the manifest's ``lang``).
+When a ``manifest.yaml`` lists pages, it defines the corpus: files it does not list are skipped.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def _load(files: list[tuple[Path, os.stat_result]], directory: Path) -> tuple[st
         entry = manifest.entries.get(path)
         if entry is None and manifest.entries and path.is_symlink():
             entry = manifest.entries.get(path.resolve())
+        if entry is None and manifest.entries:
+            continue  # a manifest defines the corpus: unlisted files (README, notes) are not sources
         parsed = read_file(path)
         if not parsed.text and entry is None:
             continue

@@ -142,8 +142,8 @@ def test_manifest_metadata_comes_through(corpus_dir: Path) -> None:
     assert rates is not None and rates.duplicate_of == "https://sme-price-survey.example/2024/autumn"
     assert rates.title == "Central bank holds rates"  # no manifest title: the page's own
     assert corpus.path_for("https://news.example/rates") == (corpus_dir / "pages/en/rates.html").resolve()
-    unlisted = corpus.get((corpus_dir / "cats.txt").resolve().as_uri())
-    assert unlisted is not None and unlisted.source_type is None
+    # A manifest defines the corpus: files it does not list are not sources.
+    assert corpus.get((corpus_dir / "cats.txt").resolve().as_uri()) is None
 
 
 def test_shift_jis_page_with_meta_charset(tmp_path: Path) -> None:
