@@ -30,9 +30,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def check_ray(settings: Settings) -> Check:
-    from core.runtime import start_ray, stop_ray
-
     import ray
+
+    from core.runtime import start_ray, stop_ray
 
     started = time.perf_counter()
     try:
@@ -86,9 +86,9 @@ def check_llm(settings: Settings, send: bool) -> Check:
         return Check("llm", "ok", f"provider {settings.llm_provider}, model {settings.llm_model} (not contacted; "
                                   "use --llm to send a test request)")
     started = time.perf_counter()
-    generated: Generated[BaseModel] = asyncio.run(generate(client, system="You are a health check. Answer with one word.",
-                                     messages=[Message(role="user", content="Reply with: ok")],
-                                     max_tokens=16))
+    request = generate(client, system="You are a health check. Answer with one word.",
+                       messages=[Message(role="user", content="Reply with: ok")], max_tokens=16)
+    generated: Generated[BaseModel] = asyncio.run(request)
     answer = generated.response.text.strip()[:40]
     return Check("llm", "ok", f"provider {settings.llm_provider} answered {answer!r} in "
                               f"{time.perf_counter() - started:.2f} s")

@@ -43,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+    # Without -v only errors are logged: failures also reach the result, the summary and the bars.
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if not args.command:
         parser.print_help(sys.stderr)

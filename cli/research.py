@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         f"- {len(result.sources)} sources, {len(result.findings)} findings, {len(result.entities)} entities "
         f"({', '.join(ja_entities)})",
         f"- {result.selection_reason}",
+        *[f"- agent {f.agent_id} failed: {f.error}" for f in result.agent_failures],
         f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
     ]))
     return 0

@@ -65,7 +65,7 @@ def render_final_report(result: ResearchResult) -> str:
         f"- {result.total_agent_runs} independent agents searched, fetched, extracted and analysed in parallel; "
         f"{len(result.agent_failures)} failed.",
         f"- Kept report: {result.selection_reason}.",
-        f"- Sources by language: " + ", ".join(f"{k}: {v}" for k, v in sorted(langs.items())) + ".",
+        "- Sources by language: " + ", ".join(f"{k}: {v}" for k, v in sorted(langs.items())) + ".",
     ]
     for failure in result.agent_failures:
         lines.append(f"- Agent {failure.agent_id} failed ({failure.error_type}): {failure.error}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+
 import yaml
 from pydantic import ValidationError
 

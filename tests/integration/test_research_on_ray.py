@@ -80,7 +80,7 @@ def test_all_agents_timing_out_is_a_typed_error(ray_cluster: None) -> None:
     settings = load_settings(research_agent_timeout_s=0.01, research_agents=2)
     runtime = RayRuntime()
     try:
-        with pytest.raises(ResearchError, match="all 2 research agents failed.*timed out"):
+        with pytest.raises(ResearchError, match=r"all 2 research agents failed.*timed out"):
             run_research(TOPIC, settings, runtime, ListSink())
     finally:
         runtime.close()

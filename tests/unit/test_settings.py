@@ -52,7 +52,7 @@ def test_bad_env_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_unknown_key_and_secrets_in_file_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown setting.*agents_count"):
+    with pytest.raises(ConfigError, match=r"unknown setting.*agents_count"):
         load_settings(write(tmp_path / "a.yaml", "agents_count: 3\n"))
     with pytest.raises(ConfigError, match="environment only"):
         load_settings(write(tmp_path / "b.yaml", "anthropic_api_key: sk-123\n"))
