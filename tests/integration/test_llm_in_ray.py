@@ -1,0 +1,29 @@
+"""The `python:` LLM provider works inside Ray workers, built from settings alone."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import ray
+
+from core.llm import Message, generate, make_llm
+from core.settings import Settings, load_settings
+
+
+@ray.remote
+def ask_in_worker(settings: Settings, question: str) -> tuple[str, int]:
+    client = make_llm(settings)
+    assert client is not None
+    generated = asyncio.run(generate(client, system="test", messages=[Message(role="user", content=question)]))
+    return generated.response.text, os.getpid()
+
+
+def test_python_provider_from_a_file_inside_workers(ray_cluster: None, tmp_path: Path) -> None:
+    model = tmp_path / "scripted_model.py"
+    model.write_text("def reply(request):\n    return request.messages[-1].content.upper()\n", encoding="utf-8")
+    settings = load_settings(llm_provider=f"python:{model}:reply")
+    answers = ray.get([ask_in_worker.remote(settings, q) for q in ("ja", "en", "magi")])
+    assert [text for text, _ in answers] == ["JA", "EN", "MAGI"]
+    assert all(pid != os.getpid() for _, pid in answers)  # really ran in worker processes
