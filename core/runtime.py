@@ -54,6 +54,9 @@ class Runtime(Protocol):
 
     def total_cpus(self) -> float: ...
 
+    def flush_events(self) -> None:
+        """Deliver every event agents have emitted so far, before the caller emits its own."""
+
 
 def _run_method(obj: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     result = getattr(obj, method)(*args, **kwargs)
@@ -97,6 +100,9 @@ class InProcessRuntime:
     def total_cpus(self) -> float:
         return float(os.cpu_count() or 1)
 
+    def flush_events(self) -> None:
+        """Agents in this process emit straight into the sink: nothing is ever pending."""
+
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -124,6 +130,8 @@ class RayRuntime:
             raise RuntimeSetupError("Ray is not initialised; call core.runtime.start_ray() first")
         self._ray = ray
         self._pumps: list[tuple[threading.Event, threading.Thread, Any]] = []
+        self._pump_lock = threading.Lock()  # one reader at a time keeps events in order
+        self._sinks: list[tuple[Any, EventSink]] = []
 
     def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, **kwargs: Any) -> Any:
         remote_cls = self._ray.remote(cls)
@@ -162,8 +170,7 @@ class RayRuntime:
         def pump() -> None:
             while True:
                 stopping = stop.is_set()
-                for item in _drain(queue):
-                    sink.emit(parse_event(item))
+                self._deliver(queue, sink)
                 if stopping:
                     return
                 time.sleep(0.05)
@@ -171,7 +178,17 @@ class RayRuntime:
         thread = threading.Thread(target=pump, name="magi-event-pump", daemon=True)
         thread.start()
         self._pumps.append((stop, thread, queue))
+        self._sinks.append((queue, sink))
         return _QueueSink(queue)
+
+    def _deliver(self, queue: Any, sink: EventSink) -> None:
+        with self._pump_lock:
+            for item in _drain(queue):
+                sink.emit(parse_event(item))
+
+    def flush_events(self) -> None:
+        for queue, sink in self._sinks:
+            self._deliver(queue, sink)
 
     def close(self) -> None:
         """Deliver every queued event, then stop the pumps and their queues."""
@@ -180,6 +197,7 @@ class RayRuntime:
             thread.join(timeout=10)
             queue.shutdown()
         self._pumps.clear()
+        self._sinks.clear()
 
 
 def _drain(queue: Any) -> list[dict[str, Any]]:

@@ -82,6 +82,9 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
     call_started = time.perf_counter()
     outcomes = runtime.gather(calls, timeout_s=settings.research_agent_timeout_s)
     elapsed_ms = int((time.perf_counter() - call_started) * 1000)
+    for handle in handles.values():  # stop stragglers first, so no agent event follows ours
+        runtime.kill(handle)
+    runtime.flush_events()
     reports: list[AgentReport] = []
     failures: list[AgentFailure] = []
     for i, outcome in zip(agent_ids, outcomes, strict=True):
@@ -97,8 +100,6 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
                                      error_type=type(cause).__name__))
         events.emit(AgentCompleted(run_id=run_id, iteration=1, agent_id=i, success=False,
                                    duration_ms=elapsed_ms, error=message))
-    for handle in handles.values():
-        runtime.kill(handle)
     if not reports:
         first = failures[0].error if failures else "no agent ran"
         error = ResearchError(f"all {len(agent_ids)} research agents failed; first error: {first}")
