@@ -17,7 +17,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     parser.add_argument("topic", help="what to research, in Japanese or English")
     parser.add_argument("--corpus", metavar="DIR", type=Path,
                         help="search this folder of HTML/Markdown/text files (implies --provider local)")
-    parser.add_argument("--provider", choices=["local", "ddgs"], help="search provider")
+    parser.add_argument("--provider", choices=["local", "ddgs", "searxng"], help="search provider")
     parser.add_argument("--agents", type=int, metavar="N", help="parallel research agents (default 3)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one agent")
     parser.add_argument("--results-per-agent", type=int, metavar="N", help="search results per agent")

@@ -57,7 +57,27 @@ class Settings(BaseSettings):
     )
     ray_num_cpus: int | None = Field(None, ge=1, description="CPUs of the local Ray (default: all).")
 
-    search_provider: Literal["local", "ddgs"] = Field("local", description="Search provider.")
+    search_provider: Literal["local", "ddgs", "searxng"] = Field("local", description="First search provider.")
+    search_fallbacks: list[Literal["local", "ddgs", "searxng"]] = Field(
+        default_factory=list, description="Providers tried in order when the first fails (e.g. [searxng])."
+    )
+    search_cache_ttl_s: float = Field(86_400.0, ge=0, description="Reuse cached search results this long (0: off).")
+    ddgs_region: str = Field("jp-jp", description="DuckDuckGo region, e.g. jp-jp, us-en, wt-wt.")
+    ddgs_backend: str = Field("auto", description="ddgs backend(s), e.g. auto, duckduckgo, bing,brave.")
+    searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON API enabled.")
+
+    fetch_allow_private: bool = Field(
+        False, description="Allow fetching private/loopback/link-local addresses (SSRF guard off). Tests only."
+    )
+    fetch_respect_robots: bool = Field(True, description="Obey robots.txt.")
+    fetch_concurrency: int = Field(16, ge=1, le=256, description="Concurrent fetches in one process.")
+    fetch_per_host_concurrency: int = Field(2, ge=1, le=32, description="Concurrent fetches per host.")
+    fetch_politeness_delay_s: float = Field(0.5, ge=0, description="Pause between requests to one host.")
+    fetch_timeout_s: float = Field(20.0, gt=0, description="Total time for one page, redirects included.")
+    fetch_max_bytes: int = Field(5_000_000, ge=1024, description="Largest body accepted (after decompression).")
+    fetch_retries: int = Field(2, ge=0, le=10, description="Retries on 5xx and timeouts.")
+    page_cache_ttl_s: float = Field(7 * 86_400.0, ge=0, description="Reuse fetched pages this long (0: off).")
+    nlp_workers: int | None = Field(None, ge=1, description="NLP pool size (default: the cluster's CPUs).")
     corpus_dir: Path = Field(BUNDLED_CORPUS, description="Folder searched by the local provider.")
     research_agents: int = Field(3, ge=1, le=32, description="Parallel research agents.")
     research_results_per_agent: int = Field(12, ge=1, le=100, description="Search results per agent.")
