@@ -1,42 +1,41 @@
-"""ResearchAgent: one independent research cycle, search -> fetch -> extract -> entities -> report.
+"""ResearchAgent: one independent research cycle, search -> collect (fetch, extract, analyse) -> report.
 
-A plain class; engines make it a Ray actor where they spawn it. Agents share nothing: each has
-its own search provider, fetcher and NLP pipelines, so one failing cannot disturb another.
-A source that fails to fetch or extract is recorded in the report and skipped.
+A plain class; engines make it a Ray actor where they spawn it. Agents keep no shared research
+state: each searches with its own strategy and writes its own report. Fetching and analysis go
+through the run's :class:`Collector`, which does each URL once however many agents ask for it.
+A source that fails is recorded in the report and skipped.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
+from typing import Any
 
-from core.errors import ExtractionError, FetchError, SearchError
+from actors.collector import Collected
+from core.errors import SearchError
 from core.events import EventSink, StageProgress
 from core.models import AgentReport, AgentStrategy, EntityMention, Finding, SourceFailure, SourceReference
+from core.runtime import acall
 from core.settings import Settings
-from nlp.entities import Entity, extract_entities_batch
-from nlp.findings import is_fact_bearing, relevance, split_sentences, topic_terms
-from nlp.language import detect_language
-from scrapers.extract import ExtractedPage, extract_page
-from scrapers.fetch import Fetcher
+from nlp.entities import Entity
+from nlp.findings import relevance, topic_terms
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search
 
 STAGES = ("search", "fetch", "extract", "entities", "report")
-MAX_ENTITY_CHARS = 4000  # per page: enough for the lead facts, bounded GiNZA cost
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
-FETCH_CONCURRENCY = 8
 
 
 class ResearchAgent:
-    def __init__(self, agent_id: int, strategy: AgentStrategy, settings: Settings,
+    def __init__(self, agent_id: int, strategy: AgentStrategy, settings: Settings, collector: Any,
                  events: EventSink | None = None, run_id: str = "") -> None:
         self.agent_id = agent_id
         self.strategy = strategy
         self.settings = settings
+        self._collector = collector
         self._events = events
         self._run_id = run_id
         self._iteration = 1
@@ -51,29 +50,23 @@ class ResearchAgent:
     async def run(self, topic: str, iteration: int = 1) -> AgentReport:
         self._iteration = iteration
         started = time.perf_counter()
-        search = open_search(self.settings)
-        failures: list[SourceFailure] = []
         self._progress("search", 0, 1)
-        results, queries = await self._search(search.provider, topic)
+        results, queries = await self._search(open_search(self.settings).provider, topic)
         self._progress("search", 1, 1)
-        fetcher = Fetcher(local=search.resolver)
-        try:
-            pages = await self._fetch_and_extract(fetcher, results, failures)
-        finally:
-            await fetcher.aclose()
-        if not pages:
+        self._progress("fetch", 0, len(results))
+        collected: list[Collected] = await acall(
+            self._collector, "collect", [r.url for r in results], {r.url: r.lang for r in results if r.lang}
+        )
+        self._progress("entities", len(results), len(results))
+        failures = [c.failure for c in collected if c.failure is not None]
+        usable = [c for c in collected if c.page is not None and c.analysis is not None]
+        if not usable:
             raise SearchError(f"agent {self.agent_id}: none of the {len(results)} search results could be read")
-        entities = self._entities(pages)
         self._progress("report", 0, 1)
         by_url = {r.url: r for r in results}
-        sources = [
-            SourceReference(url=p.url, title=p.title, fetched_at=datetime.now(UTC),
-                            source_type=by_url[p.url].source_type, lang=p.lang,
-                            published=p.published or (str(by_url[p.url].published or "") or None))
-            for p in pages
-        ]
-        findings = self._findings(topic, pages, entities, by_url)
-        mentions = _mentions(pages, entities)
+        sources = [_source(c, by_url[c.url]) for c in usable]
+        findings = self._findings(topic, usable, by_url)
+        mentions = _mentions(usable)
         report = AgentReport(
             agent_id=self.agent_id, report_id=str(uuid.uuid4()), strategy=self.strategy,
             content=render_agent_report(topic, self.strategy, findings, mentions, sources),
@@ -103,84 +96,49 @@ class ResearchAgent:
         ranked = sorted(best.values(), key=lambda pair: -pair[0])
         return [hit for _, hit in ranked[:wanted]], queries
 
-    async def _fetch_and_extract(self, fetcher: Fetcher, results: list[SearchResult],
-                                 failures: list[SourceFailure]) -> list[ExtractedPage]:
-        gate = asyncio.Semaphore(FETCH_CONCURRENCY)
-        done = 0
-
-        async def one(result: SearchResult) -> ExtractedPage | None:
-            nonlocal done
-            async with gate:
-                try:
-                    page = await fetcher.fetch(result.url)
-                except FetchError as exc:
-                    failures.append(SourceFailure(url=result.url, stage="fetch", kind=exc.kind, message=str(exc)))
-                    return None
-                finally:
-                    done += 1
-                    self._progress("fetch", done, len(results))
-            try:
-                extracted = extract_page(page.content, url=result.url, content_type=page.content_type)
-            except ExtractionError as exc:
-                failures.append(SourceFailure(url=result.url, stage="extract", kind="no_text", message=str(exc)))
-                return None
-            if extracted.lang is None:
-                extracted.lang = result.lang or detect_language(extracted.text)
-            return extracted
-
-        pages = await asyncio.gather(*(one(r) for r in results))
-        self._progress("extract", len(results), len(results))
-        return [p for p in pages if p is not None]
-
-    def _entities(self, pages: list[ExtractedPage]) -> list[list[Entity]]:
-        """Entities per page, one batched pipeline call per language."""
-        out: list[list[Entity]] = [[] for _ in pages]
-        by_lang: dict[str, list[int]] = defaultdict(list)
-        for i, page in enumerate(pages):
-            by_lang[page.lang if page.lang in ("ja", "en") else detect_language(page.text)].append(i)
-        done = 0
-        for lang, indexes in by_lang.items():
-            if lang not in ("ja", "en"):
-                continue
-            texts = [pages[i].text[:MAX_ENTITY_CHARS] for i in indexes]
-            for i, ents in zip(indexes, extract_entities_batch(texts, lang=lang), strict=True):
-                out[i] = ents
-            done += len(indexes)
-            self._progress("entities", done, len(pages))
-        return out
-
-    def _findings(self, topic: str, pages: list[ExtractedPage], entities: list[list[Entity]],
-                  by_url: dict[str, SearchResult]) -> list[Finding]:
+    def _findings(self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult]) -> list[Finding]:
+        """The claims most on-topic, at most a few per source, preferred source types first."""
         terms = topic_terms(topic)
         candidates: list[Finding] = []
-        for page, ents in zip(pages, entities, strict=True):
-            preferred = by_url[page.url].source_type in self.strategy.preferred_sources
-            for sentence in split_sentences(page.text[:MAX_ENTITY_CHARS]):
-                inside = [e.text for e in ents if e.start >= sentence.start and e.end <= sentence.end]
-                if not is_fact_bearing(sentence.text, len(inside)):
-                    continue
-                score = relevance(sentence.text, terms) + 0.05 * min(len(inside), 4) + (0.2 if preferred else 0)
-                candidates.append(Finding(text=sentence.text, source=page.url, entities=inside, score=score))
+        for item in usable:
+            assert item.analysis is not None
+            preferred = by_url[item.url].source_type in self.strategy.preferred_sources
+            for claim in item.analysis.claims:
+                score = relevance(claim.text, terms) + 0.05 * min(len(claim.entities), 4) + (0.2 if preferred else 0)
+                candidates.append(Finding(text=claim.text, source=item.url, entities=claim.entities, score=score))
         candidates.sort(key=lambda f: -f.score)
         per_source: Counter[str] = Counter()
         findings: list[Finding] = []
+        seen: set[str] = set()
         for finding in candidates:
-            if per_source[finding.source] < MAX_FINDINGS_PER_SOURCE:
-                per_source[finding.source] += 1
-                findings.append(finding)
+            if finding.text in seen or per_source[finding.source] >= MAX_FINDINGS_PER_SOURCE:
+                continue
+            seen.add(finding.text)
+            per_source[finding.source] += 1
+            findings.append(finding)
             if len(findings) == MAX_FINDINGS:
                 break
         return findings
 
 
-def _mentions(pages: list[ExtractedPage], entities: list[list[Entity]]) -> list[EntityMention]:
+def _source(item: Collected, hit: SearchResult) -> SourceReference:
+    assert item.page is not None
+    return SourceReference(
+        url=item.url, title=item.page.title, fetched_at=datetime.now(UTC), source_type=hit.source_type,
+        lang=item.page.lang, published=item.page.published or (str(hit.published) if hit.published else None),
+        duplicate_of=item.duplicate_of,
+    )
+
+
+def _mentions(usable: list[Collected]) -> list[EntityMention]:
     counts: Counter[tuple[str, str, str]] = Counter()
     sources: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    for page, ents in zip(pages, entities, strict=True):
-        for e in ents:
+    for item in usable:
+        entities: list[Entity] = item.analysis.entities if item.analysis else []
+        for e in entities:
             key = (e.text, e.label, e.lang)
             counts[key] += 1
-            sources[key].add(page.url)
+            sources[key].add(item.url)
     return [
         EntityMention(text=t, label=label, lang=lang, count=n, sources=sorted(sources[(t, label, lang)]))
         for (t, label, lang), n in counts.most_common()

@@ -35,6 +35,7 @@ class SourceReference(CamelModel):
     source_type: str | None = None
     published: str | None = None
     lang: str | None = None
+    duplicate_of: str | None = None  # a near-copy of this earlier source: one origin, not two
 
 
 class EntityMention(CamelModel):

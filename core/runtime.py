@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
@@ -42,7 +42,9 @@ class Outcome(Generic[T]):
 
 
 class Runtime(Protocol):
-    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, **kwargs: Any) -> Any: ...
+    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
+              max_concurrency: int | None = None, **kwargs: Any) -> Any:
+        """Start an agent; ``spread`` asks for placement across nodes (pools)."""
 
     def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -58,29 +60,41 @@ class Runtime(Protocol):
         """Deliver every event agents have emitted so far, before the caller emits its own."""
 
 
-def _run_method(obj: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    result = getattr(obj, method)(*args, **kwargs)
-    return asyncio.run(result) if inspect.iscoroutine(result) else result
+async def acall(handle: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``method`` on an agent from inside another agent: Ray actor handle or plain object."""
+    bound = getattr(handle, method)
+    remote = getattr(bound, "remote", None)
+    if remote is not None:
+        return await remote(*args, **kwargs)
+    result = bound(*args, **kwargs)
+    return await result if inspect.isawaitable(result) else result
 
 
 class InProcessRuntime:
-    """Agents as plain objects, calls on a thread pool: the seam's reference implementation."""
+    """Agents as plain objects sharing one event loop thread: the seam's reference implementation.
 
-    def __init__(self, max_workers: int = 8) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="magi-agent")
+    One loop (not a thread per call) lets agents await each other as they do on Ray; blocking work
+    inside an agent must go to a thread (``asyncio.to_thread``), exactly as in a Ray async actor.
+    """
 
-    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, **kwargs: Any) -> Any:
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="magi-agents", daemon=True)
+        self._thread.start()
+
+    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
+              max_concurrency: int | None = None, **kwargs: Any) -> Any:
         return cls(*args, **kwargs)
 
     def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
-        return self._pool.submit(_run_method, handle, method, args, kwargs)
+        return asyncio.run_coroutine_threadsafe(acall(handle, method, *args, **kwargs), self._loop)
 
     def gather(self, pending: Sequence[Future[Any]], timeout_s: float | None) -> list[Outcome[Any]]:
         wait_futures(pending, timeout=timeout_s)
         outcomes: list[Outcome[Any]] = []
         for fut in pending:
             if not fut.done():
-                fut.cancel()
+                fut.cancel()  # cancels the coroutine: the agent sees CancelledError at its next await
                 outcomes.append(Outcome(error=TimeoutError(f"timed out after {timeout_s} s"), timed_out=True))
                 continue
             try:
@@ -92,7 +106,7 @@ class InProcessRuntime:
         return outcomes
 
     def kill(self, handle: Any) -> None:
-        """Objects in this process cannot be killed; a timed-out call is left to finish."""
+        """Objects in this process cannot be killed; their calls were cancelled by ``gather``."""
 
     def event_sink(self, sink: EventSink) -> EventSink:
         return sink
@@ -104,7 +118,8 @@ class InProcessRuntime:
         """Agents in this process emit straight into the sink: nothing is ever pending."""
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
 
 
 class _QueueSink:
@@ -133,9 +148,14 @@ class RayRuntime:
         self._pump_lock = threading.Lock()  # one reader at a time keeps events in order
         self._sinks: list[tuple[Any, EventSink]] = []
 
-    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, **kwargs: Any) -> Any:
-        remote_cls = self._ray.remote(cls)
-        return remote_cls.options(num_cpus=num_cpus, max_concurrency=4).remote(*args, **kwargs)
+    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
+              max_concurrency: int | None = None, **kwargs: Any) -> Any:
+        options: dict[str, Any] = {"num_cpus": num_cpus}
+        if spread:
+            options["scheduling_strategy"] = "SPREAD"
+        if max_concurrency is not None:
+            options["max_concurrency"] = max_concurrency
+        return self._ray.remote(cls).options(**options).remote(*args, **kwargs)
 
     def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Any:
         return getattr(handle, method).remote(*args, **kwargs)
@@ -207,6 +227,13 @@ def _drain(queue: Any) -> list[dict[str, Any]]:
     except Exception as exc:
         log.warning("could not read progress events: %s", exc)
         return []
+
+
+def current_node_id() -> str:
+    """The Ray node this code runs on ("local" outside Ray), for reporting where work happened."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else "local"
 
 
 def local_cpus(settings: Settings) -> int:

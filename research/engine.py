@@ -12,11 +12,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from actors.collector import CollectionStats, Collector
+from actors.nlp_pool import NlpPool
 from actors.research_agent import ResearchAgent
 from core.errors import InputError, ResearchError
 from core.events import AgentCompleted, AgentStarted, EventSink, ResearchCompleted, ResearchFailed, ResearchStarted
-from core.models import AgentReport
-from core.runtime import Runtime
+from core.models import AgentReport, AgentStrategy
+from core.runtime import Outcome, Runtime
 from core.settings import Settings
 from research.result import AgentFailure, ResearchResult
 from research.strategies import strategy_for
@@ -56,6 +58,32 @@ def preflight(topic: str, settings: Settings) -> str:
     return cleaned
 
 
+def _run_agents(topic: str, settings: Settings, runtime: Runtime, events: EventSink, run_id: str,
+                strategies: dict[int, AgentStrategy]) -> tuple[list[Outcome[Any]], CollectionStats | None]:
+    """Start the NLP pool, the collector and the agents; wait for the agents; always clean up."""
+    sink = runtime.event_sink(events)
+    # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
+    pool = NlpPool.start(runtime, settings.nlp_workers or max(1, int(runtime.total_cpus())))
+    collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
+    handles: list[Any] = []
+    try:
+        calls = []
+        for agent_id, strategy in strategies.items():
+            handles.append(runtime.spawn(ResearchAgent, agent_id, strategy, settings, collector, sink, run_id,
+                                         num_cpus=0))
+            events.emit(AgentStarted(run_id=run_id, iteration=1, agent_id=agent_id, strategy=strategy.model_dump()))
+            calls.append(runtime.call(handles[-1], "run", topic, 1))
+        outcomes = runtime.gather(calls, timeout_s=settings.research_agent_timeout_s)
+        for handle in handles:  # stop stragglers first, so no agent event follows the engine's
+            runtime.kill(handle)
+        runtime.flush_events()
+        stats, _closed = runtime.gather([runtime.call(collector, "stats"), runtime.call(collector, "aclose")], 30)
+        return outcomes, stats.value
+    finally:
+        for handle in [*handles, collector, *pool.workers]:
+            runtime.kill(handle)
+
+
 def run_research(topic: str, settings: Settings, runtime: Runtime, events: EventSink,
                  *, run_id: str | None = None) -> ResearchResult:
     topic = preflight(topic, settings)
@@ -68,23 +96,11 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
                          "maxResultsPerAgent": settings.research_results_per_agent},
     }
     events.emit(ResearchStarted(run_id=run_id, topic=topic, config=config, progress=0))
-    sink = runtime.event_sink(events)
     agent_ids = list(range(1, settings.research_agents + 1))
     strategies = {i: strategy_for(i) for i in agent_ids}
-    # Every agent must be placeable at once (an actor holds its CPUs for life), so share the cluster.
-    cpus = min(1.0, runtime.total_cpus() / len(agent_ids))
-    handles = {i: runtime.spawn(ResearchAgent, i, strategies[i], settings, sink, run_id, num_cpus=cpus)
-               for i in agent_ids}
-    calls = []
-    for i in agent_ids:
-        events.emit(AgentStarted(run_id=run_id, iteration=1, agent_id=i, strategy=strategies[i].model_dump()))
-        calls.append(runtime.call(handles[i], "run", topic, 1))
-    call_started = time.perf_counter()
-    outcomes = runtime.gather(calls, timeout_s=settings.research_agent_timeout_s)
-    elapsed_ms = int((time.perf_counter() - call_started) * 1000)
-    for handle in handles.values():  # stop stragglers first, so no agent event follows ours
-        runtime.kill(handle)
-    runtime.flush_events()
+    started_agents = time.perf_counter()
+    outcomes, collection = _run_agents(topic, settings, runtime, events, run_id, strategies)
+    elapsed_ms = int((time.perf_counter() - started_agents) * 1000)
     reports: list[AgentReport] = []
     failures: list[AgentFailure] = []
     for i, outcome in zip(agent_ids, outcomes, strict=True):
@@ -110,7 +126,7 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
     result = ResearchResult.build(
         run_id=run_id, topic=topic, config=config, started_at=started_at,
         duration_ms=int((time.perf_counter() - started) * 1000),
-        selected=selected, reason=reason, reports=reports, failures=failures,
+        selected=selected, reason=reason, reports=reports, failures=failures, collection=collection,
     )
     events.emit(ResearchCompleted(run_id=run_id, progress=100))
     return result

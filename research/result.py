@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
+from actors.collector import CollectionStats
 from core.files import atomic_write_text
 from core.models import AgentReport, CamelModel, EntityMention, Finding, SourceReference
 
@@ -36,17 +37,18 @@ class ResearchResult(CamelModel):
     entities: list[EntityMention]
     agent_reports: list[AgentReport]
     agent_failures: list[AgentFailure] = Field(default_factory=list)
+    collection: CollectionStats | None = None
 
     @classmethod
     def build(cls, *, run_id: str, topic: str, config: dict[str, Any], started_at: datetime, duration_ms: int,
               selected: AgentReport, reason: str, reports: list[AgentReport],
-              failures: list[AgentFailure]) -> ResearchResult:
+              failures: list[AgentFailure], collection: CollectionStats | None = None) -> ResearchResult:
         result = cls(
             run_id=run_id, topic=topic, started_at=started_at, completed_at=datetime.now(UTC),
             total_duration_ms=duration_ms, total_agent_runs=len(reports) + len(failures), config=config,
             selected_agent_id=selected.agent_id, selection_reason=reason, final_report="",
             sources=selected.sources, findings=selected.findings, entities=selected.entities,
-            agent_reports=reports, agent_failures=failures,
+            agent_reports=reports, agent_failures=failures, collection=collection,
         )
         result.final_report = render_final_report(result)
         return result
@@ -67,6 +69,14 @@ def render_final_report(result: ResearchResult) -> str:
         f"- Kept report: {result.selection_reason}.",
         "- Sources by language: " + ", ".join(f"{k}: {v}" for k, v in sorted(langs.items())) + ".",
     ]
+    if result.collection is not None:
+        c = result.collection
+        lines.append(
+            f"- Collection: {c.unique_urls} distinct URLs for {c.urls_requested} requests; {c.fetches} fetches "
+            f"({c.urls_fetched_more_than_once} URLs more than once), {c.page_cache_hits} from the page cache; "
+            f"{c.analyses} analyses ({c.contents_analysed_more_than_once} contents more than once), "
+            f"{c.analysis_cache_hits} from the analysis cache; {c.near_duplicates} near-duplicate pages."
+        )
     for failure in result.agent_failures:
         lines.append(f"- Agent {failure.agent_id} failed ({failure.error_type}): {failure.error}")
     return "\n".join(lines) + "\n"

@@ -1,4 +1,9 @@
-"""Build the configured search provider, plus the resolver that maps its URLs to local files."""
+"""Build the configured search provider, plus the resolver that maps its URLs to local files.
+
+``open_search`` also runs as a CLI preflight before Ray starts, so it only validates settings and
+loads a local corpus (cached per process); web providers connect on their first search, and the
+query cache opens the store lazily too, in the process that searches.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +11,50 @@ from dataclasses import dataclass
 
 from core.errors import ConfigError
 from core.settings import Settings
+from core.store import Store
 from scrapers.search.base import SearchProvider
+from scrapers.search.cache import CachedSearchProvider, shared_store
+from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.ddgs import DdgsSearchProvider
 from scrapers.search.local import LocalCorpus, LocalSearchProvider
+from scrapers.search.searxng import SearxngSearchProvider, searxng_language
+
+PROVIDERS = ("local", "ddgs", "searxng")
 
 
 @dataclass(frozen=True)
 class SearchSetup:
     provider: SearchProvider
     resolver: LocalCorpus | None  # set when results point into a local corpus
+    chain: tuple[str, ...] = ()  # provider names in the order they are tried
+    cached: bool = False  # answers may come from the query cache
 
 
-def open_search(settings: Settings) -> SearchSetup:
-    """The provider named by ``search_provider``; a local corpus is loaded (and checked) here."""
-    if settings.search_provider == "local":
-        corpus = LocalCorpus(settings.corpus_dir)
-        return SearchSetup(LocalSearchProvider(corpus), corpus)
-    if settings.search_provider == "ddgs":
-        return SearchSetup(DdgsSearchProvider(), None)
-    raise ConfigError(f"unknown search provider {settings.search_provider!r}; use local (with --corpus) or ddgs")
+def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetup:
+    """``[search_provider, *search_fallbacks]`` (deduplicated) as one provider, cached when configured.
+
+    The cache (``search_cache_ttl_s > 0``) uses ``store`` when given, else this process's shared
+    store under ``settings.data_dir``, opened on the first search. A chain of only ``local`` is not
+    cached: it is deterministic and fast, and caching would hide edits to the corpus.
+    """
+    names = tuple(dict.fromkeys([settings.search_provider, *settings.search_fallbacks]))
+    corpus: LocalCorpus | None = None
+    providers: list[SearchProvider] = []
+    for name in names:
+        if name == "local":
+            corpus = LocalCorpus(settings.corpus_dir)
+            providers.append(LocalSearchProvider(corpus))
+        elif name == "ddgs":
+            providers.append(DdgsSearchProvider(region=settings.ddgs_region, backend=settings.ddgs_backend))
+        elif name == "searxng":
+            providers.append(SearxngSearchProvider(settings.searxng_url,
+                                                   language=searxng_language(settings.ddgs_region)))
+        else:
+            raise ConfigError(f"unknown search provider {name!r}; use one of {', '.join(PROVIDERS)}")
+    provider: SearchProvider = providers[0] if len(providers) == 1 else FallbackSearchProvider(providers)
+    cached = settings.search_cache_ttl_s > 0 and names != ("local",)
+    if cached:
+        data_dir = settings.data_dir.expanduser().resolve()  # fixed now, not at the first search
+        provider = CachedSearchProvider(provider, store or (lambda: shared_store(data_dir)),
+                                        settings.search_cache_ttl_s)
+    return SearchSetup(provider, corpus, names, cached)

@@ -1,0 +1,44 @@
+"""Analyses cached in the store by content hash, reused across agents, iterations and runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from core.store import Store, register_migration
+from nlp.analysis import TextAnalysis
+
+register_migration(
+    "nlp_cache",
+    1,
+    """
+    CREATE TABLE nlp_analyses (
+        content_hash TEXT PRIMARY KEY,
+        analysis_json TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    """,
+)
+
+
+class AnalysisCache:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get_many(self, keys: list[str]) -> dict[str, TextAnalysis]:
+        found: dict[str, TextAnalysis] = {}
+        for start in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self._store.query(
+                f"SELECT content_hash, analysis_json FROM nlp_analyses WHERE content_hash IN ({marks})", tuple(chunk)
+            ):
+                found[key] = TextAnalysis.model_validate_json(blob)
+        return found
+
+    def put_many(self, analyses: list[TextAnalysis]) -> None:
+        now = datetime.now(UTC).isoformat()
+        with self._store.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO nlp_analyses VALUES (?, ?, ?)",
+                [(a.content_hash, a.model_dump_json(), now) for a in analyses],
+            )

@@ -1,0 +1,72 @@
+"""Content-addressed page snapshots in the store: URL -> extracted text, metadata, fetch time, status.
+
+Texts are stored once per content hash (syndicated copies and re-fetches share a row); each URL
+points at its latest snapshot. A snapshot younger than the TTL is reused instead of refetching.
+Failures are not cached: a page that failed may work next time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import UTC, datetime
+
+from core.store import Store, register_migration
+from scrapers.extract import ExtractedPage
+
+register_migration(
+    "page_cache",
+    1,
+    """
+    CREATE TABLE page_texts (
+        content_hash TEXT PRIMARY KEY,
+        text TEXT NOT NULL
+    );
+    CREATE TABLE page_snapshots (
+        url TEXT PRIMARY KEY,
+        final_url TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        content_hash TEXT NOT NULL REFERENCES page_texts(content_hash),
+        title TEXT NOT NULL,
+        published TEXT,
+        site_name TEXT,
+        lang TEXT,
+        fetched_at TEXT NOT NULL,
+        fetched_epoch REAL NOT NULL
+    );
+    """,
+)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class PageCache:
+    def __init__(self, store: Store, ttl_s: float) -> None:
+        self._store = store
+        self._ttl_s = ttl_s
+
+    def get(self, url: str) -> ExtractedPage | None:
+        if self._ttl_s <= 0:
+            return None
+        rows = self._store.query(
+            "SELECT s.title, s.published, s.site_name, s.lang, t.text FROM page_snapshots s "
+            "JOIN page_texts t USING (content_hash) WHERE s.url = ? AND s.fetched_epoch >= ?",
+            (url, time.time() - self._ttl_s),
+        )
+        if not rows:
+            return None
+        title, published, site_name, lang, text = rows[0]
+        return ExtractedPage(url=url, title=title, text=text, published=published, site_name=site_name, lang=lang)
+
+    def put(self, page: ExtractedPage, *, final_url: str, status: int) -> str:
+        digest = text_hash(page.text)
+        with self._store.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO page_texts VALUES (?, ?)", (digest, page.text))
+            conn.execute(
+                "INSERT OR REPLACE INTO page_snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (page.url, final_url, status, digest, page.title, page.published, page.site_name, page.lang,
+                 datetime.now(UTC).isoformat(), time.time()),
+            )
+        return digest

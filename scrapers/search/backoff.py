@@ -1,0 +1,20 @@
+"""Retry delays shared by the web providers: exponential, capped, with jitter.
+
+Jitter keeps parallel agents that failed together from retrying in lockstep against the same
+rate limiter.
+"""
+
+from __future__ import annotations
+
+import random
+
+
+def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:
+    """Pause before retry number ``attempt`` (1-based): ``base * 2**(attempt-1)``, capped, times 0.5-1.0."""
+    return min(max_s, base_s * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """A one-line description of an exception, for error messages printed on one line."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:limit]

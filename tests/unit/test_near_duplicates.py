@@ -1,0 +1,30 @@
+from pathlib import Path
+
+import trafilatura
+import yaml
+
+from scrapers.near_duplicates import NearDuplicateIndex
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+
+
+def test_syndicated_copies_in_the_corpus_are_found_and_nothing_else() -> None:
+    manifest = yaml.safe_load((CORPUS / "manifest.yaml").read_text(encoding="utf-8"))
+    index = NearDuplicateIndex()
+    found = {}
+    for page in manifest["pages"]:  # originals come first in the manifest? not assumed: check both ways
+        text = trafilatura.extract((CORPUS / page["file"]).read_text(encoding="utf-8"))
+        original = index.add(page["url"], text)
+        if original:
+            found[page["url"]] = original
+    expected = {p["url"]: p["duplicate_of"] for p in manifest["pages"] if p.get("duplicate_of")}
+    normalised = {frozenset(pair) for pair in found.items()}
+    assert normalised == {frozenset(pair) for pair in expected.items()}
+
+
+def test_unrelated_and_short_texts() -> None:
+    index = NearDuplicateIndex()
+    assert index.add("a", "中小企業の価格転嫁率は49.7%だった。" * 5) is None
+    assert index.add("b", "Wage growth in Osaka reached 3.9 percent in spring.") is None
+    assert index.add("c", "中小企業の価格転嫁率は49.7%だった。" * 5 + "追記。") == "a"
+    assert index.add("d", "") is None
