@@ -145,7 +145,11 @@ class _Host:
 
 
 class Fetcher:
-    """One fetcher per agent: one connection pool, robots cache, SSRF pins and per-host slots."""
+    """One fetcher per agent: one connection pool, robots cache, SSRF pins and per-host slots.
+
+    The "global" concurrency limit and the politeness delay are per fetcher (asyncio primitives cannot
+    be shared across event loops, and agents run in separate Ray worker processes anyway).
+    """
 
     def __init__(
         self,
@@ -276,7 +280,12 @@ class Fetcher:
         redirects: list[str] = []
         current = target
         while True:
-            await self._guard.vet(current)
+            try:
+                await self._guard.vet(current)
+            except FetchError as exc:
+                if not redirects:
+                    raise
+                raise FetchError(f"{exc} (redirected from {redirects[-1]})", url=url, kind=exc.kind) from exc
             await self._check_robots(current)
             async with self._exchange(current, budget) as response:
                 if response.status_code not in REDIRECT_STATUSES:
@@ -374,8 +383,8 @@ class Fetcher:
                 if rules is None:
                     rules = self._robots[origin] = await self._load_robots(url.join("/robots.txt"))
         if not rules.allows(str(url), self._agent):
-            raise FetchError(f"{url} is disallowed by {rules.reason} of {origin}", url=str(url),
-                             kind="robots")
+            why = f"{origin}/robots.txt is {rules.reason}" if rules.reason else f"{origin}/robots.txt forbids it"
+            raise FetchError(f"{url} is disallowed: {why}", url=str(url), kind="robots")
 
     async def _load_robots(self, robots_url: httpx.URL) -> RobotsRules:
         """GET robots.txt with its own timeout and size cap; failures become RFC 9309 'unreachable'."""
@@ -395,7 +404,7 @@ class Fetcher:
             return unreachable("timed out")
         except FetchError as exc:
             return unreachable(exc.kind)
-        return RobotsRules(allow_all=True, reason=f"robots.txt redirected more than {ROBOTS_MAX_REDIRECTS} times")
+        return RobotsRules(allow_all=True, reason=f"unavailable (more than {ROBOTS_MAX_REDIRECTS} redirects)")
 
     async def _read_prefix(self, where: str, response: httpx.Response) -> bytes:
         """The first ``robots_max_bytes`` decoded bytes; the rest is not read (RFC 9309 allows truncating)."""

@@ -44,18 +44,20 @@ def blocked_reason(ip: IPAddress) -> str | None:
     if ip in METADATA_ADDRESSES:
         return "a cloud metadata address"
     if isinstance(ip, IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is None and ip in _NAT64:
-            embedded = IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None and (reason := blocked_reason(embedded)):
-            return f"{reason} (embedded in {ip})"
+        translated = ip.ipv4_mapped or (IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None)
+        if translated is not None:  # packets really go to this IPv4 address (DNS64 answers look like this)
+            reason = blocked_reason(translated)
+            return f"an IPv6 address embedding {translated}, {reason}" if reason else None
+        tunnelled = ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if tunnelled is not None and (reason := blocked_reason(tunnelled)):
+            return f"an IPv6 address embedding {tunnelled}, {reason}"
     checks = (
-        ("loopback", ip.is_loopback), ("unspecified", ip.is_unspecified), ("link-local", ip.is_link_local),
-        ("multicast", ip.is_multicast), ("private", ip.is_private), ("reserved", ip.is_reserved),
-        ("carrier-grade NAT", isinstance(ip, IPv4Address) and ip in _CGNAT),
-        ("not globally routable", not ip.is_global),
+        ("a loopback", ip.is_loopback), ("an unspecified", ip.is_unspecified), ("a link-local", ip.is_link_local),
+        ("a multicast", ip.is_multicast), ("a private", ip.is_private), ("a reserved", ip.is_reserved),
+        ("a carrier-grade NAT", isinstance(ip, IPv4Address) and ip in _CGNAT),
+        ("a non-global", not ip.is_global),
     )
-    return next((f"a {name} address" for name, hit in checks if hit), None)
+    return next((f"{name} address" for name, hit in checks if hit), None)
 
 
 def parse_networks(networks: Iterable[str]) -> tuple[IPNetwork, ...]:
@@ -111,7 +113,7 @@ class NetGuard:
         if not self.allow_private:
             for ip in ips:
                 if not self._allowed_network(ip) and (reason := blocked_reason(ip)):
-                    shown = host if host == str(ip) else f"{host} ({ip})"
+                    shown = host if _is_literal(host) else f"{host} ({ip})"
                     raise FetchError(f"refused {where}: {shown} is {reason}", url=where, kind="ssrf")
             if port not in self.allowed_ports and not all(self._allowed_network(ip) for ip in ips):
                 raise FetchError(f"refused {where}: port {port} is not allowed", url=where, kind="ssrf")
@@ -119,10 +121,8 @@ class NetGuard:
         return addresses
 
     async def _addresses(self, host: str, port: int, where: str) -> tuple[str, ...]:
-        try:
+        if _is_literal(host):
             return (str(ip_address(host)),)
-        except ValueError:
-            pass
         try:
             async with asyncio.timeout(self._resolve_timeout_s):
                 addresses = await self._resolve(host, port)
@@ -133,6 +133,14 @@ class NetGuard:
         if not addresses:
             raise FetchError(f"cannot resolve {host} for {where}: no addresses", url=where, kind="network")
         return tuple(addresses)
+
+
+def _is_literal(host: str) -> bool:
+    try:
+        ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 class PinnedBackend(httpcore.AsyncNetworkBackend):

@@ -20,7 +20,7 @@ from urllib.robotparser import RobotFileParser
 
 @dataclass(frozen=True)
 class RobotsRules:
-    """What one origin's robots.txt lets us fetch; ``reason`` explains allow-all/deny-all outcomes."""
+    """What one origin's robots.txt lets us fetch; ``reason`` says why it is all-or-nothing ("" if parsed)."""
 
     parser: RobotFileParser | None = None
     allow_all: bool = False
@@ -37,15 +37,15 @@ def rules_from_status(status: int, body: bytes) -> RobotsRules:
     if 200 <= status < 300:
         parser = RobotFileParser()
         parser.parse(body.decode("utf-8", errors="replace").splitlines())
-        return RobotsRules(parser=parser, reason="robots.txt")
+        return RobotsRules(parser=parser)
     if 400 <= status < 500 and status != 429:
-        return RobotsRules(allow_all=True, reason=f"robots.txt unavailable (HTTP {status})")
-    return RobotsRules(allow_all=False, reason=f"robots.txt unreachable (HTTP {status})")
+        return RobotsRules(allow_all=True, reason=f"unavailable (HTTP {status})")
+    return RobotsRules(allow_all=False, reason=f"unreachable (HTTP {status})")
 
 
 def unreachable(why: str) -> RobotsRules:
     """Rules when robots.txt could not be fetched at all: disallow everything."""
-    return RobotsRules(allow_all=False, reason=f"robots.txt unreachable ({why})")
+    return RobotsRules(allow_all=False, reason=f"unreachable ({why})")
 
 
 def product_token(user_agent: str) -> str:

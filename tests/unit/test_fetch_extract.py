@@ -13,7 +13,7 @@ import pytest
 
 from core.errors import ExtractionError, FetchError
 from scrapers.extract import extract_page
-from scrapers.fetch import FetchedPage, Fetcher
+from scrapers.fetch import FetchedPage, Fetcher, FetchPolicy
 
 ARTICLE = (
     "<html lang='ja'><head><meta charset='utf-8'><title>価格転嫁の現状</title>"
@@ -21,6 +21,10 @@ ARTICLE = (
     + "<p>2024年9月の調査では、中小企業の価格転嫁率は49.7%となり、前回から3.2ポイント上昇した。</p>" * 4
     + "</article><footer>© 2024 Example News</footer></body></html>"
 )
+
+
+# The SSRF guard refuses loopback by default; the test server is let through explicitly.
+LOCAL_TEST_POLICY = FetchPolicy(allow_networks=("127.0.0.1/32",), politeness_delay_s=0)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -59,7 +63,7 @@ def server() -> Iterator[str]:
 
 def fetch(url: str, **options: Any) -> FetchedPage:
     async def go() -> FetchedPage:
-        fetcher = Fetcher(allow_networks=["127.0.0.1/32"], **options)
+        fetcher = Fetcher(policy=LOCAL_TEST_POLICY, **options)
         try:
             return await fetcher.fetch(url)
         finally:
