@@ -21,7 +21,7 @@ from core.store import Store
 from nlp.analysis import TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
 from scrapers.extract import ExtractedPage, extract_page
-from scrapers.fetch import Fetcher
+from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.near_duplicates import NearDuplicateIndex
 from scrapers.page_cache import PageCache
 from scrapers.search.factory import open_search
@@ -67,7 +67,8 @@ class Collector:
 
     def _get_fetcher(self) -> Fetcher:
         if self._fetcher is None:  # built lazily: the local corpus loads once, in this process
-            self._fetcher = Fetcher(local=open_search(self._settings).resolver)
+            self._fetcher = Fetcher(local=open_search(self._settings).resolver,
+                                    policy=FetchPolicy.from_settings(self._settings))
         return self._fetcher
 
     async def collect(self, urls: list[str], lang_hints: dict[str, str] | None = None) -> list[Collected]:
@@ -91,7 +92,7 @@ class Collector:
         self._fetch_counts[url] += 1
         try:
             fetched = await self._get_fetcher().fetch(url)
-            page = await asyncio.to_thread(extract_page, fetched.content, url=url, content_type=fetched.content_type)
+            page = await asyncio.to_thread(extract_page, fetched.text, url=url, content_type=fetched.content_type)
         except FetchError as exc:
             return self._failed(url, SourceFailure(url=url, stage="fetch", kind=exc.kind, message=str(exc)))
         except ExtractionError as exc:

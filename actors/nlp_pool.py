@@ -44,8 +44,8 @@ class NlpPool:
         return cls([runtime.spawn(NlpWorker, num_cpus=1, spread=True, max_concurrency=1) for _ in range(size)])
 
     async def analyse(self, items: list[tuple[str, str | None]]) -> list[TextAnalysis]:
-        """Analyses in the order of ``items``. A worker that fails hands its batch back and leaves
-        this call; only when every worker has failed does the call fail."""
+        """Analyses in the order of ``items``. A worker that fails hands its batch back and is
+        dropped from the pool; only when no worker is left does the call fail."""
         pending = batches(items)
         results: list[TextAnalysis | None] = [None] * len(items)
         errors: list[BaseException] = []
@@ -58,13 +58,16 @@ class NlpPool:
                 except Exception as exc:
                     pending.insert(0, group)
                     errors.append(exc)
+                    if worker in self.workers:
+                        self.workers.remove(worker)
                     return
                 for i, analysis in zip(group, batch.analyses, strict=True):
                     results[i] = analysis
                 self.chars_by_node[batch.node_id] += sum(len(items[i][0]) for i in group)
                 self.batches_by_node[batch.node_id] += 1
 
-        await asyncio.gather(*(drain(w) for w in self.workers))
+        while pending and self.workers:  # a batch handed back late is picked up by a survivor
+            await asyncio.gather(*(drain(w) for w in list(self.workers)))
         if pending:
             raise RuntimeError(f"every NLP worker failed; last error: {errors[-1]}") from errors[-1]
         return [r for r in results if r is not None]

@@ -37,7 +37,7 @@ from core.settings import Settings, load_settings
 from nlp.analysis import analyse_texts
 from nlp.entities import extract_entities_batch
 from scrapers.extract import extract_page
-from scrapers.fetch import Fetcher
+from scrapers.fetch import Fetcher, FetchPolicy
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 
@@ -91,12 +91,12 @@ def bench_settings(data_dir: Path) -> Settings:
 
 async def sequential(urls: list[str], settings: Settings) -> tuple[float, int, list[str]]:
     """The baseline: one page at a time, fetch -> extract -> analyse, in this process."""
-    fetcher = Fetcher()
+    fetcher = Fetcher(policy=FetchPolicy.from_settings(settings))
     texts: list[str] = []
     started = time.perf_counter()
     for url in urls:
         page = await fetcher.fetch(url)
-        extracted = extract_page(page.content, url=url, content_type=page.content_type)
+        extracted = extract_page(page.text, url=url, content_type=page.content_type)
         analyse_texts([(extracted.text, extracted.lang)])
         texts.append(extracted.text)
     elapsed = time.perf_counter() - started

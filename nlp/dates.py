@@ -32,15 +32,18 @@ _N2 = rf"(?:[0-9]{{1,2}}|{_KNUM})"
 _ERA_NAMES = "|".join(ERAS)
 # 令和6年9月, 令和元年度, 平成31年4月30日; \d also takes full-width digits (used on raw text by nlp.entities).
 ERA_DATE = re.compile(
-    rf"(?P<era>{_ERA_NAMES})(?P<ey>元|\d{{1,2}}|{_KNUM})年(?:(?P<fy>度)|(?P<m>\d{{1,2}}|{_KNUM})月(?:(?P<d>\d{{1,2}}|{_KNUM})日)?)?"
+    rf"(?P<era>{_ERA_NAMES})[ 　]?(?P<ey>元|\d{{1,2}}|{_KNUM})年"
+    rf"(?:(?P<fy>度)|(?P<m>\d{{1,2}}|{_KNUM})月(?:(?P<d>\d{{1,2}}|{_KNUM})日)?)?"
 )
 _WESTERN_JA = re.compile(
     rf"(?<![0-9])(?P<y>(?:1[89]|20)[0-9]{{2}})年(?:(?P<fy>度)|(?P<m>{_N2})月(?:(?P<d>{_N2})日)?(?P<ki>期)?)?"
 )
 _MONTH_JA = re.compile(
-    rf"(?<![0-9年〇一二三四五六七八九十第])(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月(?!間)(?:(?P<d>{_N2})日)?(?P<end>末|上旬|中旬|下旬)?"
+    rf"(?<![0-9]年)(?<![0-9〇一二三四五六七八九十第])(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月(?!間)(?:(?P<d>{_N2})日)?(?P<end>末|上旬|中旬|下旬)?"
 )
-_ISO = re.compile(r"(?<![0-9])(?P<y>(?:19|20)[0-9]{2})(?:-(?P<m>[0-9]{1,2})(?:-(?P<d>[0-9]{1,2}))?|/(?P<m2>[0-9]{1,2})(?:/(?P<d2>[0-9]{1,2}))?)(?![0-9])")
+_ISO = re.compile(
+    r"(?<![0-9])(?P<y>(?:19|20)[0-9]{2})(?:-(?P<m>[0-9]{1,2})(?:-(?P<d>[0-9]{1,2}))?|/(?P<m2>[0-9]{1,2})(?:/(?P<d2>[0-9]{1,2}))?)(?![0-9])"
+)
 
 _MONTHS = {
     name: i
@@ -78,9 +81,7 @@ _EN_QUARTER = re.compile(
     rf"\b(?:(?:Q(?P<q>[1-4])|(?P<q2>[1-4])Q)[ ]?(?P<y>{_YEAR})|(?P<y3>{_YEAR})[ ]Q(?P<q3>[1-4])"
     rf"|(?P<ord>first|second|third|fourth|1st|2nd|3rd|4th)[ ]quarter[ ]of[ ](?P<y2>{_YEAR}))\b"
 )
-_EN_HALF = re.compile(
-    rf"\b(?:H(?P<h>[12])[ ](?P<y>{_YEAR})|(?P<ord>first|second)[ ]half[ ]of[ ](?P<y2>{_YEAR}))\b"
-)
+_EN_HALF = re.compile(rf"\b(?:H(?P<h>[12])[ ](?P<y>{_YEAR})|(?P<ord>first|second)[ ]half[ ]of[ ](?P<y2>{_YEAR}))\b")
 _EN_YEAR = re.compile(
     rf"\b(?:in|since|by|until|from|during|of|for|through|before|after|end)[ ](?P<y>{_YEAR})\b(?![-/][0-9]|[ ]?年)"
 )
@@ -115,7 +116,9 @@ def small_int(s: str) -> int | None:
     return None
 
 
-def span_of(granularity: Granularity, year: int | None, month: int | None = None, day: int | None = None) -> tuple[str, str]:
+def span_of(
+    granularity: Granularity, year: int | None, month: int | None = None, day: int | None = None
+) -> tuple[str, str]:
     """ISO ``(from, to)`` of a year, fiscal year (``year`` = its start), month or day; year-less -> ``--MM``."""
     if year is None:
         assert month is not None
@@ -127,7 +130,9 @@ def span_of(granularity: Granularity, year: int | None, month: int | None = None
         return iso, iso
     if granularity == "month":
         assert month is not None
-        return dt.date(year, month, 1).isoformat(), dt.date(year, month, calendar.monthrange(year, month)[1]).isoformat()
+        return dt.date(year, month, 1).isoformat(), dt.date(
+            year, month, calendar.monthrange(year, month)[1]
+        ).isoformat()
     if granularity == "fiscal_year":
         start = dt.date(year, FISCAL_YEAR_START_MONTH, 1)
         end = dt.date(year + 1, start.month, 1) - dt.timedelta(days=1)
@@ -188,7 +193,9 @@ def find_dates(text: str) -> list[DateMatch]:
     for m in _WESTERN_JA.finditer(text):
         found.append(_ja_match(m, int(m.group("y"))))
     for m in _MONTH_JA.finditer(text):
-        found.append(_make(m.start(), m.end(), None, small_int(m.group("m")), small_int(m.group("d")) if m.group("d") else None))
+        found.append(
+            _make(m.start(), m.end(), None, small_int(m.group("m")), small_int(m.group("d")) if m.group("d") else None)
+        )
     for m in _ISO.finditer(text):
         month, day = m.group("m") or m.group("m2"), m.group("d") or m.group("d2")
         if month:
@@ -196,7 +203,9 @@ def find_dates(text: str) -> list[DateMatch]:
     for pattern in (_EN_MDY, _EN_DMY):
         for m in pattern.finditer(text):
             month = _MONTHS[m.group("mon").rstrip(".")]
-            found.append(_make(m.start(), m.end(), int(m.group("y")), month, int(m.group("d")) if m.group("d") else None))
+            found.append(
+                _make(m.start(), m.end(), int(m.group("y")), month, int(m.group("d")) if m.group("d") else None)
+            )
     for m in _EN_MONTH.finditer(text):
         found.append(_make(m.start("mon"), m.end("mon"), None, _MONTHS[m.group("mon")], None))
     for m in _EN_FY.finditer(text):

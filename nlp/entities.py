@@ -3,6 +3,9 @@
 Texts go through ``nlp.pipe`` in batches, because GiNZA costs about 2,500 characters per second
 per core and per-call overhead adds up. Texts longer than the model accepts are cut on
 paragraph and sentence boundaries and the entity offsets are moved back onto the original text.
+
+GiNZA often leaves the era name out of a Japanese date (「令和6年9月」 comes back as DATE 「6年9月」)
+and misses 「令和元年」 entirely; :func:`attach_era_names` widens or adds those DATE spans.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from spacy.tokens import Doc
 
 from core.errors import InputError
 from nlp.chunking import split_text
+from nlp.dates import ERA_DATE
 from nlp.labels import EntityLabel, from_ene, from_ontonotes
 from nlp.language import detect_language
 from nlp.pipelines import ModelUnavailableError, ginza_available, ner_backend, skipped_components, using
@@ -78,16 +82,36 @@ def extract_entities_batch(texts: list[str], lang: str | None = None, batch_size
 
 def _entities(doc: Doc, offset: int, lang: str) -> list[Entity]:
     to_label = from_ene if lang == "ja" else from_ontonotes
+    spans = [(ent.start_char, ent.end_char, to_label(ent.label_)) for ent in doc.ents]
+    if lang == "ja":
+        spans = attach_era_names(doc.text, spans)
     return [
-        Entity(
-            text=ent.text,
-            label=to_label(ent.label_),
-            start=ent.start_char + offset,
-            end=ent.end_char + offset,
-            lang=lang,
-        )
-        for ent in doc.ents
+        Entity(text=doc.text[start:end], label=label, start=start + offset, end=end + offset, lang=lang)
+        for start, end, label in spans
     ]
+
+
+_Span = tuple[int, int, EntityLabel]
+
+
+def attach_era_names(text: str, spans: list[_Span]) -> list[_Span]:
+    """Make every era date (令和6年9月, 平成31年, 令和元年度) one DATE span that starts at the era name.
+
+    A DATE span that overlaps the era date is widened to start at the era name (and keeps its own
+    end: 「6年9月30日時点」 becomes 「令和6年9月30日時点」); smaller entities inside the era date
+    are replaced; an era date without any DATE span (GiNZA misses 「令和元年」) gets one. An entity
+    that reaches outside the era date and is not a DATE is left alone, and so is the era date.
+    """
+    out = list(spans)
+    for m in ERA_DATE.finditer(text):
+        overlapping = [sp for sp in out if sp[0] < m.end() and sp[1] > m.start()]
+        dates = [sp for sp in overlapping if sp[2] == "DATE"]
+        if any(sp[2] != "DATE" and (sp[0] < m.start() or sp[1] > m.end()) for sp in overlapping):
+            continue
+        start = min([m.start(), *(sp[0] for sp in dates)])
+        end = max([m.end(), *(sp[1] for sp in dates)])
+        out = [sp for sp in out if sp not in overlapping] + [(start, end, "DATE")]
+    return sorted(out)
 
 
 def _dedupe(entities: list[Entity]) -> list[Entity]:

@@ -109,30 +109,82 @@ _UNITS_EN: dict[str, tuple[Kind, str | None]] = {
 }
 # English counters may follow one or two adjectives: "36,210 valid responses", "880 manufacturing subcontractors".
 _COUNTERS_EN: dict[str, str] = {
-    **dict.fromkeys(["firms", "firm", "companies", "company", "businesses", "enterprises", "subcontractors",
-                     "suppliers", "manufacturers", "hauliers", "operators", "members"], "firm"),
+    **dict.fromkeys(["firms", "firm", "companies", "company", "businesses", "enterprises"], "firm"),
+    **dict.fromkeys(["subcontractors", "suppliers", "manufacturers", "hauliers", "operators", "members"], "firm"),
     **dict.fromkeys(["responses", "respondents"], "response"),
     **dict.fromkeys(["cases", "complaints", "consultations"], "case"),
     **dict.fromkeys(["people", "persons", "workers", "employees", "drivers"], "person"),
     **dict.fromkeys(["industries", "sectors"], "industry"),
-}  # fmt: skip
-_CURRENCY_PREFIX = {"US$": "USD", "A$": "AUD", "C$": "CAD", "HK$": "HKD", "S$": "SGD", "$": "USD", "¥": "JPY",
-                    "€": "EUR", "£": "GBP", "USD": "USD", "JPY": "JPY", "EUR": "EUR", "GBP": "GBP", "CNY": "CNY"}  # fmt: skip
-_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mln": 1e6, "billion": 1e9, "bn": 1e9,
-           "b": 1e9, "trillion": 1e12, "tn": 1e12, "trn": 1e12}  # fmt: skip
+}
+_CURRENCY_PREFIX = {
+    "US$": "USD",
+    "A$": "AUD",
+    "C$": "CAD",
+    "HK$": "HKD",
+    "S$": "SGD",
+    "$": "USD",
+    "¥": "JPY",
+    "€": "EUR",
+    "£": "GBP",
+    "USD": "USD",
+    "JPY": "JPY",
+    "EUR": "EUR",
+    "GBP": "GBP",
+    "CNY": "CNY",
+}
+_SCALES = {
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "m": 1e6,
+    "mn": 1e6,
+    "mln": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "trillion": 1e12,
+    "tn": 1e12,
+    "trn": 1e12,
+}
 _BIG = {"万": 1e4, "億": 1e8, "兆": 1e12}
 _SMALL = {"十": 10, "百": 100, "千": 1000}
 _KANJI_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
 
 # Bounds and approximation words (suffixes first, then English prefixes): (lower?, upper?, approx, step?)
 # "step" bounds (強, 弱, 台) span part of a step of the last written digit; see _apply_bound.
-_POST_LOWER = ("以上", "超", "超え", "超える", "超えた", "を超え", "を超える", "を超えた", "を上回る", "を上回った",
-               " or more", " or above", " or higher", " or over")  # fmt: skip
+_POST_LOWER = (
+    "以上",
+    "超",
+    "超え",
+    "超える",
+    "超えた",
+    "を超え",
+    "を超える",
+    "を超えた",
+    "を上回る",
+    "を上回った",
+    " or more",
+    " or above",
+    " or higher",
+    " or over",
+)
 _POST_UPPER = ("以下", "未満", "を下回る", "を下回った", " or less", " or below", " or lower", " or fewer")
 _POST_APPROX = ("程度", "前後", "ほど", "くらい", "ぐらい")
 _POST_ABOVE = ("強", "余り", "あまり", " plus")  # a little over
 _POST_BELOW = ("弱", "近く", "目前")  # a little under
-_PRE_LOWER = ("more than", "over", "above", "at least", "no less than")
+_PRE_LOWER = (
+    "more than",
+    "over",
+    "above",
+    "at least",
+    "no less than",
+    "tops",
+    "topped",
+    "exceeds",
+    "exceeded",
+    "surpassed",
+    "surpasses",
+)
 _PRE_UPPER = ("less than", "under", "below", "at most", "up to", "fewer than", "no more than")
 _PRE_APPROX_JA = ("約", "およそ", "おおよそ", "概ね", "おおむね", "ほぼ", "大体", "ざっと")
 _PRE_APPROX_EN = ("about", "around", "approximately", "approx.", "roughly", "some", "~")
@@ -167,7 +219,7 @@ _MEASURE = re.compile(
 )
 _WARI = re.compile(
     rf"{_START}{_PRE}{_RANGE.format(num=f'{_ARABIC}|{_KSMALL}', units='割')}(?P<num>{_ARABIC}|{_KSMALL})割"
-    rf"(?:(?P<bu>[0-9]|[一二三四五六七八九])分(?!の))?(?:(?P<rin>[0-9]|[一二三四五六七八九])厘)?{_POST}"
+    rf"(?:(?P<bu>[0-9]|[一二三四五六七八九])分(?!の[0-9一二三四五六七八九]))?(?:(?P<rin>[0-9]|[一二三四五六七八九])厘)?{_POST}"
 )
 _FRACTION = re.compile(rf"{_START}{_PRE}(?P<den>{_ARABIC}|{_KSMALL})分の(?P<num>{_ARABIC}|{_KSMALL}){_POST}")
 _MONEY_PREFIX = re.compile(
@@ -182,12 +234,17 @@ _EN_COUNT = re.compile(
 )
 _BARE = re.compile(
     rf"{_START}{_PRE}(?P<num>{_ARABIC})(?P<scale>[ ](?:thousand|million|billion|trillion)\b)?"
-    r"(?![0-9A-Za-z号位条章節項番階]|丁目|-[A-Za-z]|\.[ ]*$|\.\s)"
+    r"(?![0-9A-Za-z号位条章節項番階日月年時分秒歳]|丁目|-[A-Za-z]|\.[ ]*$|\.\s)"
 )
-_CHANGE_BEFORE = re.compile(r"(?:前年同月|前年同期|前年度|前年|前期|前月|前回|前週)比[ ]?$|\b(?:up|down|rose|fell|increased|decreased|climbed|dropped|gained|declined|grew|slipped|jumped)(?:[ ]by)?[ ]$", re.IGNORECASE)  # fmt: skip
+_CHANGE_BEFORE = re.compile(
+    r"(?:前年同月|前年同期|前年度|前年|前期|前月|前回|前週)比[ ]?$"
+    r"|\b(?:up|down|rose|fell|increased|decreased|climbed|dropped|gained|declined|grew|slipped|jumped)(?:[ ]by)?[ ]$",
+    re.IGNORECASE,
+)
 _DOWN_BEFORE = re.compile(r"\b(?:down|fell|decreased|dropped|declined|slipped)(?:[ ]by)?[ ]$", re.IGNORECASE)
 _CHANGE_AFTER = re.compile(
-    r"^(?:(?P<up>増加|増|上昇|アップ|拡大|[ ](?:higher|more)\b)|(?P<down>減少|減|低下|下落|ダウン|縮小|[ ](?:lower|less|fewer)\b)"
+    r"^(?:(?P<up>増加|増|上昇|アップ|拡大|引き?上げ|値上げ|高(?:い|く|かった)|[ ](?:higher|more)\b)"
+    r"|(?P<down>減少|減|低下|下落|ダウン|縮小|引き?下げ|値下げ|低(?:い|く|かった)|[ ](?:lower|less|fewer)\b)"
     r"|改善|悪化|[ ](?:year[- ]on[- ]year|y/y|yoy|from a year (?:earlier|ago))\b)",
     re.IGNORECASE,
 )
@@ -289,9 +346,15 @@ def _apply_bound(fields: dict[str, object], m: re.Match[str], value: float, prec
 
 
 def _build(
-    text: str, folded: str, m: re.Match[str], kind: Kind, unit: str | None, value: float, precision: float,
+    text: str,
+    folded: str,
+    m: re.Match[str],
+    kind: Kind,
+    unit: str | None,
+    value: float,
+    precision: float,
     lo: float | None = None,
-) -> Value:  # fmt: skip
+) -> Value:
     """A Value from a match: bounds, sign and change from the words around it."""
     fields: dict[str, object] = {}
     if lo is not None and lo < value:
@@ -309,9 +372,16 @@ def _build(
         fields["lower"] = -up if isinstance(up, float) else None
         fields["upper"] = -low if isinstance(low, float) else None
     return Value(
-        kind=kind, value=value, unit=unit, precision=precision, change=change,
-        raw=text[m.start() : m.end()], start=m.start(), end=m.end(), **fields,  # type: ignore[arg-type]
-    )  # fmt: skip
+        kind=kind,
+        value=value,
+        unit=unit,
+        precision=precision,
+        change=change,
+        raw=text[m.start() : m.end()],
+        start=m.start(),
+        end=m.end(),
+        **fields,
+    )
 
 
 def _measure(text: str, folded: str, m: re.Match[str]) -> Value | None:
@@ -385,9 +455,17 @@ def parse_values(text: str) -> list[Value]:
     candidates: list[tuple[int, Value]] = [
         (
             0,
-            Value(kind="date", value=None, raw=text[d.start : d.end], start=d.start, end=d.end,
-                  date_from=d.date_from, date_to=d.date_to, granularity=d.granularity),
-        )  # fmt: skip
+            Value(
+                kind="date",
+                value=None,
+                raw=text[d.start : d.end],
+                start=d.start,
+                end=d.end,
+                date_from=d.date_from,
+                date_to=d.date_to,
+                granularity=d.granularity,
+            ),
+        )
         for d in find_dates(folded)
     ]
     for priority, pattern, parser in _FAMILIES:

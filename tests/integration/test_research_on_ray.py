@@ -49,6 +49,16 @@ def test_report_cites_sources_and_lists_japanese_entities(ray_result: tuple[Rese
     assert "## Sources" in result.final_report and "## Methodology" in result.final_report
 
 
+def test_no_url_fetched_or_analysed_twice(ray_result: tuple[ResearchResult, ListSink]) -> None:
+    result, _ = ray_result
+    stats = result.collection
+    assert stats is not None
+    assert stats.urls_requested > stats.unique_urls  # agents overlapped ...
+    assert stats.urls_fetched_more_than_once == 0 and stats.contents_analysed_more_than_once == 0  # ... yet
+    assert stats.fetches + stats.page_cache_hits == stats.unique_urls
+    assert "urlsFetchedMoreThanOnce" in result.model_dump_json(by_alias=True)
+
+
 def test_agents_differ_in_strategy(ray_result: tuple[ResearchResult, ListSink]) -> None:
     result, _ = ray_result
     queries = [tuple(r.queries) for r in result.agent_reports]

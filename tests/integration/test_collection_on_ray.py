@@ -1,0 +1,112 @@
+"""The collection layer on a real local Ray: NLP pool + collector against a real HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import ray
+import yaml
+
+from actors.collector import Collector
+from actors.nlp_pool import NlpPool
+from core.runtime import RayRuntime
+from core.settings import load_settings
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+
+
+def corpus_file(url_suffix: str) -> Path:
+    manifest = yaml.safe_load((CORPUS / "manifest.yaml").read_text(encoding="utf-8"))
+    for page in manifest["pages"]:
+        if page["url"].endswith(url_suffix):
+            return CORPUS / page["file"]
+    raise LookupError(url_suffix)
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[tuple[str, Counter[str]]]:
+    hits: Counter[str] = Counter()
+    bodies = {
+        "/autumn": corpus_file("sme-price-survey.example/2024/autumn").read_bytes(),
+        "/blog": corpus_file("2024/12/10/kakaku-tenka").read_bytes(),
+        "/news": corpus_file("tokyo-business-daily.example/articles/2024/11/29/kakaku-tenka-chousa").read_bytes(),
+        "/copy": corpus_file("chiiki-keizai-portal.example/news/20241130-kakaku-tenka").read_bytes(),
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits[self.path] += 1
+            body = bodies.get(self.path)
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", hits
+    httpd.shutdown()
+
+
+def test_each_url_fetched_and_analysed_once_across_agents(
+    ray_cluster: None, site: tuple[str, Counter[str]], tmp_path: Path
+) -> None:
+    base, hits = site
+    settings = load_settings(data_dir=tmp_path, fetch_allow_private=True, fetch_politeness_delay_s=0)
+    runtime = RayRuntime()
+    pool = NlpPool.start(runtime, 2)
+    collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
+    urls = [f"{base}/autumn", f"{base}/news", f"{base}/copy", f"{base}/blog", f"{base}/missing"]
+    # Three "agents" ask at the same time for overlapping URLs.
+    answers = ray.get([collector.collect.remote(urls[i:] + urls[:i]) for i in range(3)])
+    assert all(len(a) == len(urls) for a in answers)
+    by_url = {c.url: c for c in answers[0]}
+    assert by_url[f"{base}/missing"].failure is not None and by_url[f"{base}/missing"].failure.kind == "http_status"
+    # The syndicated copy and its original count as one origin (whichever was read first is the original).
+    pair = {by_url[f"{base}/copy"].duplicate_of, by_url[f"{base}/news"].duplicate_of}
+    assert pair in ({None, f"{base}/news"}, {None, f"{base}/copy"})
+    autumn = by_url[f"{base}/autumn"].analysis
+    assert autumn is not None and autumn.claims and any(e.label == "PERCENT" for e in autumn.entities)
+    stats = ray.get(collector.stats.remote())
+    assert stats.urls_requested == 15 and stats.unique_urls == 5
+    assert stats.fetches == 5 and stats.urls_fetched_more_than_once == 0
+    assert stats.analyses == 4 and stats.contents_analysed_more_than_once == 0
+    assert stats.near_duplicates == 1 and stats.failures_by_kind == {"http_status": 1}
+    assert hits["/autumn"] == 1 and hits["/news"] == 1
+    assert sum(u["batches"] for u in stats.nlp_usage_by_node.values()) >= 1
+
+    # A later run reuses the page and analysis caches: no request reaches the server.
+    before = sum(hits.values())
+    again = runtime.spawn(Collector, settings, pool, num_cpus=0)
+    ray.get(again.collect.remote(urls[:4]))
+    stats = ray.get(again.stats.remote())
+    assert stats.page_cache_hits == 4 and stats.fetches == 0 and stats.analysis_cache_hits == 4
+    assert stats.analyses == 0 and sum(hits.values()) == before
+    for handle in [collector, again, *pool.workers]:
+        runtime.kill(handle)
+    runtime.close()
+
+
+def test_pool_survives_a_dead_worker(ray_cluster: None) -> None:
+    runtime = RayRuntime()
+    pool = NlpPool.start(runtime, 2)
+    ray.get([w.analyse.remote([("準備", "ja")]) for w in pool.workers])
+    workers = list(pool.workers)
+    runtime.kill(workers[0])
+    # Two texts above the batch size: two batches, so the dead worker surely gets one and hands it back.
+    texts = [(f"令和6年{i}月の価格転嫁率は{40 + i}.5%だった。" * 170, "ja") for i in range(1, 3)]
+    analyses = asyncio.run(pool.analyse(texts))
+    assert len(analyses) == 2 and all(a.claims for a in analyses)
+    assert pool.workers == [workers[1]]  # the dead worker left the pool
+    runtime.kill(workers[1])
+    runtime.close()
