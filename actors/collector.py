@@ -13,7 +13,7 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
-from actors.nlp_pool import NlpPool
+from actors.nlp_pool import BATCH_CHARS, NlpPool
 from core.errors import ExtractionError, FetchError
 from core.models import CamelModel, SourceFailure
 from core.settings import Settings
@@ -25,6 +25,9 @@ from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.near_duplicates import NearDuplicateIndex
 from scrapers.page_cache import PageCache
 from scrapers.search.factory import open_search
+
+
+BATCH_WAIT_S = 0.05  # how long a lone text waits for company before it is sent to the pool
 
 
 class Collected(BaseModel):
@@ -58,8 +61,11 @@ class Collector:
         self._pages = PageCache(store, settings.page_cache_ttl_s)
         self._analyses = AnalysisCache(store)
         self._fetcher: Fetcher | None = None
-        self._page_tasks: dict[str, asyncio.Task[Collected]] = {}
-        self._analysis_tasks: dict[str, asyncio.Future[TextAnalysis]] = {}
+        self._tasks: dict[str, asyncio.Task[Collected]] = {}
+        self._analysis_futures: dict[str, asyncio.Future[TextAnalysis]] = {}
+        self._queue: list[tuple[str, tuple[str, str | None], asyncio.Future[TextAnalysis]]] = []
+        self._queued_chars = 0
+        self._flush_handle: asyncio.TimerHandle | None = None
         self._duplicates = NearDuplicateIndex()
         self._fetch_counts: Counter[str] = Counter()
         self._analysis_counts: Counter[str] = Counter()
@@ -75,14 +81,16 @@ class Collector:
         """Pages and analyses for ``urls`` (same order); failures are reported per URL, never raised."""
         self._stats.urls_requested += len(urls)
         for url in urls:
-            if url not in self._page_tasks:
-                self._page_tasks[url] = asyncio.create_task(self._page(url, (lang_hints or {}).get(url)))
-        collected = [c.model_copy() for c in await asyncio.gather(*(self._page_tasks[u] for u in urls))]
-        todo = [c for c in collected if c.page is not None]
-        analyses = await self._analyse([(c.page.text, c.page.lang) for c in todo if c.page is not None])
-        for item, analysis in zip(todo, analyses, strict=True):
-            item.analysis = analysis
-        return collected
+            if url not in self._tasks:
+                self._tasks[url] = asyncio.create_task(self._collect_one(url, (lang_hints or {}).get(url)))
+        return [c.model_copy() for c in await asyncio.gather(*(self._tasks[u] for u in urls))]
+
+    async def _collect_one(self, url: str, lang_hint: str | None) -> Collected:
+        """Fetch (or reuse), extract, then queue the text for analysis as soon as it is ready."""
+        item = await self._page(url, lang_hint)
+        if item.page is not None:
+            item.analysis = await self._analysis(item.page.text, item.page.lang)
+        return item
 
     async def _page(self, url: str, lang_hint: str | None) -> Collected:
         cached = self._pages.get(url)
@@ -111,35 +119,50 @@ class Collector:
         self._stats.failures_by_kind[failure.kind] = self._stats.failures_by_kind.get(failure.kind, 0) + 1
         return Collected(url=url, failure=failure)
 
-    async def _analyse(self, items: list[tuple[str, str | None]]) -> list[TextAnalysis]:
-        """Each distinct (text, lang) is analysed once: in flight, in the cache, or by the pool now."""
-        keys = [analysis_key(text, resolve_lang(text, lang)) for text, lang in items]
-        new = {k: item for k, item in zip(keys, items, strict=True) if k not in self._analysis_tasks}
-        if new:
-            loop = asyncio.get_running_loop()
-            for key in new:
-                self._analysis_tasks[key] = loop.create_future()
-            cached = self._analyses.get_many(list(new))
-            self._stats.analysis_cache_hits += len(cached)
-            for key, analysis in cached.items():
-                self._analysis_tasks[key].set_result(analysis)
-            missing = [k for k in new if k not in cached]
-            if missing:
-                try:
-                    fresh = await self._pool.analyse([new[k] for k in missing])
-                except Exception as exc:
-                    for key in missing:
-                        self._analysis_tasks.pop(key).set_exception(exc)
-                    raise
-                self._analyses.put_many(fresh)
-                for key, analysis in zip(missing, fresh, strict=True):
-                    self._analysis_counts[key] += 1
-                    self._analysis_tasks[key].set_result(analysis)
-        return list(await asyncio.gather(*(self._analysis_tasks[k] for k in keys)))
+    async def _analysis(self, text: str, lang: str | None) -> TextAnalysis:
+        """Each distinct (text, lang) is analysed once: in flight, from the cache, or by the pool."""
+        key = analysis_key(text, resolve_lang(text, lang))
+        if key not in self._analysis_futures:
+            future: asyncio.Future[TextAnalysis] = asyncio.get_running_loop().create_future()
+            self._analysis_futures[key] = future
+            cached = self._analyses.get_many([key])
+            if key in cached:
+                self._stats.analysis_cache_hits += 1
+                future.set_result(cached[key])
+            else:
+                self._queue.append((key, (text, lang), future))
+                self._queued_chars += len(text)
+                if self._queued_chars >= BATCH_CHARS:
+                    self._flush()
+                elif self._flush_handle is None:
+                    self._flush_handle = asyncio.get_running_loop().call_later(BATCH_WAIT_S, self._flush)
+        return await asyncio.shield(self._analysis_futures[key])
+
+    def _flush(self) -> None:
+        """Send what is queued to the pool as one group (the pool splits it into batches)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        queued, self._queue, self._queued_chars = self._queue, [], 0
+        if queued:
+            asyncio.get_running_loop().create_task(self._analyse_group(queued))
+
+    async def _analyse_group(self, queued: list[tuple[str, tuple[str, str | None], asyncio.Future[TextAnalysis]]]) -> None:
+        try:
+            fresh = await self._pool.analyse([item for _, item, _ in queued])
+        except Exception as exc:
+            for key, _, future in queued:
+                self._analysis_futures.pop(key, None)  # a later request may try again
+                future.set_exception(exc)
+            return
+        self._analyses.put_many(fresh)
+        for (key, _, future), analysis in zip(queued, fresh, strict=True):
+            self._analysis_counts[key] += 1
+            future.set_result(analysis)
 
     def stats(self) -> CollectionStats:
         stats = self._stats.model_copy()
-        stats.unique_urls = len(self._page_tasks)
+        stats.unique_urls = len(self._tasks)
         stats.fetches = sum(self._fetch_counts.values())
         stats.urls_fetched_more_than_once = sum(1 for n in self._fetch_counts.values() if n > 1)
         stats.analyses = sum(self._analysis_counts.values())

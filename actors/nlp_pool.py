@@ -1,4 +1,4 @@
-"""A pool of :class:`NlpWorker` agents fed in batches; each idle worker pulls the next batch.
+"""A pool of :class:`NlpWorker` agents fed in batches; each batch goes to the least-loaded worker.
 
 The pool object only holds worker handles, so it can be passed to other agents (the collector)
 and used from there. It records which node analysed how much, for reports and benchmarks.
@@ -7,7 +7,7 @@ and used from there. It records which node analysed how much, for reports and be
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 from actors.nlp_worker import AnalysedBatch, NlpWorker
@@ -34,7 +34,10 @@ class NlpPool:
     def __init__(self, workers: list[Any]) -> None:
         if not workers:
             raise ValueError("an NLP pool needs at least one worker")
-        self.workers = workers
+        self.workers = list(workers)
+        # Characters queued per worker, keyed by id() in the process using the pool (so not pre-filled:
+        # the pool is pickled into the collector, where the handles are new objects).
+        self._load: defaultdict[int, int] = defaultdict(int)
         self.chars_by_node: Counter[str] = Counter()
         self.batches_by_node: Counter[str] = Counter()
 
@@ -44,33 +47,32 @@ class NlpPool:
         return cls([runtime.spawn(NlpWorker, num_cpus=1, spread=True, max_concurrency=1) for _ in range(size)])
 
     async def analyse(self, items: list[tuple[str, str | None]]) -> list[TextAnalysis]:
-        """Analyses in the order of ``items``. A worker that fails hands its batch back and is
-        dropped from the pool; only when no worker is left does the call fail."""
-        pending = batches(items)
-        results: list[TextAnalysis | None] = [None] * len(items)
-        errors: list[BaseException] = []
+        """Analyses in the order of ``items``; batches run in parallel across the workers."""
+        groups = batches(items)
+        done = await asyncio.gather(*(self._run([items[i] for i in group]) for group in groups))
+        return [analysis for batch in done for analysis in batch.analyses]
 
-        async def drain(worker: Any) -> None:
-            while pending:
-                group = pending.pop(0)
-                try:
-                    batch: AnalysedBatch = await acall(worker, "analyse", [items[i] for i in group])
-                except Exception as exc:
-                    pending.insert(0, group)
-                    errors.append(exc)
-                    if worker in self.workers:
-                        self.workers.remove(worker)
-                    return
-                for i, analysis in zip(group, batch.analyses, strict=True):
-                    results[i] = analysis
-                self.chars_by_node[batch.node_id] += sum(len(items[i][0]) for i in group)
-                self.batches_by_node[batch.node_id] += 1
-
-        while pending and self.workers:  # a batch handed back late is picked up by a survivor
-            await asyncio.gather(*(drain(w) for w in list(self.workers)))
-        if pending:
-            raise RuntimeError(f"every NLP worker failed; last error: {errors[-1]}") from errors[-1]
-        return [r for r in results if r is not None]
+    async def _run(self, batch: list[tuple[str, str | None]]) -> AnalysedBatch:
+        """Send one batch to the least-loaded worker. A worker that fails is dropped from the pool
+        and the batch goes to another; only when no worker is left does the batch fail."""
+        chars = sum(len(text) for text, _ in batch)
+        error: BaseException | None = None
+        while self.workers:
+            worker = min(self.workers, key=lambda w: self._load[id(w)])
+            self._load[id(worker)] += chars
+            try:
+                result: AnalysedBatch = await acall(worker, "analyse", batch)
+            except Exception as exc:
+                error = exc
+                if worker in self.workers:
+                    self.workers.remove(worker)
+                continue
+            finally:
+                self._load[id(worker)] -= chars
+            self.chars_by_node[result.node_id] += chars
+            self.batches_by_node[result.node_id] += 1
+            return result
+        raise RuntimeError(f"every NLP worker failed; last error: {error}") from error
 
     def usage(self) -> dict[str, dict[str, int]]:
         return {node: {"batches": self.batches_by_node[node], "chars": chars}

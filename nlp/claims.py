@@ -22,12 +22,14 @@ How one figure is read, within its sentence (the "local window" is the text sinc
   cost component is named next to the figure (トラック運送が34.2%, 労務費が44.7%), the last qualifiable
   attribute of the page, else a generic "<class>:<phrase>" fallback. A cost component next to a
   qualifiable attribute refines it: labour_cost_pass_through_rate.
-* subject: a sector/population next to the figure, a segment (従業員20人以下の企業で), one named earlier
-  in the sentence (same proviso), else the page's most frequent population; 全体/all-industry mean that
-  population.
+* subject: a sector/population next to the figure ("34.2% in road freight"), a segment of firms
+  (従業員20人以下の企業で14.8%, 一次取引先の価格転嫁率), one named earlier in the sentence (same proviso),
+  else the page's most frequent population (else the sector of a single-sector page); 全体/all-industry
+  mean that population.
 * when: the reference period of the figure: a date in the local window or earlier in the sentence that
-  names a period (令和6年9月調査, "the September 2024 round", 2024年度の), in English also a date
-  right after it ("in the September 2024 survey round"), else the page's first such date. Earlier
+  names a period (令和6年9月調査, "the September 2024 round", 2024年度の, a table's date cell), in English
+  also a date right after it ("in the September 2024 survey round"); else, in a sentence about 同調査 or
+  "that round", the last period named before it; else the page's first period. Earlier
   readings (前回の11.2%から, "up from 44.7%", 令和4年9月調査時点の39.3%と比べ) only take a date
   attached to them and otherwise get no ``when``, so they are never compared with current figures.
   Changes (3.6ポイント上昇) share the ``when`` of the level they qualify. Dates without a year take
@@ -305,7 +307,6 @@ class _Reading:
     previous: bool = False  # an earlier reading quoted for comparison (前回の11.2%から, "up from 44.7%")
     attribute_span: tuple[int, int] | None = None
     source: _Reading | None = None  # the reading this one took its attribute from
-    attached_end: int | None = None  # English: end of the "of/in/for ..." phrase after the figure
 
 
 @dataclass(frozen=True)
@@ -440,8 +441,8 @@ class _Page:
         attached: list[tuple[int, int]] = []  # English "of/in/for ..." phrases that belong to earlier figures
         for i, v in enumerate(figures):
             local_start = figures[i - 1].end if i else sentence.start
-            if i and self.en and readings[-1].attached_end:  # "78.5% of firms with ..., against 52.0%"
-                local_start = max(local_start, readings[-1].attached_end)
+            if attached and attached[-1][0] == local_start:  # "78.5% of firms with ..., against 52.0%"
+                local_start = max(local_start, attached[-1][1])
             next_start = figures[i + 1].start if i + 1 < len(figures) else sentence.end
             after_end = self.clause_end(v.end, next_start)
             slot = _Slot(
@@ -455,11 +456,9 @@ class _Page:
                 inside=[m for m in inside if not any(s <= m.start and m.end <= e for s, e in attached)],
                 table_row=sentence.text.startswith("|"),
             )
-            reading = self._read(v, slot, readings, dates)
-            reading.attached_end = after_end if slot.attached else None
+            readings.append(self._read(v, slot, readings, dates))
             if slot.attached:
                 attached.append((v.end, after_end))
-            readings.append(reading)
         periods = [d for d in dates if d.start not in self.consumed and self.is_marked(d, sentence.end)]
         if periods:
             self.last_period = periods[-1]
@@ -513,13 +512,8 @@ class _Page:
         chosen = _earliest(within) or _earliest(after) or _nearest([m for m in local if m.is_attribute and fits(m)])
         prev = done[-1] if done else None
         if chosen is None and prev and prev.value.kind == v.kind and _APPOSITION.fullmatch(f[prev.value.end : v.start]):
-            r.attribute, r.subject, r.when, r.attribute_span = (
-                prev.attribute,
-                prev.subject,
-                prev.when,
-                prev.attribute_span,
-            )
-            r.source = prev
+            r.attribute, r.attribute_span, r.source = prev.attribute, prev.attribute_span, prev
+            r.subject, r.when = prev.subject, prev.when
             return
         if chosen is None and loose and first_in_row:  # a comparison: the figure it is compared with says what it is
             source = next((p for p in reversed(self.context + done) if p.value.kind == v.kind and p.attribute), None)

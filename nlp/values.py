@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Literal
 
@@ -40,161 +40,73 @@ Kind = Literal["percent", "money", "count", "ratio", "points", "date", "number"]
 # Relative half-width given to approximate values ("about 15%" agrees with 14.3..15.7).
 APPROX_REL = 0.05
 
+# Unit words after a number -> (kind, canonical unit). Money units are ISO currency codes; counters
+# name what is counted, so that 36,210社 and "36,210 firms" read alike.
+# fmt: off
 _UNITS_JA: dict[str, tuple[Kind, str | None]] = {
-    "%": ("percent", "%"),
-    "パーセント": ("percent", "%"),
-    "ポイント": ("points", "pt"),
-    "pt": ("points", "pt"),
+    "%": ("percent", "%"), "パーセント": ("percent", "%"), "ポイント": ("points", "pt"), "pt": ("points", "pt"),
     "倍": ("ratio", "x"),
-    "円": ("money", "JPY"),
-    "米ドル": ("money", "USD"),
-    "ドル": ("money", "USD"),
-    "ユーロ": ("money", "EUR"),
-    "ポンド": ("money", "GBP"),
-    "人民元": ("money", "CNY"),
-    "社": ("count", "firm"),
-    "事業者": ("count", "firm"),
-    "件": ("count", "case"),
-    "人": ("count", "person"),
-    "名": ("count", "person"),
-    "業種": ("count", "industry"),
-    "店舗": ("count", "shop"),
-    "店": ("count", "shop"),
-    "校": ("count", "school"),
-    "回": ("count", "time"),
-    "か所": ("count", "place"),
-    "カ所": ("count", "place"),
-    "ヶ所": ("count", "place"),
-    "箇所": ("count", "place"),
-    "項目": ("count", "item"),
-    "品目": ("count", "item"),
-    "団体": ("count", "organisation"),
-    "世帯": ("count", "household"),
-    "時間": ("number", "hour"),
-    "リットル": ("number", "litre"),
-    "トン": ("number", "tonne"),
-    "km": ("number", "km"),
-    "kg": ("number", "kg"),
+    "円": ("money", "JPY"), "米ドル": ("money", "USD"), "ドル": ("money", "USD"), "ユーロ": ("money", "EUR"),
+    "ポンド": ("money", "GBP"), "人民元": ("money", "CNY"),
+    "社": ("count", "firm"), "事業者": ("count", "firm"), "件": ("count", "case"), "人": ("count", "person"),
+    "名": ("count", "person"), "業種": ("count", "industry"), "店舗": ("count", "shop"), "店": ("count", "shop"),
+    "校": ("count", "school"), "回": ("count", "time"), "か所": ("count", "place"), "カ所": ("count", "place"),
+    "ヶ所": ("count", "place"), "箇所": ("count", "place"), "項目": ("count", "item"), "品目": ("count", "item"),
+    "団体": ("count", "organisation"), "世帯": ("count", "household"),
+    "時間": ("number", "hour"), "リットル": ("number", "litre"), "トン": ("number", "tonne"),
+    "km": ("number", "km"), "kg": ("number", "kg"),
 }
 _UNITS_EN: dict[str, tuple[Kind, str | None]] = {
-    "percentage points": ("points", "pt"),
-    "percentage point": ("points", "pt"),
-    "basis points": ("points", "bp"),
-    "basis point": ("points", "bp"),
-    "points": ("points", "pt"),
-    "point": ("points", "pt"),
-    "pts": ("points", "pt"),
-    "pp": ("points", "pt"),
-    "bps": ("points", "bp"),
-    "bp": ("points", "bp"),
-    "percent": ("percent", "%"),
-    "per cent": ("percent", "%"),
-    "pct": ("percent", "%"),
-    "times": ("ratio", "x"),
-    "fold": ("ratio", "x"),
-    "US dollars": ("money", "USD"),
-    "dollars": ("money", "USD"),
-    "dollar": ("money", "USD"),
-    "yen": ("money", "JPY"),
-    "euros": ("money", "EUR"),
-    "euro": ("money", "EUR"),
-    "pounds": ("money", "GBP"),
-    "yuan": ("money", "CNY"),
-    "USD": ("money", "USD"),
-    "JPY": ("money", "JPY"),
-    "EUR": ("money", "EUR"),
-    "hours": ("number", "hour"),
-    "tonnes": ("number", "tonne"),
-    "tons": ("number", "tonne"),
+    "percentage points": ("points", "pt"), "percentage point": ("points", "pt"), "points": ("points", "pt"),
+    "point": ("points", "pt"), "pts": ("points", "pt"), "pp": ("points", "pt"),
+    "basis points": ("points", "bp"), "basis point": ("points", "bp"), "bps": ("points", "bp"), "bp": ("points", "bp"),
+    "percent": ("percent", "%"), "per cent": ("percent", "%"), "pct": ("percent", "%"),
+    "times": ("ratio", "x"), "fold": ("ratio", "x"),
+    "US dollars": ("money", "USD"), "dollars": ("money", "USD"), "dollar": ("money", "USD"), "yen": ("money", "JPY"),
+    "euros": ("money", "EUR"), "euro": ("money", "EUR"), "pounds": ("money", "GBP"), "yuan": ("money", "CNY"),
+    "USD": ("money", "USD"), "JPY": ("money", "JPY"), "EUR": ("money", "EUR"),
+    "hours": ("number", "hour"), "tonnes": ("number", "tonne"), "tons": ("number", "tonne"),
 }
 # English counters may follow one or two adjectives: "36,210 valid responses", "880 manufacturing subcontractors".
 _COUNTERS_EN: dict[str, str] = {
-    **dict.fromkeys(["firms", "firm", "companies", "company", "businesses", "enterprises"], "firm"),
-    **dict.fromkeys(["subcontractors", "suppliers", "manufacturers", "hauliers", "operators", "members"], "firm"),
+    **dict.fromkeys(["firms", "firm", "companies", "company", "businesses", "enterprises", "subcontractors",
+                     "suppliers", "manufacturers", "hauliers", "operators", "members"], "firm"),
     **dict.fromkeys(["responses", "respondents"], "response"),
     **dict.fromkeys(["cases", "complaints", "consultations"], "case"),
     **dict.fromkeys(["people", "persons", "workers", "employees", "drivers"], "person"),
     **dict.fromkeys(["industries", "sectors"], "industry"),
 }
-_CURRENCY_PREFIX = {
-    "US$": "USD",
-    "A$": "AUD",
-    "C$": "CAD",
-    "HK$": "HKD",
-    "S$": "SGD",
-    "$": "USD",
-    "¥": "JPY",
-    "€": "EUR",
-    "£": "GBP",
-    "USD": "USD",
-    "JPY": "JPY",
-    "EUR": "EUR",
-    "GBP": "GBP",
-    "CNY": "CNY",
-}
-_SCALES = {
-    "thousand": 1e3,
-    "k": 1e3,
-    "million": 1e6,
-    "m": 1e6,
-    "mn": 1e6,
-    "mln": 1e6,
-    "billion": 1e9,
-    "bn": 1e9,
-    "b": 1e9,
-    "trillion": 1e12,
-    "tn": 1e12,
-    "trn": 1e12,
-}
+_CURRENCY_PREFIX = {"US$": "USD", "A$": "AUD", "C$": "CAD", "HK$": "HKD", "S$": "SGD", "$": "USD", "¥": "JPY",
+                    "€": "EUR", "£": "GBP", "USD": "USD", "JPY": "JPY", "EUR": "EUR", "GBP": "GBP", "CNY": "CNY"}
+_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mln": 1e6, "billion": 1e9, "bn": 1e9,
+           "b": 1e9, "trillion": 1e12, "tn": 1e12, "trn": 1e12}
+# fmt: on
 _BIG = {"万": 1e4, "億": 1e8, "兆": 1e12}
 _SMALL = {"十": 10, "百": 100, "千": 1000}
 _KANJI_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
 
-# Bounds and approximation words (suffixes first, then English prefixes): (lower?, upper?, approx, step?)
-# "step" bounds (強, 弱, 台) span part of a step of the last written digit; see _apply_bound.
-_POST_LOWER = (
-    "以上",
-    "超",
-    "超え",
-    "超える",
-    "超えた",
-    "を超え",
-    "を超える",
-    "を超えた",
-    "を上回る",
-    "を上回った",
-    " or more",
-    " or above",
-    " or higher",
-    " or over",
-)
+# Words around a figure that bound or soften it (see _apply_bound). Suffixes carry their leading space
+# when English ("70% or more"); 強/弱-style words bound the figure by half a step of its last digit.
+# fmt: off
+_POST_LOWER = ("以上", "超", "超え", "超える", "超えた", "を超え", "を超える", "を超えた", "を上回る", "を上回った",
+               " or more", " or above", " or higher", " or over")
 _POST_UPPER = ("以下", "未満", "を下回る", "を下回った", " or less", " or below", " or lower", " or fewer")
 _POST_APPROX = ("程度", "前後", "ほど", "くらい", "ぐらい")
 _POST_ABOVE = ("強", "余り", "あまり", " plus")  # a little over
 _POST_BELOW = ("弱", "近く", "目前")  # a little under
-_PRE_LOWER = (
-    "more than",
-    "over",
-    "above",
-    "at least",
-    "no less than",
-    "tops",
-    "topped",
-    "exceeds",
-    "exceeded",
-    "surpassed",
-    "surpasses",
-)
+_PRE_LOWER = ("more than", "over", "above", "at least", "no less than", "tops", "topped", "exceeds", "exceeded",
+              "surpasses", "surpassed")
 _PRE_UPPER = ("less than", "under", "below", "at most", "up to", "fewer than", "no more than")
 _PRE_APPROX_JA = ("約", "およそ", "おおよそ", "概ね", "おおむね", "ほぼ", "大体", "ざっと")
 _PRE_APPROX_EN = ("about", "around", "approximately", "approx.", "roughly", "some", "~")
 _PRE_BELOW_EN = ("nearly", "almost")
+# fmt: on
 _NEGATIVE_SIGNS = frozenset("-−▲△▼") | {"マイナス"}
 
 
-def _alt(words: object) -> str:
+def _alt(words: Iterable[str]) -> str:
     """A regex alternation of literal words, longest first so that 以上 is not cut to 以."""
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))  # type: ignore[call-overload]
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
 _ARABIC = r"[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?"

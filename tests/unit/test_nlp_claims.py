@@ -105,7 +105,8 @@ def test_planted_conflicts_are_detectable_by_value(conflict: dict[str, Any]) -> 
     readings = []
     for side in conflict["sides"]:
         when = side.get("as_of") or DEFAULT_PERIOD
-        found = [v for c, v in matching(page_claims(side["url"]), side) if (c.subject, c.attribute, period(c)) == (subject, attribute, when)]  # fmt: skip
+        key = (subject, attribute, when)
+        found = [v for c, v in matching(page_claims(side["url"]), side) if (c.subject, c.attribute, period(c)) == key]
         readings.append((str(side["value"]), when, found[0]))
     for (raw_a, when_a, a), (raw_b, when_b, b) in itertools.combinations(readings, 2):
         same = fold(raw_a).rstrip("社") == fold(raw_b).rstrip("社")
@@ -262,9 +263,10 @@ def test_names_widen_the_pre_filter() -> None:
 
 
 def test_candidate_spans_skip_text_without_claims() -> None:
-    text = "こんばんは。今日は暑い。価格転嫁率は49.7%だった。2024年9月の調査による。ところで、どうでしょう。\n36,210社が回答した。"
+    text = "こんばんは。今日は暑い。価格転嫁率は49.7%だった。2024年9月の調査による。ところで。\n36,210社が回答した。"
     spans = candidate_spans(text)
-    assert [text[s:e] for s, e in spans] == ["価格転嫁率は49.7%だった。2024年9月の調査による。", "36,210社が回答した。"]
+    expected = ["価格転嫁率は49.7%だった。2024年9月の調査による。", "36,210社が回答した。"]
+    assert [text[s:e] for s, e in spans] == expected
     kept = [s.text for s in split_sentences(text) if is_claim_candidate(s.text)]
     assert "".join(text[s:e] for s, e in spans).replace("\n", "") == "".join(kept)
     assert candidate_spans("こんばんは。Start with the top.") == []

@@ -113,11 +113,13 @@ def test_parse_values(text: str, raw: str, expected: dict[str, Any]) -> None:
     value = only(text, raw)
     assert text[value.start : value.end] == value.raw
     for name, want in expected.items():
-        got = getattr(value, name)
-        assert got == (pytest.approx(want) if isinstance(want, float | int) and not isinstance(want, bool) else want), name
+        numeric = isinstance(want, float | int) and not isinstance(want, bool)
+        assert getattr(value, name) == (pytest.approx(want) if numeric else want), name
 
 
-@pytest.mark.parametrize(("text", "raw", "granularity", "date_from", "date_to"), DATE_CASES, ids=[c[1] for c in DATE_CASES])
+@pytest.mark.parametrize(
+    ("text", "raw", "granularity", "date_from", "date_to"), DATE_CASES, ids=[c[1] for c in DATE_CASES]
+)
 def test_parse_dates(text: str, raw: str, granularity: str, date_from: str, date_to: str) -> None:
     value = only(text, raw)
     assert (value.kind, value.value, value.granularity) == ("date", None, granularity)
