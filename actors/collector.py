@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from datetime import date
 
 from pydantic import BaseModel, Field
 
@@ -18,7 +19,7 @@ from core.errors import ExtractionError, FetchError
 from core.models import CamelModel, SourceFailure
 from core.settings import Settings
 from core.store import Store
-from nlp.analysis import TextAnalysis, analysis_key, resolve_lang
+from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
 from scrapers.extract import ExtractedPage, extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
@@ -26,8 +27,17 @@ from scrapers.near_duplicates import NearDuplicateIndex
 from scrapers.page_cache import PageCache
 from scrapers.search.factory import open_search
 
-
 BATCH_WAIT_S = 0.05  # how long a lone text waits for company before it is sent to the pool
+
+
+Queued = tuple[str, AnalysisInput, "asyncio.Future[TextAnalysis]"]  # (analysis key, input, its result)
+
+
+def _iso_date(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value[:10]) if value else None
+    except ValueError:
+        return None
 
 
 class Collected(BaseModel):
@@ -63,7 +73,7 @@ class Collector:
         self._fetcher: Fetcher | None = None
         self._tasks: dict[str, asyncio.Task[Collected]] = {}
         self._analysis_futures: dict[str, asyncio.Future[TextAnalysis]] = {}
-        self._queue: list[tuple[str, tuple[str, str | None], asyncio.Future[TextAnalysis]]] = []
+        self._queue: list[Queued] = []
         self._queued_chars = 0
         self._flush_handle: asyncio.TimerHandle | None = None
         self._duplicates = NearDuplicateIndex()
@@ -89,7 +99,8 @@ class Collector:
         """Fetch (or reuse), extract, then queue the text for analysis as soon as it is ready."""
         item = await self._page(url, lang_hint)
         if item.page is not None:
-            item.analysis = await self._analysis(item.page.text, item.page.lang)
+            item.analysis = await self._analysis(AnalysisInput(item.page.text, item.page.lang,
+                                                               _iso_date(item.page.published)))
         return item
 
     async def _page(self, url: str, lang_hint: str | None) -> Collected:
@@ -119,9 +130,9 @@ class Collector:
         self._stats.failures_by_kind[failure.kind] = self._stats.failures_by_kind.get(failure.kind, 0) + 1
         return Collected(url=url, failure=failure)
 
-    async def _analysis(self, text: str, lang: str | None) -> TextAnalysis:
-        """Each distinct (text, lang) is analysed once: in flight, from the cache, or by the pool."""
-        key = analysis_key(text, resolve_lang(text, lang))
+    async def _analysis(self, item: AnalysisInput) -> TextAnalysis:
+        """Each distinct input is analysed once: in flight, from the cache, or by the pool."""
+        key = analysis_key(item.text, resolve_lang(item.text, item.lang), item.published)
         if key not in self._analysis_futures:
             future: asyncio.Future[TextAnalysis] = asyncio.get_running_loop().create_future()
             self._analysis_futures[key] = future
@@ -130,8 +141,8 @@ class Collector:
                 self._stats.analysis_cache_hits += 1
                 future.set_result(cached[key])
             else:
-                self._queue.append((key, (text, lang), future))
-                self._queued_chars += len(text)
+                self._queue.append((key, item, future))
+                self._queued_chars += len(item.text)
                 if self._queued_chars >= BATCH_CHARS:
                     self._flush()
                 elif self._flush_handle is None:
@@ -147,7 +158,7 @@ class Collector:
         if queued:
             asyncio.get_running_loop().create_task(self._analyse_group(queued))
 
-    async def _analyse_group(self, queued: list[tuple[str, tuple[str, str | None], asyncio.Future[TextAnalysis]]]) -> None:
+    async def _analyse_group(self, queued: list[Queued]) -> None:
         try:
             fresh = await self._pool.analyse([item for _, item, _ in queued])
         except Exception as exc:

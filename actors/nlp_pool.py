@@ -8,25 +8,26 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from actors.nlp_worker import AnalysedBatch, NlpWorker
 from core.runtime import Runtime, acall
-from nlp.analysis import TextAnalysis
+from nlp.analysis import AnalysisInput, TextAnalysis
 
 BATCH_CHARS = 4000  # ~1.5 s of GiNZA: small enough to balance 2-8 workers, large enough to amortise calls
 
 
-def batches(items: list[tuple[str, str | None]], max_chars: int = BATCH_CHARS) -> list[list[int]]:
+def batches(items: list[AnalysisInput], max_chars: int = BATCH_CHARS) -> list[list[int]]:
     """Indexes of ``items`` grouped so that each group holds about ``max_chars`` characters."""
     groups: list[list[int]] = []
     size = max_chars
-    for i, (text, _) in enumerate(items):
-        if size + len(text) > max_chars and (not groups or groups[-1]):
+    for i, item in enumerate(items):
+        if size + len(item.text) > max_chars and (not groups or groups[-1]):
             groups.append([])
             size = 0
         groups[-1].append(i)
-        size += len(text)
+        size += len(item.text)
     return [g for g in groups if g]
 
 
@@ -46,16 +47,17 @@ class NlpPool:
         """``size`` workers of one CPU each, spread over the cluster's nodes."""
         return cls([runtime.spawn(NlpWorker, num_cpus=1, spread=True, max_concurrency=1) for _ in range(size)])
 
-    async def analyse(self, items: list[tuple[str, str | None]]) -> list[TextAnalysis]:
+    async def analyse(self, raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -> list[TextAnalysis]:
         """Analyses in the order of ``items``; batches run in parallel across the workers."""
+        items = [AnalysisInput(*item) for item in raw_items]
         groups = batches(items)
         done = await asyncio.gather(*(self._run([items[i] for i in group]) for group in groups))
         return [analysis for batch in done for analysis in batch.analyses]
 
-    async def _run(self, batch: list[tuple[str, str | None]]) -> AnalysedBatch:
+    async def _run(self, batch: list[AnalysisInput]) -> AnalysedBatch:
         """Send one batch to the least-loaded worker. A worker that fails is dropped from the pool
         and the batch goes to another; only when no worker is left does the batch fail."""
-        chars = sum(len(text) for text, _ in batch)
+        chars = sum(len(item.text) for item in batch)
         error: BaseException | None = None
         while self.workers:
             worker = min(self.workers, key=lambda w: self._load[id(w)])

@@ -12,9 +12,12 @@ import os
 from pydantic import BaseModel
 
 from core.runtime import current_node_id
-from nlp.analysis import TextAnalysis, analyse_texts
+from nlp.analysis import AnalysisInput, TextAnalysis, analyse_texts
 
-WARM_UP = [("令和6年9月の価格転嫁率は49.7%だった。", "ja"), ("Prices rose 3% in March 2025.", "en")]
+WARM_UP = [
+    AnalysisInput("令和6年9月の価格転嫁率は49.7%だった。", "ja"),
+    AnalysisInput("Prices rose 3% in March 2025.", "en"),
+]
 
 
 class AnalysedBatch(BaseModel):
@@ -26,7 +29,7 @@ class AnalysedBatch(BaseModel):
 class NlpWorker:
     def __init__(self) -> None:
         self.node_id = current_node_id()
-        analyse_texts(list(WARM_UP))  # load the models now, not on the first real batch
+        analyse_texts(WARM_UP)  # load the models now, not on the first real batch
 
-    def analyse(self, items: list[tuple[str, str | None]]) -> AnalysedBatch:
+    def analyse(self, items: list[AnalysisInput]) -> AnalysedBatch:
         return AnalysedBatch(node_id=self.node_id, pid=os.getpid(), analyses=analyse_texts(items))

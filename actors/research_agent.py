@@ -17,7 +17,7 @@ from typing import Any
 from actors.collector import Collected
 from core.errors import SearchError
 from core.events import EventSink, StageProgress
-from core.models import AgentReport, AgentStrategy, EntityMention, Finding, SourceFailure, SourceReference
+from core.models import AgentReport, AgentStrategy, EntityMention, Finding, SourceReference
 from core.runtime import acall
 from core.settings import Settings
 from nlp.entities import Entity

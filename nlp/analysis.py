@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
+from datetime import date
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
 from nlp.claims import Claim, candidate_spans, extract_claims
 from nlp.entities import Entity, extract_entities_batch
 from nlp.language import detect_language
+
+
+class AnalysisInput(NamedTuple):
+    """One text to analyse; ``published`` dates figures that name a month but no year."""
+
+    text: str
+    lang: str | None = None
+    published: date | None = None
 
 
 class TextAnalysis(BaseModel):
@@ -26,33 +37,35 @@ class TextAnalysis(BaseModel):
     claims: list[Claim]
 
 
-def analysis_key(text: str, lang: str) -> str:
-    return hashlib.sha256(f"{lang}\0{text}".encode()).hexdigest()
+def analysis_key(text: str, lang: str, published: date | None = None) -> str:
+    return hashlib.sha256(f"{lang}\0{published}\0{text}".encode()).hexdigest()
 
 
 def resolve_lang(text: str, lang: str | None) -> str:
     return lang if lang in ("ja", "en") else detect_language(text)
 
 
-def analyse_texts(items: list[tuple[str, str | None]]) -> list[TextAnalysis]:
-    """Analyse ``(text, lang)`` pairs; one batched NER pass per language over the candidate spans."""
-    langs = [resolve_lang(text, lang) for text, lang in items]
-    spans = [candidate_spans(text) if lang in ("ja", "en") else [] for (text, _), lang in zip(items, langs, strict=True)]
+def analyse_texts(raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -> list[TextAnalysis]:
+    """Analyse texts; one batched NER pass per language, over the spans that can hold claims."""
+    items = [AnalysisInput(*item) for item in raw_items]
+    langs = [resolve_lang(item.text, item.lang) for item in items]
+    spans = [candidate_spans(i.text) if lang in ("ja", "en") else [] for i, lang in zip(items, langs, strict=True)]
     entities: list[list[Entity]] = [[] for _ in items]
     by_lang: dict[str, list[tuple[int, int]]] = defaultdict(list)  # lang -> (item index, span start)
     pieces: dict[str, list[str]] = defaultdict(list)
-    for i, ((text, _), lang) in enumerate(zip(items, langs, strict=True)):
+    for i, (item, lang) in enumerate(zip(items, langs, strict=True)):
         for start, end in spans[i]:
             by_lang[lang].append((i, start))
-            pieces[lang].append(text[start:end])
+            pieces[lang].append(item.text[start:end])
     for lang, refs in by_lang.items():
         for (i, offset), found in zip(refs, extract_entities_batch(pieces[lang], lang=lang), strict=True):
             entities[i].extend(e.model_copy(update={"start": e.start + offset, "end": e.end + offset}) for e in found)
     return [
         TextAnalysis(
-            content_hash=analysis_key(text, lang), lang=lang, chars=len(text),
-            analysed_chars=sum(end - start for start, end in spans[i]),
-            entities=entities[i], claims=extract_claims(text, entities[i], lang) if lang in ("ja", "en") else [],
+            content_hash=analysis_key(item.text, lang, item.published), lang=lang, chars=len(item.text),
+            analysed_chars=sum(end - start for start, end in spans[i]), entities=entities[i],
+            claims=extract_claims(item.text, entities[i], lang, reference_date=item.published)
+            if lang in ("ja", "en") else [],
         )
-        for i, ((text, _), lang) in enumerate(zip(items, langs, strict=True))
+        for i, (item, lang) in enumerate(zip(items, langs, strict=True))
     ]

@@ -58,7 +58,8 @@ class NearDuplicateIndex:
         fingerprint = simhash(parts)
         original = None
         for entry in self._entries:
-            if (entry.fingerprint ^ fingerprint).bit_count() <= SCREEN_BITS and jaccard(entry.parts, parts) >= MIN_JACCARD:
+            close = (entry.fingerprint ^ fingerprint).bit_count() <= SCREEN_BITS
+            if close and jaccard(entry.parts, parts) >= MIN_JACCARD:
                 original = entry.url
                 break
         if original is None:
