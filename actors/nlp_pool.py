@@ -15,7 +15,7 @@ from actors.nlp_worker import AnalysedBatch, NlpWorker
 from core.runtime import Runtime, acall
 from nlp.analysis import AnalysisInput, TextAnalysis
 
-BATCH_CHARS = 4000  # ~1.5 s of GiNZA: small enough to balance 2-8 workers, large enough to amortise calls
+BATCH_CHARS = 2500  # ~0.6 s of NLP: small enough to balance 2-8 workers, large enough to amortise calls
 
 
 def batches(items: list[AnalysisInput], max_chars: int = BATCH_CHARS) -> list[list[int]]:

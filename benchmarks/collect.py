@@ -111,6 +111,7 @@ def pipeline(urls: list[str], settings: Settings, workers: int) -> tuple[float, 
     pool = NlpPool.start(runtime, workers)
     ray.get([w.analyse.remote([("準備", "ja")]) for w in pool.workers])  # models loaded before timing
     collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
+    ray.get(collector.stats.remote())  # the collector process is up (imports done) before timing
     started = time.perf_counter()
     collected = ray.get(collector.collect.remote(urls))
     elapsed = time.perf_counter() - started
