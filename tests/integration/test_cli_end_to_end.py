@@ -39,7 +39,7 @@ def test_research_without_network_is_one_line_error(tmp_path: Path) -> None:
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    assert "DuckDuckGo" in lines[0] and "--corpus" in lines[0]
+    assert "ddgs search" in lines[0] and "--corpus" in lines[0]
 
 
 def test_doctor_llm_with_python_provider(tmp_path: Path) -> None:
