@@ -25,7 +25,6 @@ from nlp.findings import relevance, topic_terms
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search
 
-STAGES = ("search", "fetch", "extract", "entities", "report")
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
 
 

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from core.events import AgentCompleted, AgentStarted, Event, StageProgress
 
-STAGES = ("search", "fetch", "extract", "entities", "report")
+STAGES = ("search", "fetch", "entities", "report")  # the stages a research agent reports, in order
 
 
 class ProgressBars:

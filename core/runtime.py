@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
@@ -295,10 +295,3 @@ def ray_runtime(settings: Settings, *, address: str | None = None) -> Iterator[R
         runtime.close()
         if owned:
             stop_ray()
-
-
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    """Run ``fn`` and return its result with the elapsed seconds."""
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start

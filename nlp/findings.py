@@ -1,7 +1,7 @@
-"""Fact-bearing sentences: the skeleton's analysis step (claims proper come with the NLP pool).
+"""Sentences with offsets, and how on-topic a sentence is.
 
-A sentence is a finding when it carries a number, a date, money or a named entity; it is ranked
-by how many topic terms it shares, so reports lead with on-topic facts.
+Claims are sentence-level (``nlp.claims``); agents rank them by the share of topic terms they
+contain, so reports lead with on-topic facts.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ import re
 from dataclasses import dataclass
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])\s*|(?<=[.])\s+(?=[A-Z0-9\"“])|\n+")
-_HAS_FIGURE = re.compile(r"[0-9０-９]|[一二三四五六七八九十百千万億兆]+(?:割|%|％|円|人|社|件|年)")
 _TERM = re.compile(r"[A-Za-z][A-Za-z\-]+|[0-9]+(?:\.[0-9]+)?|[\u3040-\u30ff\u4e00-\u9fff]{2,}")
-MIN_CHARS, MAX_CHARS = 12, 400
 
 
 @dataclass(frozen=True)
@@ -51,12 +49,6 @@ def topic_terms(topic: str) -> set[str]:
         if len(term) > 2 and not term.isascii():
             terms.update(term[i : i + 2] for i in range(len(term) - 1))
     return terms
-
-
-def is_fact_bearing(sentence: str, entity_count: int = 0) -> bool:
-    if not MIN_CHARS <= len(sentence) <= MAX_CHARS:
-        return False
-    return entity_count > 0 or bool(_HAS_FIGURE.search(sentence))
 
 
 def relevance(sentence: str, terms: set[str]) -> float:
