@@ -103,7 +103,9 @@ class ResearchAgent:
             assert item.analysis is not None
             preferred = by_url[item.url].source_type in self.strategy.preferred_sources
             for claim in item.analysis.claims:
-                score = relevance(claim.text, terms) + 0.05 * min(len(claim.entities), 4) + (0.2 if preferred else 0)
+                measured = 0.3 if claim.values and claim.attribute else 0.0  # a figure with what it measures
+                score = (relevance(claim.text, terms) + measured + 0.05 * min(len(claim.entities), 4)
+                         + (0.2 if preferred else 0.0))
                 candidates.append(Finding(text=claim.text, source=item.url, entities=claim.entities, score=score))
         candidates.sort(key=lambda f: -f.score)
         per_source: Counter[str] = Counter()
