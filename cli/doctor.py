@@ -73,6 +73,20 @@ def check_ddgs(settings: Settings) -> Check:
     return Check("search:ddgs", "ok", f"ddgs {ddgs.__version__}, duckduckgo.com resolves")
 
 
+def check_searxng(settings: Settings) -> Check:
+    import httpx
+
+    if not settings.searxng_url:
+        return Check("search:searxng", "warn", "not configured", "set MAGI_SEARXNG_URL to a SearXNG instance")
+    url = settings.searxng_url.rstrip("/") + "/search"
+    response = httpx.get(url, params={"q": "test", "format": "json"}, timeout=10)
+    if response.status_code == 403:
+        return Check("search:searxng", "fail", f"{url} refuses the JSON format (HTTP 403)",
+                     "add json to search.formats in the instance's settings.yml")
+    response.raise_for_status()
+    return Check("search:searxng", "ok", f"{url} answered {len(response.json().get('results', []))} results")
+
+
 def check_llm(settings: Settings, send: bool) -> Check:
     from pydantic import BaseModel
 
@@ -113,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         _guarded("ginza", lambda: check_ginza(settings)),
         _guarded("search:local", lambda: check_local_search(settings)),
         _guarded("search:ddgs", lambda: check_ddgs(settings)),
+        _guarded("search:searxng", lambda: check_searxng(settings)),
         _guarded("llm", lambda: check_llm(settings, args.llm)),
     ]
     if args.llm and checks[-1].status != "ok":
