@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     research_agents: int = Field(3, ge=1, le=32, description="Parallel research agents.")
     research_results_per_agent: int = Field(12, ge=1, le=100, description="Search results per agent.")
     research_agent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one agent in seconds.")
+
+    @field_validator("data_dir", "corpus_dir", "llm_cassette")
+    @classmethod
+    def _absolute(cls, path: Path | None) -> Path | None:
+        """Resolved here, in the driver: actors on other nodes or in other folders see the same path."""
+        return path.expanduser().absolute() if path is not None else None
 
     @classmethod
     def settings_customise_sources(

@@ -18,7 +18,8 @@ TOPIC = "中小企業の価格転嫁の現状"
 
 @pytest.fixture(scope="module")
 def ray_result(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[ResearchResult, ListSink]:
-    settings = load_settings()
+    # Module-scoped: runs before the per-test isolation, so the data directory is set explicitly.
+    settings = load_settings(data_dir=tmp_path_factory.mktemp("data"))
     runtime = RayRuntime()
     events = ListSink()
     try:
@@ -55,7 +56,8 @@ def test_no_url_fetched_or_analysed_twice(ray_result: tuple[ResearchResult, List
     assert stats is not None
     assert stats.urls_requested > stats.unique_urls  # agents overlapped ...
     assert stats.urls_fetched_more_than_once == 0 and stats.contents_analysed_more_than_once == 0  # ... yet
-    assert stats.fetches + stats.page_cache_hits == stats.unique_urls
+    assert stats.fetches == stats.unique_urls and stats.page_cache_hits == 0  # a fresh data directory
+    assert stats.analyses + stats.analysis_cache_hits <= stats.unique_urls
     assert "urlsFetchedMoreThanOnce" in result.model_dump_json(by_alias=True)
 
 

@@ -72,3 +72,8 @@ def test_describe_masks_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     shown = describe(load_settings())
     assert shown["anthropic_api_key"] == "****"
     assert "sk-ant-secret" not in str(shown)
+
+
+def test_paths_are_made_absolute_in_the_driver(tmp_path: Path) -> None:
+    settings = load_settings(data_dir=Path("rel-data"), corpus_dir=Path("docs"))
+    assert settings.data_dir == tmp_path / "rel-data" and settings.corpus_dir == tmp_path / "docs"
