@@ -1,0 +1,639 @@
+"""Conflicts between sources, found by comparing normalised figures (49.7% vs 約6割), not strings.
+
+The consensus engine (REQ-1.2.0-WFL-002) scores reports by the conflicts among the sources they cite;
+:func:`detect_conflicts` finds them in claims from :mod:`nlp.claims` and returns :class:`Conflict`
+records shaped like the spec's ``ConflictDetail`` (camelCase when dumped ``by_alias``).
+
+Figures. Claims are grouped by ``(subject, attribute)``; claims without a subject, attribute or figure
+are skipped, and a generic fallback key (``rate:回答率``) only meets the same wording. Each figure is a
+:class:`~nlp.values.Value`. Figures are *related* (one family) when :func:`~nlp.values.comparable`
+(kind, unit, change flag) and, for changes, their sentences name the same baseline period: 13.1 points
+since 2022-09 and 2.7 points since 2024-09 are both true. A change is compared only as the movement of a
+level stated in the same claim (52.4%, 令和6年9月調査の49.7%から2.7ポイント上昇) against a named
+baseline; a gap between groups (全業種平均との差は10ポイント) or an undated "up 3 points" is not
+compared. A figure is *negated* only when its claim is negative and a negation stands next to it
+(5割に達していない, "did not reach 50%"); a decrease (9.5%に低下, "fell to 8.1%") does not deny it.
+
+Origins. A syndicated copy is folded into its original (``SourcedClaim.origin``): a copy never conflicts
+with its original, and agreeing copies count once. Two origins *agree* on a key, period and family when
+any of their figures agree (:func:`~nlp.values.values_agree`, same negation), so a page that lists a total and
+last year's value (21件, 13件) does not contradict one that gives only the total. They *conflict* when
+no figure agrees but some are related.
+
+Majority. In each period the origins form camps: in order of how many origins agree with them, then
+source order (official > academic > news > community), then earliest publication, each origin joins the
+first camp whose founder it agrees with. Every origin is reported once against each earlier camp it
+conflicts with, represented by that camp's most reliable, earliest member: four sources with 49.7% and a
+blog with 約6割 give one conflict, official page vs blog. ``statement1`` is always the reference side.
+
+Types (thresholds in ``data/rules/conflict_policy.yaml``):
+
+* same period (same granularity and interval: the 2024-09 round, FY2024; a month is not compared with a
+  fiscal year, which is another statistic):
+  ``contradiction`` for opposite polarity about agreeing figures, or a relative gap
+  ``|a - b| / max(|a|, |b|)`` of at least ``contradiction_min_gap`` (and, for percentages and points, at
+  least ``contradiction_min_points``): 49.7% vs 約6割 (0.17), 44.7% vs 31.2% (0.30);
+  ``inconsistency`` for a smaller gap, or a likely transcription error whatever the gap: precise figures
+  with the same precision and number of digits (at least ``transcription_min_digits``) that differ in one
+  digit or by two swapped digits (36,210 vs 26,310).
+* ``outdated``: a figure whose sentence presents it as the current state (``current_markers``: 最新,
+  現状, にとどまる, latest, currently ...) when the key has a figure, from another origin, for a period of
+  the same granularity that starts at least ``outdated_min_months`` later and does not agree with it; its
+  page must give no later period for the key (then it is describing a series). Time series and
+  "up from 39.3% in 2022" are never flagged, nor is a figure one survey round old (publication lag).
+  It is compared with the newest period's majority.
+* no period: the extractor leaves earlier readings (前回の11.2%から, "up from 44.7%") undated on purpose,
+  so an undated figure is compared only with undated figures from pages published at most
+  ``undated_window_days`` apart, and origins agree when any of their figures for the key (dated or not)
+  agree; pages without a date are skipped.
+
+Severity (1..5): ``1 + #{g in severity_gaps: gap >= g}`` (3 for a polarity contradiction), +1 when the
+attribute is a ``headline_attributes`` entry about a population (not a sector or segment), -1 for
+``minor_attributes`` (figures about the data, such as response counts); clamped to 1..5, then capped at
+2 for an inconsistency and 3 for outdated (both figures are true for their own period).
+
+Confidence (0..1): the product of 0.9 per side whose subject is not named in its sentence, 0.9 per side
+whose period is not named in it (0.7 once when neither has a period), 0.85 per approximate or bounded
+figure (約, 強, 以上, ranges), 0.8 for changes, 0.8 for a generic key, 0.8 for a polarity-only
+contradiction; rounded to 2 decimals.
+
+The resolution is a suggestion in English that ranks sources by type only (reliability scoring comes
+later). ``conflict_id`` is a hash of type, key, origins and figures, so reruns give the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.errors import ConfigError
+from core.models import CamelModel
+from nlp.claims import Claim, load_vocabulary
+from nlp.values import Value, fold, parse_values, values_agree
+
+POLICY_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "conflict_policy.yaml"
+ConflictType = Literal["contradiction", "inconsistency", "outdated"]
+_Period = tuple[str, str, str]  # (granularity, date_from, date_to)
+_NEGATION = {
+    "ja": re.compile(r"ない|なかった|ず(?:[、。]|$)|ません"),
+    "en": re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE),
+}
+_NEGATION_JA_CHARS = 8  # the predicate right after a Japanese figure: に達していない
+_NEGATION_EN_CHARS = 40  # the words before an English figure, within its clause: "did not reach"
+
+
+class ConflictPolicy(BaseModel):
+    """The contents of ``conflict_policy.yaml`` (its comments explain each entry)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = 1
+    contradiction_min_gap: float = Field(0.10, ge=0)
+    contradiction_min_points: float = Field(1.0, ge=0)
+    severity_gaps: tuple[float, ...] = (0.05, 0.15, 0.30, 0.50)
+    transcription_min_digits: int = Field(3, ge=2)
+    undated_window_days: int = Field(14, ge=0)
+    outdated_min_months: int = Field(12, ge=0)
+    headline_attributes: frozenset[str] = frozenset()
+    minor_attributes: frozenset[str] = frozenset()
+    current_markers: tuple[str, ...] = ()
+    source_order: tuple[str, ...] = ("official", "academic", "news", "community")
+
+    @field_validator("current_markers")
+    @classmethod
+    def _compiles(cls, markers: tuple[str, ...]) -> tuple[str, ...]:
+        for marker in markers:
+            try:
+                re.compile(marker)
+            except re.error as exc:
+                raise ValueError(f"bad pattern {marker!r}: {exc}") from exc
+        return markers
+
+    @property
+    def current(self) -> re.Pattern[str] | None:
+        return (
+            re.compile("|".join(f"(?:{m})" for m in self.current_markers), re.IGNORECASE)
+            if self.current_markers
+            else None
+        )
+
+
+@cache
+def load_policy(path: Path = POLICY_PATH) -> ConflictPolicy:
+    """The conflict policy, read once per process; ConfigError names the file and the bad entry."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return ConflictPolicy.model_validate(raw or {})
+    except OSError as exc:
+        raise ConfigError(f"cannot read conflict policy {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"conflict policy {path} is not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        raise ConfigError(f"conflict policy {path}: {exc}") from exc
+
+
+class SourcedClaim(BaseModel):
+    """A claim and where it was read; ``origin`` is the original page of a syndicated copy (default: the URL)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    claim: Claim
+    source_url: str
+    report_id: str | None = None
+    published: date | None = None
+    source_type: str | None = None
+    origin: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_origin(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("origin"):
+            return {**data, "origin": data.get("source_url")}
+        return data
+
+
+def sourced(
+    claims: Iterable[Claim],
+    source_url: str,
+    *,
+    report_id: str | None = None,
+    published: date | None = None,
+    source_type: str | None = None,
+    duplicate_of: str | None = None,
+) -> list[SourcedClaim]:
+    """The claims of one page with its provenance (``duplicate_of`` as in SourceReference)."""
+    return [
+        SourcedClaim(
+            claim=c,
+            source_url=source_url,
+            report_id=report_id,
+            published=published,
+            source_type=source_type,
+            origin=duplicate_of or source_url,
+        )
+        for c in claims
+    ]
+
+
+class Statement(CamelModel):
+    """One side of a conflict: the sentence, its page and report, the figure as written and the claim key."""
+
+    text: str
+    source: str
+    report_id: str | None = None
+    value: str
+    key: str  # subject/attribute@period, e.g. sme/pass_through_rate@2024-09
+
+
+class Conflict(CamelModel):
+    """The spec's ConflictDetail; ``statement1`` is the reference side (majority or newer figure)."""
+
+    conflict_id: str
+    type: ConflictType
+    statement1: Statement
+    statement2: Statement
+    severity: int = Field(ge=1, le=5)
+    confidence: float = Field(ge=0, le=1)
+    resolution: str | None = None
+    subject: str
+    attribute: str
+    when: str | None  # period of statement2's figure (the stale one for outdated)
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Figure:
+    item: SourcedClaim
+    value: Value
+    period: _Period | None
+    negated: bool
+    baseline: frozenset[str]  # periods named beside a change (its baseline); empty for levels
+    subject_named: bool
+    when_named: bool
+    current: bool  # presented as the current state
+
+    @property
+    def approximate(self) -> bool:
+        v = self.value
+        return v.approx or v.lower is not None or v.upper is not None
+
+    @property
+    def family(self) -> tuple[Any, ...]:
+        """Figures of one family are related: levels of one kind and unit, or changes since one baseline."""
+        v = self.value
+        return (v.kind, None if v.kind == "count" else v.unit, v.change, self.baseline)
+
+    @property
+    def order(self) -> tuple[Any, ...]:
+        """Which figure of an origin to show: the original page, a level, precise, prose, explicit, first."""
+        return (
+            self.item.source_url != self.item.origin,
+            self.value.change,
+            self.approximate,
+            self.item.claim.text.startswith("|"),  # a table row reads badly as a statement
+            -(self.subject_named + self.when_named),
+            self.item.source_url,
+            self.item.report_id or "",
+            self.value.start,
+        )
+
+
+@lru_cache(maxsize=4096)
+def _dates(text: str) -> tuple[Value, ...]:
+    return tuple(v for v in parse_values(text) if v.kind == "date" and v.date_from)
+
+
+def _period(when: Value | None) -> _Period | None:
+    if when is None or not when.date_from or not when.date_to or when.date_from.startswith("--"):
+        return None
+    return (when.granularity or "day", when.date_from, when.date_to)
+
+
+def _label(period: _Period | None) -> str:
+    if period is None:
+        return "undated"
+    granularity, start, end = period
+    if granularity == "month":
+        return start[:7]
+    if granularity == "year":
+        return start[:4]
+    if granularity == "fiscal_year":
+        return f"FY{start[:4]}"
+    return start if granularity == "day" else f"{start[:7]}..{end[:7]}"
+
+
+def _months(start: str, later: str) -> int:
+    return (int(later[:4]) - int(start[:4])) * 12 + int(later[5:7]) - int(start[5:7])
+
+
+def _names_period(text: str, period: _Period) -> bool:
+    """A date in the sentence that falls in the period (a year-less 9月 matches by month)."""
+    for d in _dates(text):
+        assert d.date_from is not None
+        if d.date_from.startswith("--"):
+            if d.date_from[2:4] == period[1][5:7]:
+                return True
+        elif d.date_to and d.date_from <= period[2] and period[1] <= d.date_to:
+            return True
+    return False
+
+
+@cache
+def _subject_patterns() -> tuple[dict[str, list[re.Pattern[str]]], dict[str, str]]:
+    """Subject key -> patterns ("overall" words count for every subject), and subject key -> type."""
+    patterns: dict[str, list[re.Pattern[str]]] = defaultdict(list)
+    types: dict[str, str] = {}
+    for key, kind, pattern in load_vocabulary().subjects:
+        patterns["*" if kind == "overall" else key].append(pattern)
+        types[key] = kind
+    return dict(patterns), types
+
+
+def _names_subject(text: str, subject: str) -> bool:
+    if subject.startswith("segment:"):
+        return True  # a segment is the phrase in the sentence
+    patterns, _ = _subject_patterns()
+    folded = fold(text)
+    return any(p.search(folded) for p in patterns.get(subject, []) + patterns.get("*", []))
+
+
+def _negated(claim: Claim, v: Value) -> bool:
+    """A negation right after a Japanese figure or before an English one, in its clause."""
+    if claim.polarity != "negative":
+        return False
+    text = fold(claim.text)
+    start = v.start - claim.start
+    if text[start : start + len(v.raw)] != fold(v.raw):  # offsets from another text: find the figure
+        start = text.find(fold(v.raw))
+        if start < 0:
+            return False
+    if claim.lang == "en":
+        window = re.split(r"[,;:]", text[:start])[-1][-_NEGATION_EN_CHARS:]
+        return bool(_NEGATION["en"].search(window))
+    window = re.split(r"[、。,]", text[start + len(v.raw) :])[0][:_NEGATION_JA_CHARS]
+    return bool(_NEGATION["ja"].search(window))
+
+
+def _figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[_Figure]:
+    c = item.claim
+    if not (c.subject and c.attribute and c.values):
+        return []
+    period = _period(c.when)
+    own = {_label(period)}
+    named = {_label(_period(d)) for d in _dates(c.text) if _period(d)}
+    has_level = any(not v.change for v in c.values)
+    subject_named = _names_subject(c.text, c.subject)
+    when_named = period is not None and _names_period(c.text, period)
+    is_current = bool(current and current.search(fold(c.text)))
+    figures = []
+    for v in c.values:
+        if v.value is None:
+            continue
+        baseline = frozenset(named - own) if v.change else frozenset()
+        if v.change and not (has_level and baseline):
+            continue  # not a dated movement of a level (a gap between groups, "up 3 points"): not comparable
+        figures.append(
+            _Figure(
+                item=item,
+                value=v,
+                period=period,
+                negated=_negated(c, v),
+                baseline=baseline,
+                subject_named=subject_named,
+                when_named=when_named,
+                current=is_current,
+            )
+        )
+    return figures
+
+
+def _related(a: _Figure, b: _Figure) -> bool:
+    return a.family == b.family  # comparable(), and the same baseline for changes
+
+
+def _agree(a: _Figure, b: _Figure) -> bool:
+    return _related(a, b) and a.negated == b.negated and values_agree(a.value, b.value)
+
+
+# --- origins and camps ------------------------------------------------------------------------
+
+
+@dataclass
+class _Origin:
+    name: str
+    figures: list[_Figure]  # figures in the period being compared
+    known: list[_Figure]  # figures it agrees by (for undated figures: all its figures for the key)
+    rank: int
+    published: date | None
+
+    def agrees(self, other: _Origin) -> bool:
+        return any(_agree(a, b) for a in self.known for b in other.known)
+
+    def conflicts(self, other: _Origin) -> bool:
+        return not self.agrees(other) and any(_related(a, b) for a in self.figures for b in other.figures)
+
+    @property
+    def reliability(self) -> tuple[int, date, str]:
+        return (self.rank, self.published or date.max, self.name)
+
+
+def _origins(figures: list[_Figure], known: list[_Figure], policy: ConflictPolicy) -> list[_Origin]:
+    by_origin: dict[str, list[_Figure]] = defaultdict(list)
+    for f in figures:
+        by_origin[f.item.origin].append(f)
+    all_known: dict[str, list[_Figure]] = defaultdict(list)
+    for f in known:
+        all_known[f.item.origin].append(f)
+    origins = []
+    for name, figs in sorted(by_origin.items()):
+        figs.sort(key=lambda f: f.order)
+        main = figs[0].item  # the original page when present
+        rank = policy.source_order.index(main.source_type) if main.source_type in policy.source_order else 99
+        dates = [f.item.published for f in figs if f.item.published]
+        origins.append(_Origin(name, figs, all_known[name], rank, main.published or min(dates, default=None)))
+    return origins
+
+
+def _camps(origins: list[_Origin]) -> list[list[_Origin]]:
+    """Origins grouped by agreement, most supported first (see the module docstring)."""
+    support = {o.name: sum(o.agrees(p) for p in origins if p is not o) for o in origins}
+    camps: list[list[_Origin]] = []
+    for o in sorted(origins, key=lambda o: (-support[o.name], o.reliability)):
+        camp = next((c for c in camps if c[0].agrees(o)), None)
+        if camp is None:
+            camps.append([o])
+        else:
+            camp.append(o)
+    return camps
+
+
+# --- conflicts --------------------------------------------------------------------------------
+
+
+def detect_conflicts(claims: Sequence[SourcedClaim], policy: ConflictPolicy | None = None) -> list[Conflict]:
+    """Conflicts among claims of different origins, most severe first (rules in the module docstring)."""
+    policy = policy or load_policy()
+    current = policy.current
+    by_key: dict[tuple[str, str], list[_Figure]] = defaultdict(list)
+    for item in claims:
+        for f in _figures(item, current):
+            assert item.claim.subject and item.claim.attribute
+            by_key[(item.claim.subject, item.claim.attribute)].append(f)
+    found: dict[str, Conflict] = {}
+    for key, figures in sorted(by_key.items()):
+        for conflict in [*_same_period(key, figures, policy), *_outdated(key, figures, policy)]:
+            found.setdefault(conflict.conflict_id, conflict)
+    return sorted(found.values(), key=lambda c: (-c.severity, c.subject, c.attribute, c.when or "", c.conflict_id))
+
+
+def _near(a: _Origin, b: _Origin, window: int | None) -> bool:
+    """Whether two origins may be compared: always for dated figures, else when published close together."""
+    if window is None:
+        return True
+    return bool(a.published and b.published and abs((a.published - b.published).days) <= window)
+
+
+def _same_period(key: tuple[str, str], figures: list[_Figure], policy: ConflictPolicy) -> list[Conflict]:
+    buckets: dict[tuple[Any, ...], list[_Figure]] = defaultdict(list)
+    for f in figures:
+        buckets[(f.period or ("", "", ""), f.family)].append(f)
+    out = []
+    for (period, family), figs in sorted(buckets.items(), key=lambda kv: repr(kv[0])):
+        dated = period != ("", "", "")
+        known = figs if dated else [f for f in figures if f.family == family]
+        window = None if dated else policy.undated_window_days
+        camps = _camps(_origins(figs, known, policy))
+        for k, camp in enumerate(camps):
+            for o in camp if k else []:
+                for earlier in camps[:k]:
+                    ref = next(
+                        (
+                            m
+                            for m in sorted(earlier, key=lambda m: m.reliability)
+                            if _near(m, o, window) and m.conflicts(o)
+                        ),
+                        None,
+                    )
+                    if ref is not None:
+                        out.append(_make(key, ref, o, policy, support=len(earlier)))
+    return out
+
+
+def _outdated(key: tuple[str, str], figures: list[_Figure], policy: ConflictPolicy) -> list[Conflict]:
+    latest: dict[str, str] = {}
+    for f in figures:
+        if f.period:
+            latest[f.item.origin] = max(latest.get(f.item.origin, ""), f.period[1])
+    families: dict[tuple[Any, ...], list[_Figure]] = defaultdict(list)
+    for f in figures:
+        if f.period and not f.value.change:
+            families[f.family].append(f)
+    out = []
+    for _, levels in sorted(families.items(), key=lambda kv: repr(kv[0])):
+        out += _stale(key, levels, latest, policy)
+    return out
+
+
+def _stale(
+    key: tuple[str, str], levels: list[_Figure], latest: dict[str, str], policy: ConflictPolicy
+) -> list[Conflict]:
+    """Outdated conflicts among level figures of one family (rule in the module docstring)."""
+    out = []
+    for name in sorted({f.item.origin for f in levels if f.current and not f.negated}):
+        stale = [f for f in levels if f.item.origin == name and f.current and not f.negated]
+        stale = [f for f in stale if f.period and f.period[1] == latest[name]]  # a series is not stale
+        if not stale:
+            continue
+        period = stale[0].period
+        assert period
+        newer = [
+            f
+            for f in levels
+            if f.item.origin != name
+            and f.period
+            and f.period[0] == period[0]
+            and f.period[1] > period[2]
+            and _months(period[1], f.period[1]) >= policy.outdated_min_months
+        ]
+        if not newer:
+            continue
+        newest = max(f.period[1] for f in newer if f.period)
+        figs = [f for f in newer if f.period and f.period[1] == newest]
+        camps = _camps(_origins(figs, figs, policy))
+        old = _origins(stale, stale, policy)[0]
+        ref = min(camps[0], key=lambda m: m.reliability)
+        if ref.conflicts(old):
+            out.append(_make(key, ref, old, policy, support=len(camps[0]), kind="outdated"))
+    return out
+
+
+def _transcription(a: Value, b: Value, min_digits: int) -> bool:
+    """One digit wrong or two digits swapped, between precise figures written alike (36,210 / 26,310)."""
+    if any(v.approx or v.lower is not None or v.upper is not None for v in (a, b)) or a.precision != b.precision:
+        return False
+    da, db = (re.sub(r"[^0-9]", "", fold(v.raw)) for v in (a, b))
+    if len(da) != len(db) or len(da) < min_digits:
+        return False
+    diff = [i for i in range(len(da)) if da[i] != db[i]]
+    return len(diff) == 1 or (len(diff) == 2 and da[diff[0]] == db[diff[1]] and da[diff[1]] == db[diff[0]])
+
+
+def _gap(a: Value, b: Value) -> float:
+    assert a.value is not None and b.value is not None
+    scale = max(abs(a.value), abs(b.value))
+    return abs(a.value - b.value) / scale if scale else 0.0
+
+
+def _make(
+    key: tuple[str, str],
+    ref: _Origin,
+    other: _Origin,
+    policy: ConflictPolicy,
+    *,
+    support: int,
+    kind: ConflictType | None = None,
+) -> Conflict:
+    """One conflict between the reference origin and another, on their best related pair of figures."""
+    pairs = [(a, b) for a in ref.figures for b in other.figures if _related(a, b)]
+    polar = [(a, b) for a, b in pairs if values_agree(a.value, b.value)]
+    a, b = min(polar or pairs, key=lambda p: (p[0].order, p[1].order))
+    gap = _gap(a.value, b.value)
+    typo = not polar and _transcription(a.value, b.value, policy.transcription_min_digits)
+    if kind is None:
+        points = abs((a.value.value or 0.0) - (b.value.value or 0.0))
+        big = gap >= policy.contradiction_min_gap and (
+            a.value.kind not in ("percent", "points") or points >= policy.contradiction_min_points
+        )
+        kind = "contradiction" if polar or (big and not typo) else "inconsistency"
+    subject, attribute = key
+    severity = _severity(kind, subject, attribute, gap, bool(polar), policy)
+    confidence = _confidence(a, b, attribute, bool(polar))
+    ident = "|".join(
+        [kind, subject, attribute, ref.name, _label(a.period), a.value.raw, other.name, _label(b.period), b.value.raw]
+    )
+    return Conflict(
+        conflict_id="conflict-" + hashlib.sha256(ident.encode()).hexdigest()[:16],
+        type=kind,
+        statement1=_statement(a, key),
+        statement2=_statement(b, key),
+        severity=severity,
+        confidence=confidence,
+        resolution=_resolution(kind, a, b, ref, other, support, bool(polar), typo),
+        subject=subject,
+        attribute=attribute,
+        when=None if b.period is None else _label(b.period),
+    )
+
+
+def _statement(f: _Figure, key: tuple[str, str]) -> Statement:
+    return Statement(
+        text=f.item.claim.text,
+        source=f.item.source_url,
+        report_id=f.item.report_id,
+        value=f.value.raw,
+        key=f"{key[0]}/{key[1]}@{_label(f.period)}",
+    )
+
+
+def _severity(kind: ConflictType, subject: str, attribute: str, gap: float, polar: bool, p: ConflictPolicy) -> int:
+    base = 3 if polar else 1 + sum(gap >= g for g in p.severity_gaps)
+    headline = attribute in p.headline_attributes and _subject_patterns()[1].get(subject) == "population"
+    weight = 1 if headline else -1 if attribute in p.minor_attributes else 0
+    cap = {"contradiction": 5, "inconsistency": 2, "outdated": 3}[kind]
+    return min(cap, max(1, base + weight))
+
+
+def _confidence(a: _Figure, b: _Figure, attribute: str, polar: bool) -> float:
+    score = 1.0
+    for f in (a, b):
+        score *= (1.0 if f.subject_named else 0.9) * (0.85 if f.approximate else 1.0)
+        if f.period is not None:
+            score *= 1.0 if f.when_named else 0.9
+    if a.period is None and b.period is None:
+        score *= 0.7
+    if a.value.change:
+        score *= 0.8
+    if ":" in attribute:
+        score *= 0.8
+    if polar:
+        score *= 0.8
+    return round(score, 2)
+
+
+def _source(f: _Figure, origin: _Origin) -> str:
+    kind = f.item.source_type or "unclassified"
+    return f"the {kind} source dated {origin.published}" if origin.published else f"the {kind} source"
+
+
+def _resolution(
+    kind: ConflictType, a: _Figure, b: _Figure, ref: _Origin, other: _Origin, support: int, polar: bool, typo: bool
+) -> str:
+    if kind == "outdated":
+        return (
+            f"the {b.value.raw} figure refers to {_label(b.period)}; superseded by {a.value.raw} "
+            f"({_label(a.period)}, {_source(a, ref)})"
+        )
+    win, win_origin, lose = (b, other, a) if other.rank < ref.rank else (a, ref, b)
+    if polar:
+        return f"one source denies {a.value.raw}; prefer {_source(win, win_origin)} and check the wording"
+    text = f"prefer {_source(win, win_origin)} ({win.value.raw}"
+    if win is a and support > 1:
+        text += f"; {support - 1} other independent source{'s agree' if support > 2 else ' agrees'}"
+    text += ")"
+    if typo:
+        return text + f"; {lose.value.raw} looks like a transcription error"
+    if lose.approximate and not win.approximate:
+        return text + f"; the {lose.item.source_type or 'other'} figure ({lose.value.raw}) is approximate"
+    return text + f"; the {lose.item.source_type or 'other'} source gives {lose.value.raw}"
