@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -20,6 +19,7 @@ from pydantic_settings import (
 )
 
 from core.errors import ConfigError
+from core.yamlfile import read_yaml
 
 ENV_PREFIX = "MAGI_"
 DEFAULT_CONFIG_NAME = "magi.yaml"
@@ -107,12 +107,7 @@ SECRET_KEYS = frozenset({"anthropic_api_key"})
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}; check --config / MAGI_CONFIG") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    raw = read_yaml(path, "config file")
     if raw is None:
         return {}
     if not isinstance(raw, dict):

@@ -55,10 +55,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import ConfigError, InputError
+from core.yamlfile import read_yaml
 from nlp.findings import Sentence, split_sentences
 from nlp.values import Value, fold, parse_values, resolve_year
 
@@ -239,13 +239,7 @@ def parse_vocabulary(raw: Any) -> Vocabulary:
 @cache
 def load_vocabulary(path: Path = VOCABULARY_PATH) -> Vocabulary:
     """The claim vocabulary, read once per process."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read claim vocabulary {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"claim vocabulary {path} is not valid YAML: {exc}") from exc
-    return parse_vocabulary(raw)
+    return parse_vocabulary(read_yaml(path, "claim vocabulary"))
 
 
 # --- pre-filter -------------------------------------------------------------------------------

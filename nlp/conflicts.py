@@ -73,11 +73,11 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import ConfigError
 from core.models import CamelModel
+from core.yamlfile import read_yaml
 from nlp.claims import Claim, load_vocabulary
 from nlp.values import Value, fold, parse_values, values_agree
 
@@ -131,13 +131,9 @@ class ConflictPolicy(BaseModel):
 @cache
 def load_policy(path: Path = POLICY_PATH) -> ConflictPolicy:
     """The conflict policy, read once per process; ConfigError names the file and the bad entry."""
+    raw = read_yaml(path, "conflict policy")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         return ConflictPolicy.model_validate(raw or {})
-    except OSError as exc:
-        raise ConfigError(f"cannot read conflict policy {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"conflict policy {path} is not valid YAML: {exc}") from exc
     except ValidationError as exc:
         raise ConfigError(f"conflict policy {path}: {exc}") from exc
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import spacy
-import yaml
 from spacy.language import Language
 
 from core.errors import ConfigError, MagiError
+from core.yamlfile import read_yaml
 from nlp.labels import LABELS
 
 EN_RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "en_entity_patterns.yaml"
@@ -136,12 +136,7 @@ def add_entity_ruler(nlp: Language, rules_path: Path = EN_RULES_PATH) -> Languag
 
 def load_en_patterns(path: Path = EN_RULES_PATH) -> list[dict[str, Any]]:
     """Turn the YAML rule file into EntityRuler patterns (see the file's header for its layout)."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read entity rules {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"entity rules {path} are not valid YAML: {exc}") from exc
+    raw = read_yaml(path, "entity rules")
     if not isinstance(raw, dict):
         raise ConfigError(f"entity rules {path} must be a mapping with 'patterns' and 'gazetteer'")
     patterns: list[dict[str, Any]] = []

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from core.errors import ConfigError
 from core.models import SourceReference
+from core.yamlfile import read_yaml
 
 RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "source_reliability.yaml"
 
@@ -154,10 +153,4 @@ def parse_rules(raw: Any, file: str = RULES_PATH.name) -> ReliabilityRules:
 @cache
 def load_rules(path: Path = RULES_PATH) -> ReliabilityRules:
     """The rule file, read once per process."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read source reliability rules {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"source reliability rules {path} is not valid YAML: {exc}") from exc
-    return parse_rules(raw, str(path))
+    return parse_rules(read_yaml(path, "source reliability rules"), str(path))

@@ -27,11 +27,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
 from core.errors import ConfigError
 from core.models import CamelModel, Finding, SourceReference
+from core.yamlfile import read_yaml
 from nlp.values import fold
 from research.reliability import ReliabilityRules, load_rules, origin_of
 
@@ -270,13 +270,7 @@ def parse_facets(raw: Any, file: str = FACETS_PATH.name) -> tuple[_Topic, ...]:
 
 @cache
 def load_facets(path: Path = FACETS_PATH) -> tuple[_Topic, ...]:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read facet file {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"facet file {path} is not valid YAML: {exc}") from exc
-    return parse_facets(raw, str(path))
+    return parse_facets(read_yaml(path, "facet file"), str(path))
 
 
 def facets_for(topic: str, claim_keys_seen: Iterable[str] = (), path: Path = FACETS_PATH) -> tuple[Facet, ...]:

@@ -5,21 +5,21 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from core.errors import ConfigError
 from core.models import AgentStrategy
+from core.yamlfile import read_yaml
 
 STRATEGIES_FILE = Path(__file__).resolve().parent.parent / "data" / "research" / "strategies.yaml"
 
 
 @cache
 def _load(path: Path) -> tuple[AgentStrategy, ...]:
+    raw = read_yaml(path, "strategy file") or {}
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         strategies = tuple(AgentStrategy.model_validate(s) for s in raw["strategies"])
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValidationError) as exc:
+    except (KeyError, TypeError, ValidationError) as exc:
         raise ConfigError(f"strategy file {path} is unusable: {exc}; restore it from the repository") from exc
     if not strategies:
         raise ConfigError(f"strategy file {path} lists no strategies")
