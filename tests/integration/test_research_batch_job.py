@@ -1,0 +1,267 @@
+"""``jobs.research_batch``: its pure helpers, and the module as a real Ray job that is stopped and resubmitted.
+
+The job test starts its own throwaway head (``ray start --head --block``, dashboard on, token auth off,
+its own ``--temp-dir`` and ports) so it never touches the shared session Ray of the other integration
+tests, and talks to it only over HTTP (``JobSubmissionClient``). The head is ended by its pid: ``ray stop``
+would kill every Ray on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.errors import InputError
+from jobs.research_batch import (
+    MARKER,
+    Topic,
+    finished,
+    parse_topics,
+    read_topics,
+    run_batch,
+    summary_table,
+    topic_id,
+)
+from research.result import ResearchResult
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_TOPICS = REPO_ROOT / "data" / "research" / "sample_topics.txt"
+VENV_BIN = Path(sys.executable).parent
+
+
+# --- helpers, no Ray ---------------------------------------------------------------------------------
+
+def test_topic_ids_are_stable_readable_and_normalised() -> None:
+    a = topic_id("中小企業の価格転嫁の現状")
+    assert a == topic_id("  中小企業の価格転嫁の現状 ") and a.startswith("中小企業の価格転嫁の現状-")
+    assert topic_id("Price  Pass-Through") == topic_id("price pass-through")  # case and spacing
+    assert topic_id("ＡＢＣ") == topic_id("abc")  # NFKC: full-width letters
+    assert topic_id("price pass-through").startswith("price-pass-through-")
+    assert topic_id("???") != topic_id("!!!") and "/" not in topic_id("a/b/../c")
+
+
+def test_parse_topics_skips_comments_blanks_and_duplicates() -> None:
+    topics = parse_topics("# heading\n\n労務費の価格転嫁\n  労務費の価格転嫁 \nC# の価格\n")
+    assert [t.text for t in topics] == ["労務費の価格転嫁", "C# の価格"]
+    assert topics[0].line == 3
+    with pytest.raises(InputError, match="no topics"):
+        parse_topics("# only a comment\n\n")
+    with pytest.raises(InputError, match=r"t\.txt:2: the topic has 501 characters"):
+        parse_topics("ok\n" + "x" * 501, source="t.txt")
+
+
+def test_unreadable_topics_files_are_input_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        read_topics(tmp_path / "missing.txt")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_topics(tmp_path / "bad.txt")
+    assert len(read_topics(SAMPLE_TOPICS)) == 4
+
+
+class _Result:
+    def __init__(self, topic: str) -> None:
+        self.run_id, self.topic, self.sources = "r1", topic, ["s"] * 3
+
+
+def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import jobs.research_batch as rb
+
+    written: list[str] = []
+
+    def fake_write(result: _Result, folder: Path) -> None:
+        written.append(result.topic)
+        folder.mkdir(parents=True, exist_ok=True)
+
+    monkeypatch.setattr("research.result.write_outputs", fake_write)
+    topics = parse_topics("a\nb\nc\n")
+
+    def flaky(topic: str) -> Any:
+        if topic == "b":
+            raise RuntimeError("search failed\nsecond line")
+        return _Result(topic)
+
+    first = run_batch(topics, tmp_path, flaky, concurrency=2)
+    assert [o.status for o in first] == ["done", "failed", "done"]
+    assert first[1].error == "RuntimeError: search failed"
+    assert json.loads((tmp_path / topics[1].id / "error.json").read_text())["error"] == "RuntimeError: search failed"
+    assert finished(tmp_path, topics[1]) is None and finished(tmp_path, topics[0]) == json.loads(
+        (tmp_path / topics[0].id / MARKER).read_text())
+
+    second = run_batch(topics, tmp_path, _Result, concurrency=2)
+    assert [o.status for o in second] == ["skipped", "done", "skipped"]
+    assert sorted(written) == ["a", "b", "c"]  # nothing researched twice
+    assert not (tmp_path / topics[1].id / "error.json").exists()  # the stale error went with the retry
+    assert [o.sources for o in second] == [3, 3, 3]
+    table = summary_table(second)
+    assert table.splitlines()[0].split() == ["topic", "status", "sources", "seconds"] and "skipped" in table
+
+    rb.write_summary(tmp_path, second)
+    assert json.loads((tmp_path / "summary.json").read_text())["skipped"] == 2
+    capsys.readouterr()
+
+
+def test_a_half_written_marker_does_not_count(tmp_path: Path) -> None:
+    topic = Topic("x", topic_id("x"), 1)
+    (tmp_path / topic.id).mkdir()
+    (tmp_path / topic.id / MARKER).write_text('{"topic": ')
+    assert finished(tmp_path, topic) is None
+
+
+# --- the real job ------------------------------------------------------------------------------------
+
+def _free_ports(n: int) -> list[int]:
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+
+
+def _stop_head(head: subprocess.Popen[bytes]) -> None:
+    """SIGTERM ``ray start --block`` (it kills the processes it started), then SIGKILL any descendant
+    still alive, all by pid: the job driver runs in its own session, so a process-group kill misses it."""
+    import ray  # noqa: F401, I001  (first: it puts Ray's vendored psutil on sys.path)
+    import psutil
+
+    try:
+        family = psutil.Process(head.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    head.send_signal(signal.SIGTERM)
+    try:
+        head.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        head.kill()
+        head.wait(timeout=10)
+    _, alive = psutil.wait_procs(family, timeout=15)
+    for proc in alive:
+        with suppress(psutil.NoSuchProcess):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=10)
+
+
+@pytest.fixture
+def job_head() -> Iterator[str]:
+    """A throwaway single-node head with the dashboard (Jobs API) on loopback; yields its dashboard URL."""
+    temp_dir = tempfile.mkdtemp(prefix="magi-rb-", dir="/tmp")  # short: Ray puts Unix sockets under it
+    gcs, dash, client, agent_http, agent_grpc, rt_env, node_mgr, obj_mgr, metrics = _free_ports(9)
+    env = {k: v for k, v in os.environ.items() if k not in {"RAY_ADDRESS", "RAY_AUTH_TOKEN"}}
+    env.update(RAY_AUTH_MODE="disabled", PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+               RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0")
+    log = open(Path(temp_dir) / "ray-start.log", "wb")  # noqa: SIM115 (closed in finally)
+    head = subprocess.Popen(
+        [str(VENV_BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={gcs}",
+         "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
+         f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent_http}",
+         f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={rt_env}",
+         f"--node-manager-port={node_mgr}", f"--object-manager-port={obj_mgr}", f"--metrics-export-port={metrics}",
+         "--num-cpus=2", "--disable-usage-stats", f"--temp-dir={temp_dir}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=temp_dir,
+    )
+    url = f"http://127.0.0.1:{dash}"
+    try:
+        from ray.job_submission import JobSubmissionClient
+
+        deadline = time.monotonic() + 90
+        while True:
+            if head.poll() is not None:
+                raise RuntimeError(f"ray start exited {head.returncode}: "
+                                   + (Path(temp_dir) / "ray-start.log").read_text(errors="replace")[-2000:])
+            try:
+                JobSubmissionClient(url).list_jobs()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield url
+    finally:
+        _stop_head(head)
+        log.close()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _wait_terminal(client: Any, job_id: str, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = str(client.get_job_status(job_id))
+        if status.split(".")[-1] in {"SUCCEEDED", "FAILED", "STOPPED"}:
+            return status.split(".")[-1]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} still {status} after {timeout_s} s:\n{client.get_job_logs(job_id)}")
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(job_head: str, tmp_path: Path,
+                                                             isolated_settings: Path) -> None:
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(job_head)
+    out = tmp_path / "out"
+    topics = read_topics(SAMPLE_TOPICS)
+    runtime_env = {
+        "working_dir": str(REPO_ROOT),
+        "excludes": ["/.venv/", "/out/", "/.magi/", "/.git/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
+                     "__pycache__/", "*.egg-info/"],
+        "env_vars": {"MAGI_DATA_DIR": str(isolated_settings), "RAY_AUTH_MODE": "disabled"},
+    }
+    entrypoint = (f"python -m jobs.research_batch {SAMPLE_TOPICS.relative_to(REPO_ROOT)} --out {out} "
+                  "--agents 1 --concurrency 2")
+    timings: dict[str, float] = {}
+
+    started = time.monotonic()
+    first = client.submit_job(entrypoint=entrypoint, runtime_env=runtime_env)
+    deadline = time.monotonic() + 240
+    while not any(finished(out, t) for t in topics):
+        status = str(client.get_job_status(first)).split(".")[-1]
+        assert status in {"PENDING", "RUNNING"}, client.get_job_logs(first)
+        assert time.monotonic() < deadline, client.get_job_logs(first)
+        time.sleep(0.2)
+    timings["first topic finished"] = time.monotonic() - started
+    assert client.stop_job(first)
+    assert _wait_terminal(client, first, 60) == "STOPPED"
+    timings["first job stopped"] = time.monotonic() - started
+    done_before = {t.id for t in topics if finished(out, t)}
+    assert 1 <= len(done_before) < len(topics)
+    logs = client.get_job_logs(first)
+    # The driver imports the project from the uploaded working_dir, not from the checkout.
+    code_from = next(line for line in logs.splitlines() if "project code from" in line).rsplit(" ", 1)[-1]
+    assert Path(code_from) != REPO_ROOT and "working_dir_files" in code_from, logs
+
+    second = client.submit_job(entrypoint=entrypoint, runtime_env=runtime_env)
+    assert _wait_terminal(client, second, 300) == "SUCCEEDED", client.get_job_logs(second)
+    timings["second job finished"] = time.monotonic() - started
+
+    for topic in topics:
+        folder = out / topic.id
+        marker = finished(out, topic)
+        assert marker is not None and marker["topic"] == topic.text
+        result = ResearchResult.model_validate_json((folder / "report.json").read_text(encoding="utf-8"))
+        assert result.topic == topic.text and len(result.sources) == marker["sources"] > 0
+        assert (folder / "report.md").read_text(encoding="utf-8") == result.final_report
+        assert not (folder / "error.json").exists()
+        assert sorted(p.name for p in folder.iterdir()) == ["done.json", "report.json", "report.md"]  # no temp files
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    statuses = {row["id"]: row["status"] for row in summary["topics"]}
+    assert statuses == {t.id: "skipped" if t.id in done_before else "done" for t in topics}
+    assert summary["failed"] == 0 and summary["skipped"] == len(done_before)
+    table = client.get_job_logs(second)
+    assert "topic" in table and "skipped" in table
+    print(json.dumps({k: round(v, 1) for k, v in timings.items()}))
