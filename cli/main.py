@@ -8,12 +8,12 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from cli import doctor, research
+from cli import doctor, research, serve
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError
 
-COMMANDS = (research, doctor)
+COMMANDS = (research, doctor, serve)
 
 
 class MagiParser(argparse.ArgumentParser):

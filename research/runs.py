@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from core.store import Store
+from core.events import Event, ResearchFailed
+from core.store import Store, register_migration
 from research.result import ResearchResult
 
 
@@ -39,3 +42,131 @@ def record_failed(store: Store, run_id: str, error: str) -> None:
 def load_result(store: Store, run_id: str) -> ResearchResult | None:
     rows = store.query("SELECT result_json FROM research_runs WHERE run_id=? AND status='completed'", (run_id,))
     return ResearchResult.model_validate_json(rows[0][0]) if rows else None
+
+
+# --- Runs submitted over HTTP (deployments.research): accepted -> running -> completed | failed, with events.
+
+register_migration(
+    "research_events",
+    1,
+    """
+    CREATE TABLE research_events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        json TEXT NOT NULL,
+        ts TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    """,
+)
+
+UNFINISHED = ("accepted", "running")
+TERMINAL_EVENTS = frozenset({"researchCompleted", "researchFailed"})
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    topic: str
+    status: str
+    started_at: str  # when the run was accepted
+    completed_at: str | None
+    error: str | None
+    result_json: str | None
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    seq: int
+    type: str
+    json: str
+
+
+def record_accepted(store: Store, run_id: str, topic: str) -> None:
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO research_runs (run_id, topic, status, started_at) VALUES (?, ?, 'accepted', ?)",
+            (run_id, topic, _now()),
+        )
+
+
+def mark_running(store: Store, run_id: str) -> bool:
+    """``accepted`` -> ``running``; False when the run is no longer waiting (e.g. marked failed)."""
+    with store.transaction() as conn:
+        cur = conn.execute("UPDATE research_runs SET status='running' WHERE run_id=? AND status='accepted'",
+                           (run_id,))
+        return cur.rowcount == 1
+
+
+def _append(conn: sqlite3.Connection, run_id: str, event: Event) -> int:
+    seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM research_events WHERE run_id=?",
+                           (run_id,)).fetchone()[0])
+    conn.execute("INSERT INTO research_events (run_id, seq, type, json, ts) VALUES (?, ?, ?, ?, ?)",
+                 (run_id, seq, event.type, event.model_dump_json(), event.ts.isoformat()))
+    return seq
+
+
+def append_event(store: Store, run_id: str, event: Event) -> int:
+    """Persist one event of ``run_id``; returns its sequence number (1, 2, ...)."""
+    with store.transaction() as conn:
+        return _append(conn, run_id, event)
+
+
+def finish_completed(store: Store, result: ResearchResult, event: Event) -> None:
+    """Store the result and the terminal event together: a client that saw the event finds the result."""
+    with store.transaction() as conn:
+        cur = conn.execute(
+            "UPDATE research_runs SET status='completed', completed_at=?, result_json=?, error=NULL "
+            "WHERE run_id=? AND status IN ('accepted', 'running')",
+            (_now(), result.model_dump_json(by_alias=True), result.run_id),
+        )
+        if cur.rowcount == 1:  # a run already declared failed (interrupted) stays failed
+            _append(conn, result.run_id, event)
+
+
+def finish_failed(store: Store, run_id: str, error: str, event: Event | None = None) -> None:
+    with store.transaction() as conn:
+        cur = conn.execute(
+            "UPDATE research_runs SET status='failed', completed_at=?, error=? "
+            "WHERE run_id=? AND status IN ('accepted', 'running')",
+            (_now(), error, run_id),
+        )
+        if cur.rowcount == 1:
+            _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
+
+
+def fail_unfinished(store: Store, error: str) -> list[str]:
+    """Mark every ``accepted``/``running`` run failed (its process is gone); returns their ids."""
+    ids = [r[0] for r in store.query("SELECT run_id FROM research_runs WHERE status IN ('accepted', 'running')")]
+    for run_id in ids:
+        finish_failed(store, run_id, error)
+    return ids
+
+
+def load_run(store: Store, run_id: str) -> RunRecord | None:
+    rows = store.query("SELECT run_id, topic, status, started_at, completed_at, error, result_json "
+                       "FROM research_runs WHERE run_id=?", (run_id,))
+    return RunRecord(*rows[0]) if rows else None
+
+
+def load_events(store: Store, run_id: str, after_seq: int = 0) -> list[StoredEvent]:
+    rows = store.query("SELECT seq, type, json FROM research_events WHERE run_id=? AND seq>? ORDER BY seq",
+                       (run_id, after_seq))
+    return [StoredEvent(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+
+class StoreEventSink:
+    """Persists each event as it is emitted; holds back the terminal one for ``finish_*`` to store
+    together with the run's final status."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+        self.terminal: Event | None = None
+
+    def emit(self, event: Event) -> None:
+        if event.type in TERMINAL_EVENTS:
+            self.terminal = event
+            return
+        append_event(self._store, self._run_id, event)

@@ -1,0 +1,150 @@
+"""The ``research`` Serve app over real HTTP on 127.0.0.1: submit, stream events, fetch, restart."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from core.events import parse_event
+from core.settings import load_settings
+from core.store import Store
+from research import runs
+from research.result import ResearchResult
+from tests.conftest import CORPUS_DIR
+
+TOPIC = "中小企業の価格転嫁の現状"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _deploy(data_dir: Path) -> None:
+    from ray import serve
+
+    from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
+
+    serve.run(build_app(load_settings(data_dir=data_dir)), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+
+
+def _read_sse(client: httpx.Client, path: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every message of an event stream, until the server ends it."""
+    messages: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    with client.stream("GET", path, headers=headers, timeout=httpx.Timeout(10, read=180)) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if not line:
+                if current:
+                    messages.append(current)
+                current = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(": ")
+                current[key] = value
+    return messages
+
+
+@pytest.fixture(scope="module")
+def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, Path]]:
+    from ray import serve
+
+    data_dir = tmp_path_factory.mktemp("serve-data")
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        _deploy(data_dir)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            yield client, data_dir
+    finally:
+        serve.shutdown()
+
+
+@pytest.fixture(scope="module")
+def finished_run(service: tuple[httpx.Client, Path]) -> tuple[str, list[dict[str, Any]]]:
+    client, _ = service
+    answer = client.post("/research", json={"topic": TOPIC, "agents": 2, "corpus": str(CORPUS_DIR)})
+    assert answer.status_code == 202, answer.text
+    body = answer.json()
+    assert body["status"] == "accepted" and body["links"]["events"] == f"/research/{body['runId']}/events"
+    return body["runId"], _read_sse(client, body["links"]["events"])
+
+
+def test_event_stream_is_ordered_and_ends_with_completion(finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+    run_id, messages = finished_run
+    kinds = [m["event"] for m in messages]
+    assert kinds[0] == "researchStarted" and kinds[-1] == "researchCompleted"
+    assert kinds.count("researchCompleted") == 1 and "researchFailed" not in kinds
+    assert kinds.count("agentStarted") == 2 and kinds.count("agentCompleted") == 2
+    assert "stageProgress" in kinds
+    assert [int(m["id"]) for m in messages] == list(range(1, len(messages) + 1))
+    events = [parse_event(json.loads(m["data"])) for m in messages]
+    assert all(e.run_id == run_id and e.type == m["event"] for e, m in zip(events, messages, strict=True))
+
+
+def test_completed_run_has_its_result(service: tuple[httpx.Client, Path],
+                                      finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+    client, _ = service
+    run_id, _ = finished_run
+    body = client.get(f"/research/{run_id}").json()  # the stream ended: the result is already stored
+    assert body["status"] == "completed" and body["error"] is None
+    result = ResearchResult.model_validate(body["result"])
+    assert result.run_id == run_id and result.topic == TOPIC and result.sources
+    assert result.total_agent_runs == 2 and "runId" in body["result"]
+
+
+def test_late_client_replays_events_from_last_event_id(service: tuple[httpx.Client, Path],
+                                                       finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+    client, _ = service
+    run_id, messages = finished_run
+    assert _read_sse(client, f"/research/{run_id}/events") == messages
+    assert _read_sse(client, f"/research/{run_id}/events", {"Last-Event-ID": "3"}) == messages[3:]
+
+
+def test_unknown_run_and_bad_input(service: tuple[httpx.Client, Path]) -> None:
+    client, _ = service
+    for path in ("/research/nope", "/research/nope/events"):
+        missing = client.get(path)
+        assert missing.status_code == 404 and "no research run 'nope'" in missing.json()["error"]
+    bad = client.post("/research", json={"topic": TOPIC, "agents": 0})
+    assert bad.status_code == 422 and bad.json()["error"].startswith("invalid request: agents:")
+    empty = client.post("/research", json={"topic": "   "})
+    assert empty.status_code == 422 and "topic:" in empty.json()["error"]
+    no_corpus = client.post("/research", json={"topic": TOPIC, "corpus": "/no/such/corpus"})
+    assert no_corpus.status_code == 400 and "does not exist" in no_corpus.json()["error"]
+
+
+def test_runs_survive_a_restart_and_interrupted_runs_fail(service: tuple[httpx.Client, Path],
+                                                          finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+    from ray import serve
+
+    from deployments.research import APP_NAME
+
+    client, data_dir = service
+    run_id, messages = finished_run
+    store = Store(data_dir)
+    stored = runs.load_run(store, run_id)
+    assert stored is not None and stored.status == "completed" and stored.result_json
+    assert len(runs.load_events(store, run_id)) == len(messages)
+    runs.record_accepted(store, "ghost", TOPIC)  # as if a replica died with a run in progress
+    assert runs.mark_running(store, "ghost")
+    store.close()
+
+    serve.delete(APP_NAME)
+    started = time.perf_counter()
+    _deploy(data_dir)
+    assert time.perf_counter() - started < 30
+    again = client.get(f"/research/{run_id}").json()
+    assert again["status"] == "completed" and again["result"]["runId"] == run_id
+    ghost = client.get("/research/ghost").json()
+    assert ghost["status"] == "failed" and "interrupted by a restart" in ghost["error"]
+    assert [m["event"] for m in _read_sse(client, "/research/ghost/events")] == ["researchFailed"]
