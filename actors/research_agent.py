@@ -38,10 +38,8 @@ class ResearchAgent:
         self._events = events
         self._run_id = run_id
         self._iteration = 1
-        self.last_stage = "created"
 
     def _progress(self, stage: str, done: int, total: int) -> None:
-        self.last_stage = stage
         if self._events is not None:
             self._events.emit(StageProgress(run_id=self._run_id, iteration=self._iteration,
                                             agent_id=self.agent_id, stage=stage, done=done, total=total))

@@ -30,7 +30,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 def run(args: argparse.Namespace) -> int:
     # Heavy imports (Ray, spaCy, trafilatura) only when the command runs: `magi --help` stays instant.
     from cli.progress import ProgressBars
-    from core.events import FanoutSink, ListSink
+    from core.events import FanoutSink, ListSink, ResearchCompleted
     from core.runtime import ray_runtime
     from core.store import Store
     from research import runs
@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
             try:
                 result = run_research(args.topic, settings, runtime, sink, run_id=run_id)
             except Exception as exc:
-                runs.record_failed(store, run_id, str(exc))
+                runs.finish_failed(store, run_id, str(exc))
                 raise
-    runs.record_completed(store, result)
+    runs.finish_completed(store, result, ResearchCompleted(run_id=run_id, progress=100))
     md_path, json_path = write_outputs(result, out_dir)
     ja_entities = [e.text for e in result.entities if e.lang == "ja"][:10]
     summary = {

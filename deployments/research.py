@@ -126,7 +126,7 @@ class ResearchService:
         except MagiError as exc:
             return _error(400, str(exc).splitlines()[0])
         run_id = uuid.uuid4().hex[:12]
-        runs.record_accepted(self._store, run_id, body.topic)  # stored before answering: not lost
+        runs.record_started(self._store, run_id, body.topic, status="accepted")  # stored before answering: not lost
         self._worker.submit(self._execute, run_id, body.topic, settings)
         return JSONResponse({"runId": run_id, "status": "accepted", "links": _links(run_id)}, status_code=202)
 

@@ -1,4 +1,8 @@
-"""Research runs in the store: accepted, running, completed or failed, with the result JSON."""
+"""Research runs in the store (accepted -> running -> completed | failed) with their result and events.
+
+The CLI and the Serve app share these functions; the terminal event is stored in the same
+transaction as the final status, so whoever sees the event also finds the result.
+"""
 
 from __future__ import annotations
 
@@ -15,36 +19,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def record_started(store: Store, run_id: str, topic: str) -> None:
+def record_started(store: Store, run_id: str, topic: str, *, status: str = "running") -> None:
+    """A new run: ``running`` when it starts at once (CLI), ``accepted`` when it waits (HTTP)."""
     with store.transaction() as conn:
         conn.execute(
-            "INSERT INTO research_runs (run_id, topic, status, started_at) VALUES (?, ?, 'running', ?)",
-            (run_id, topic, _now()),
+            "INSERT INTO research_runs (run_id, topic, status, started_at) VALUES (?, ?, ?, ?)",
+            (run_id, topic, status, _now()),
         )
 
-
-def record_completed(store: Store, result: ResearchResult) -> None:
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE research_runs SET status='completed', completed_at=?, result_json=? WHERE run_id=?",
-            (_now(), result.model_dump_json(by_alias=True), result.run_id),
-        )
-
-
-def record_failed(store: Store, run_id: str, error: str) -> None:
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE research_runs SET status='failed', completed_at=?, error=? WHERE run_id=?",
-            (_now(), error, run_id),
-        )
-
-
-def load_result(store: Store, run_id: str) -> ResearchResult | None:
-    rows = store.query("SELECT result_json FROM research_runs WHERE run_id=? AND status='completed'", (run_id,))
-    return ResearchResult.model_validate_json(rows[0][0]) if rows else None
-
-
-# --- Runs submitted over HTTP (deployments.research): accepted -> running -> completed | failed, with events.
 
 register_migration(
     "research_events",
@@ -81,14 +63,6 @@ class StoredEvent:
     seq: int
     type: str
     json: str
-
-
-def record_accepted(store: Store, run_id: str, topic: str) -> None:
-    with store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO research_runs (run_id, topic, status, started_at) VALUES (?, ?, 'accepted', ?)",
-            (run_id, topic, _now()),
-        )
 
 
 def mark_running(store: Store, run_id: str) -> bool:

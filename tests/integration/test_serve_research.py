@@ -135,7 +135,7 @@ def test_runs_survive_a_restart_and_interrupted_runs_fail(service: tuple[httpx.C
     stored = runs.load_run(store, run_id)
     assert stored is not None and stored.status == "completed" and stored.result_json
     assert len(runs.load_events(store, run_id)) == len(messages)
-    runs.record_accepted(store, "ghost", TOPIC)  # as if a replica died with a run in progress
+    runs.record_started(store, "ghost", TOPIC, status="accepted")  # as if a replica died with a run in progress
     assert runs.mark_running(store, "ghost")
     store.close()
 
