@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cli.common import emit, settings_from
+from core.errors import first_line
 from core.settings import Settings, describe
 
 
@@ -112,8 +113,7 @@ def _guarded(name: str, probe: Callable[[], Check]) -> Check:
     try:
         return probe()
     except Exception as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return Check(name, "fail", first_line, "see the message; magi doctor --format json shows all settings")
+        return Check(name, "fail", first_line(exc), "see the message; magi doctor --format json shows all settings")
 
 
 def run(args: argparse.Namespace) -> int:

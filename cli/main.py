@@ -11,7 +11,7 @@ from typing import NoReturn
 from cli import doctor, research, serve
 from cli.common import shared_options
 from core import __version__
-from core.errors import MagiError
+from core.errors import MagiError, first_line
 
 COMMANDS = (research, doctor, serve)
 
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except MagiError as exc:
-        sys.stderr.write(f"magi {args.command}: error: {str(exc).splitlines()[0]}\n")
+        sys.stderr.write(f"magi {args.command}: error: {first_line(exc, limit=2000)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"magi {args.command}: interrupted\n")
@@ -60,8 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug, not a user error: one line by default, the traceback with -v
         if verbose:
             raise
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        sys.stderr.write(f"magi {args.command}: internal error: {type(exc).__name__}: {first} "
+        sys.stderr.write(f"magi {args.command}: internal error: {type(exc).__name__}: {first_line(exc)} "
                          "(run with -v for the traceback, and please report it)\n")
         return 1
 

@@ -7,6 +7,12 @@ The CLI prints ``str(error)`` on one line and exits with ``exit_code``.
 from __future__ import annotations
 
 
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an error's message (its type name when empty), for one-line reports."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:limit]
+
+
 class MagiError(Exception):
     """Base class of every error the project raises on purpose."""
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
-from core.errors import MagiError
+from core.errors import MagiError, first_line
 from core.settings import Settings, load_settings
 from research import runs
 from research.engine import preflight, validate_topic
@@ -124,7 +124,7 @@ class ResearchService:
         try:  # a bad corpus fails now, not in the background; loading a corpus may take a moment
             await asyncio.to_thread(preflight, body.topic, settings)
         except MagiError as exc:
-            return _error(400, str(exc).splitlines()[0])
+            return _error(400, first_line(exc))
         run_id = uuid.uuid4().hex[:12]
         runs.record_started(self._store, run_id, body.topic, status="accepted")  # stored before answering: not lost
         self._worker.submit(self._execute, run_id, body.topic, settings)
@@ -145,7 +145,7 @@ class ResearchService:
             finally:
                 runtime.close()
         except Exception as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            message = first_line(exc)
             log.warning("run %s failed: %s", run_id, message)
             runs.finish_failed(self._store, run_id, message, sink.terminal)
             return

@@ -15,7 +15,7 @@ from typing import Any
 from actors.collector import CollectionStats, Collector
 from actors.nlp_pool import NlpPool
 from actors.research_agent import ResearchAgent
-from core.errors import InputError, ResearchError
+from core.errors import InputError, ResearchError, first_line
 from core.events import AgentCompleted, AgentStarted, EventSink, ResearchCompleted, ResearchFailed, ResearchStarted
 from core.models import AgentReport, AgentStrategy
 from core.runtime import Outcome, Runtime
@@ -110,7 +110,7 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
                                        duration_ms=outcome.value.duration_ms))
             continue
         cause = root_cause(outcome.error) if outcome.error else TimeoutError("timed out")
-        message = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        message = first_line(cause)
         log.warning("agent %d failed after %d ms: %s", i, elapsed_ms, message)
         failures.append(AgentFailure(agent_id=i, error=message, timed_out=outcome.timed_out,
                                      error_type=type(cause).__name__))

@@ -14,7 +14,3 @@ def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:
     return min(max_s, base_s * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
-def first_line(exc: BaseException, limit: int = 200) -> str:
-    """A one-line description of an exception, for error messages printed on one line."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:limit]

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from core.errors import SearchError
-from scrapers.search.backoff import backoff_delay, first_line
+from core.errors import SearchError, first_line
+from scrapers.search.backoff import backoff_delay
 from scrapers.search.base import SearchResult, check_request, parse_date, time_limit
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from core.errors import ConfigError, SearchError
-from scrapers.search.backoff import backoff_delay, first_line
+from core.errors import ConfigError, SearchError, first_line
+from scrapers.search.backoff import backoff_delay
 from scrapers.search.base import SearchResult, TimeLimit, check_request, parse_date, time_limit
 
 log = logging.getLogger(__name__)

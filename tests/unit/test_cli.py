@@ -60,3 +60,10 @@ def test_doctor_llm_without_provider_fails_fast() -> None:
     assert result.returncode == 3
     assert "needs an LLM" in result.stderr and "MAGI_LLM_PROVIDER" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_first_line_of_an_empty_error_is_its_type() -> None:
+    from core.errors import InputError, first_line
+
+    assert first_line(InputError("")) == "InputError"
+    assert first_line(ValueError("one\ntwo")) == "one"
