@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except MagiError as exc:
-        sys.stderr.write(f"magi {args.command}: error: {first_line(exc, limit=2000)}\n")
+        sys.stderr.write(f"magi {args.command}: error: {first_line(exc)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"magi {args.command}: interrupted\n")

@@ -7,7 +7,7 @@ The CLI prints ``str(error)`` on one line and exits with ``exit_code``.
 from __future__ import annotations
 
 
-def first_line(exc: BaseException, limit: int = 300) -> str:
+def first_line(exc: BaseException, limit: int | None = None) -> str:
     """The first line of an error's message (its type name when empty), for one-line reports."""
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:limit]

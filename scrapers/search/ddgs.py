@@ -106,7 +106,7 @@ class DdgsSearchProvider:
                 problem = f"no answer within {self._deadline_s:g} s"
             except Exception as exc:  # an unexpected error inside ddgs: retrying will not help
                 raise SearchError(
-                    f"{self.name} search for {query!r} failed ({type(exc).__name__}: {first_line(exc)}); "
+                    f"{self.name} search for {query!r} failed ({type(exc).__name__}: {first_line(exc, 200)}); "
                     "update ddgs, or search a local folder with --corpus DIR"
                 ) from exc
             if attempt < self._attempts:
@@ -143,7 +143,7 @@ def _describe(exc: Exception) -> str:
     """Name rate limits and timeouts plainly; ddgs folds them into DDGSException text."""
     from ddgs.exceptions import RatelimitException, TimeoutException
 
-    text = first_line(exc)
+    text = first_line(exc, 200)
     if isinstance(exc, RatelimitException) or "429" in text or "ratelimit" in text.lower().replace(" ", ""):
         return f"rate-limited ({text})"
     if isinstance(exc, TimeoutException) or "timed out" in text.lower():

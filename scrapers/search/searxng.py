@@ -135,7 +135,7 @@ class SearxngSearchProvider:
             except httpx.TimeoutException:
                 problem = f"no answer within {self._timeout_s:g} s"
             except httpx.TransportError as exc:
-                problem = f"cannot connect ({type(exc).__name__}: {first_line(exc)})"
+                problem = f"cannot connect ({type(exc).__name__}: {first_line(exc, 200)})"
             else:
                 if response.status_code == 200:
                     return self._json(response)
