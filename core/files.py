@@ -7,9 +7,12 @@ import tempfile
 from pathlib import Path
 
 
+TEMP_SUFFIX = ".tmp"
+
+
 def atomic_write_text(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -20,3 +23,12 @@ def atomic_write_text(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def remove_stale_temp_files(folder: Path) -> list[Path]:
+    """Delete the temp files a killed writer left in ``folder``. Only call it when no other writer can
+    be working in that folder (e.g. before redoing a job that owns the folder)."""
+    stale = [p for p in folder.glob(f".*{TEMP_SUFFIX}") if p.is_file()] if folder.is_dir() else []
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import InputError, MagiError, RuntimeSetupError
-from core.files import atomic_write_text
+from core.files import atomic_write_text, remove_stale_temp_files
 from core.settings import Settings, load_settings
 
 MARKER = "done.json"
@@ -118,6 +118,7 @@ def run_topic(topic: Topic, out: Path, research: Callable[[str], Any]) -> TopicO
     from research.result import write_outputs
 
     folder = out / topic.id
+    remove_stale_temp_files(folder)  # a job stopped mid-write leaves them; this topic owns the folder
     started = time.perf_counter()
     try:
         result = research(topic.text)

@@ -102,8 +102,10 @@ def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: Path, m
     assert finished(tmp_path, topics[1]) is None and finished(tmp_path, topics[0]) == json.loads(
         (tmp_path / topics[0].id / MARKER).read_text())
 
+    (tmp_path / topics[1].id / ".report.md.x1y2.tmp").write_text("half")  # a writer killed mid-write
     second = run_batch(topics, tmp_path, _Result, concurrency=2)
     assert [o.status for o in second] == ["skipped", "done", "skipped"]
+    assert not list((tmp_path / topics[1].id).glob("*.tmp"))  # swept before the topic was redone
     assert sorted(written) == ["a", "b", "c"]  # nothing researched twice
     assert not (tmp_path / topics[1].id / "error.json").exists()  # the stale error went with the retry
     assert [o.sources for o in second] == [3, 3, 3]
