@@ -53,6 +53,8 @@ class Finding(CamelModel):
     source: str
     entities: list[str] = Field(default_factory=list)
     score: float = 0.0
+    key: str | None = None  # the claim's subject/attribute@period, e.g. sme/pass_through_rate@2024-09
+    values: list[str] = Field(default_factory=list)  # its figures as written
 
 
 class SourceFailure(CamelModel):
