@@ -79,9 +79,13 @@ class Settings(BaseSettings):
     page_cache_ttl_s: float = Field(7 * 86_400.0, ge=0, description="Reuse fetched pages this long (0: off).")
     nlp_workers: int | None = Field(None, ge=1, description="NLP pool size (default: the cluster's CPUs).")
     corpus_dir: Path = Field(BUNDLED_CORPUS, description="Folder searched by the local provider.")
-    research_agents: int = Field(3, ge=1, le=32, description="Parallel research agents.")
+    research_agents: int = Field(3, ge=1, le=16, description="Parallel research agents.")
     research_results_per_agent: int = Field(12, ge=1, le=100, description="Search results per agent.")
-    research_agent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one agent in seconds.")
+    research_agent_timeout_s: float = Field(300.0, gt=0, le=3600, description="Timeout of one agent in seconds.")
+    research_iterations: int = Field(3, ge=1, le=10, description="Refinement iterations (may stop early).")
+    research_conflict_threshold: float = Field(
+        0.1, ge=0, le=1, description="Share of conflicting claims above which every report flags for review."
+    )
 
     @field_validator("data_dir", "corpus_dir", "llm_cassette")
     @classmethod
