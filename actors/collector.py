@@ -171,6 +171,12 @@ class Collector:
             self._analysis_counts[key] += 1
             future.set_result(analysis)
 
+    async def read(self, urls: list[str]) -> dict[str, Collected]:
+        """The pages already collected among ``urls`` (with text and claims), for scoring and citation checks."""
+        done = {u: self._tasks[u] for u in dict.fromkeys(urls) if u in self._tasks and self._tasks[u].done()}
+        return {u: t.result() for u, t in done.items()
+                if not t.cancelled() and t.exception() is None and t.result().page is not None}
+
     def stats(self) -> CollectionStats:
         stats = self._stats.model_copy()
         stats.unique_urls = len(self._tasks)

@@ -4,6 +4,11 @@ A plain class; engines make it a Ray actor where they spawn it. Agents keep no s
 state: each searches with its own strategy and writes its own report. Fetching and analysis go
 through the run's :class:`Collector`, which does each URL once however many agents ask for it.
 A source that fails is recorded in the report and skipped.
+
+From the second iteration on, the :class:`AgentBrief` adds focus queries (gaps, disputed figures) and
+lists the sources read before, which rank after new ones so each iteration widens the evidence.
+The agent keeps a :class:`AgentSnapshot` of how far it got; the engine reads it when the agent times
+out, before it is killed.
 """
 
 from __future__ import annotations
@@ -17,15 +22,18 @@ from typing import Any
 from actors.collector import Collected
 from core.errors import SearchError
 from core.events import EventSink, StageProgress
-from core.models import AgentReport, AgentStrategy, EntityMention, Finding, SourceReference
+from core.models import AgentBrief, AgentReport, AgentSnapshot, AgentStrategy, EntityMention, Finding, SourceReference
 from core.runtime import acall
 from core.settings import Settings
+from nlp.conflicts import claim_key
 from nlp.entities import Entity
 from nlp.findings import relevance, topic_terms
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search
 
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
+PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types up, already-read sources down
+MAX_FOCUS_QUERIES = 4
 
 
 class ResearchAgent:
@@ -37,18 +45,27 @@ class ResearchAgent:
         self._collector = collector
         self._events = events
         self._run_id = run_id
-        self._iteration = 1
+        self._started = time.perf_counter()
+        self._snapshot = AgentSnapshot(agent_id=agent_id, iteration=1)
 
     def _progress(self, stage: str, done: int, total: int) -> None:
+        self._snapshot.stage, self._snapshot.stage_done, self._snapshot.stage_total = stage, done, total
         if self._events is not None:
-            self._events.emit(StageProgress(run_id=self._run_id, iteration=self._iteration,
+            self._events.emit(StageProgress(run_id=self._run_id, iteration=self._snapshot.iteration,
                                             agent_id=self.agent_id, stage=stage, done=done, total=total))
 
-    async def run(self, topic: str, iteration: int = 1) -> AgentReport:
-        self._iteration = iteration
-        started = time.perf_counter()
+    def snapshot(self) -> AgentSnapshot:
+        """Where the agent is now (the engine asks a timed-out agent before killing it)."""
+        elapsed = int((time.perf_counter() - self._started) * 1000)
+        return self._snapshot.model_copy(update={"elapsed_ms": elapsed})
+
+    async def run(self, topic: str, brief: AgentBrief | None = None) -> AgentReport:
+        brief = brief or AgentBrief()
+        self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
+        started = self._started = time.perf_counter()
         self._progress("search", 0, 1)
-        results, queries = await self._search(open_search(self.settings).provider, topic)
+        results, queries = await self._search(open_search(self.settings).provider, topic, brief)
+        self._snapshot.queries, self._snapshot.urls = queries, [r.url for r in results]
         self._progress("search", 1, 1)
         self._progress("fetch", 0, len(results))
         collected: list[Collected] = await acall(
@@ -74,10 +91,19 @@ class ResearchAgent:
         self._progress("report", 1, 1)
         return report
 
-    async def _search(self, provider: SearchProvider, topic: str) -> tuple[list[SearchResult], list[str]]:
-        """One query per modifier plus the bare topic; merged by URL, preferred source types first."""
+    def queries(self, topic: str, brief: AgentBrief) -> list[str]:
+        """Iteration 1 explores broadly: the topic and one query per modifier. Later iterations keep the
+        topic and the first modifier (the agent's angle) and add the brief's focus queries."""
+        modifiers = self.strategy.query_modifiers if brief.iteration == 1 else self.strategy.query_modifiers[:1]
+        focus = [f"{topic} {q}" for q in brief.focus_queries[:MAX_FOCUS_QUERIES]]
+        return list(dict.fromkeys([topic, *(f"{topic} {m}" for m in modifiers), *focus]))
+
+    async def _search(self, provider: SearchProvider, topic: str,
+                      brief: AgentBrief) -> tuple[list[SearchResult], list[str]]:
+        """Each query's hits merged by URL: higher ranks, preferred source types and unread sources first."""
         wanted = self.settings.research_results_per_agent
-        queries = [topic] + [f"{topic} {m}" for m in self.strategy.query_modifiers]
+        queries = self.queries(topic, brief)
+        covered = set(brief.covered_sources)
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
         for query in queries:
@@ -85,7 +111,8 @@ class ResearchAgent:
             if time_range and len(hits) < wanted // 2:  # too narrow: widen rather than starve
                 hits += await provider.search(query, max_results=wanted)
             for hit in hits:
-                score = 1.0 / hit.rank + (0.5 if hit.source_type in self.strategy.preferred_sources else 0.0)
+                score = (1.0 / hit.rank + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
+                         - (COVERED_PENALTY if hit.url in covered else 0))
                 if hit.url not in best or best[hit.url][0] < score:
                     best[hit.url] = (score, hit)
         if not best:
@@ -104,7 +131,8 @@ class ResearchAgent:
                 measured = 0.3 if claim.values and claim.attribute else 0.0  # a figure with what it measures
                 score = (relevance(claim.text, terms) + measured + 0.05 * min(len(claim.entities), 4)
                          + (0.2 if preferred else 0.0))
-                candidates.append(Finding(text=claim.text, source=item.url, entities=claim.entities, score=score))
+                candidates.append(Finding(text=claim.text, source=item.url, entities=claim.entities, score=score,
+                                          key=claim_key(claim), values=[v.raw for v in claim.values]))
         candidates.sort(key=lambda f: -f.score)
         per_source: Counter[str] = Counter()
         findings: list[Finding] = []

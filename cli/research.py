@@ -1,4 +1,8 @@
-"""``magi research TOPIC``: run a research and write report.md / report.json."""
+"""``magi research TOPIC``: run a consensus research; write report.md, report.json and transparency.{json,md}.
+
+A run that fails part-way writes ``partial.json`` (completed iterations, failed agents) to the same
+folder and keeps it with the run record, then exits with the error.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                         help="search this folder of HTML/Markdown/text files (implies --provider local)")
     parser.add_argument("--provider", choices=["local", "ddgs", "searxng"], help="search provider")
     parser.add_argument("--agents", type=int, metavar="N", help="parallel research agents (default 3)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one agent")
+    parser.add_argument("--iterations", type=int, metavar="N", help="refinement iterations (default 3)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one agent (default 300)")
+    parser.add_argument("--conflict-threshold", type=float, metavar="X",
+                        help="share of conflicting claims (0-1) above which reports are flagged (default 0.1)")
     parser.add_argument("--results-per-agent", type=int, metavar="N", help="search results per agent")
     parser.add_argument("--out", metavar="DIR", type=Path, help="output folder (default: out/research/RUN_ID)")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
@@ -30,18 +37,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 def run(args: argparse.Namespace) -> int:
     # Heavy imports (Ray, spaCy, trafilatura) only when the command runs: `magi --help` stays instant.
     from cli.progress import ProgressBars
+    from core.errors import ResearchError
     from core.events import FanoutSink, ListSink, ResearchCompleted
     from core.runtime import ray_runtime
     from core.store import Store
     from research import runs
     from research.engine import preflight, run_research
-    from research.result import write_outputs
+    from research.result import write_outputs, write_partial
 
     settings = settings_from(
         args,
         corpus_dir=args.corpus,
         search_provider=args.provider or ("local" if args.corpus else None),
         research_agents=args.agents,
+        research_iterations=args.iterations,
+        research_conflict_threshold=args.conflict_threshold,
         research_agent_timeout_s=args.timeout,
         research_results_per_agent=args.results_per_agent,
     )
@@ -57,23 +67,33 @@ def run(args: argparse.Namespace) -> int:
             try:
                 result = run_research(args.topic, settings, runtime, sink, run_id=run_id)
             except Exception as exc:
-                runs.finish_failed(store, run_id, str(exc))
+                partial = exc.partial if isinstance(exc, ResearchError) else None
+                runs.finish_failed(store, run_id, str(exc), partial=partial)
+                if partial:
+                    path = write_partial(partial, out_dir)
+                    raise ResearchError(f"{exc} (written to {path})") from exc
                 raise
     runs.finish_completed(store, result, ResearchCompleted(run_id=run_id, progress=100))
     md_path, json_path = write_outputs(result, out_dir)
-    ja_entities = [e.text for e in result.entities if e.lang == "ja"][:10]
+    entities = result.entities
+    ja_entities = [e.text for e in entities if e.lang == "ja"][:10]
+    check = result.citation_check
     summary = {
-        "runId": result.run_id, "topic": result.topic, "report": str(md_path), "result": str(json_path),
-        "sources": len(result.sources), "findings": len(result.findings), "entities": len(result.entities),
-        "agentFailures": len(result.agent_failures), "durationMs": result.total_duration_ms,
+        "runId": result.run_id, "topic": result.metadata.topic, "report": str(md_path), "result": str(json_path),
+        "iterations": len(result.iterations), "sources": len(result.sources), "claims": len(result.claims),
+        "disputed": len(result.disputed), "entities": len(entities), "citationsPassed": check.passed,
+        "citationsChecked": check.checked, "agentFailures": len(result.agent_failures),
+        "durationMs": result.total_duration_ms, "overallScore": round(result.final_score.overall_score, 3),
     }
     emit(settings, summary, "\n".join([
-        f"# Research: {result.topic}", "",
-        f"- report: {md_path}", f"- result: {json_path}",
-        f"- {len(result.sources)} sources, {len(result.findings)} findings, {len(result.entities)} entities "
-        f"({', '.join(ja_entities)})",
-        f"- {result.selection_reason}",
-        *[f"- agent {f.agent_id} failed: {f.error}" for f in result.agent_failures],
+        f"# Research: {result.metadata.topic}", "",
+        f"- report: {md_path}", f"- result: {json_path}", f"- transparency: {md_path.parent / 'transparency.md'}",
+        f"- {len(result.iterations)} iteration(s), {len(result.sources)} sources, "
+        f"{len(result.claims)} verified claims, {len(result.disputed)} disputed figures, "
+        f"{len(entities)} entities ({', '.join(ja_entities)})",
+        f"- citations: {check.passed} of {check.checked} passed verification",
+        f"- final score {result.final_score.overall_score:.3f}; {result.iterations[-1].selection_reason}",
+        *[f"- agent {f.agent_id} (iteration {f.iteration}) failed: {f.error}" for f in result.agent_failures],
         f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
     ]))
     return 0

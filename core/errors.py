@@ -6,6 +6,8 @@ The CLI prints ``str(error)`` on one line and exits with ``exit_code``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def first_line(exc: BaseException, limit: int | None = None) -> str:
     """The first line of an error's message (its type name when empty), for one-line reports."""
@@ -67,7 +69,14 @@ class ExtractionError(MagiError):
 
 
 class ResearchError(MagiError):
-    """A research run could not produce a report."""
+    """A research run could not produce a report; ``partial`` holds what it did produce (JSON-ready)."""
+
+    def __init__(self, message: str, partial: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keeps ``partial`` when the error crosses processes
+        return (type(self), (str(self), self.partial))
 
 
 class RuntimeSetupError(MagiError):

@@ -29,6 +29,12 @@ class ResearchStarted(_Event):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
+class IterationStarted(_Event):
+    type: Literal["iterationStarted"] = "iterationStarted"
+    iteration: int
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
 class AgentStarted(_Event):
     type: Literal["agentStarted"] = "agentStarted"
     iteration: int
@@ -54,6 +60,26 @@ class AgentCompleted(_Event):
     error: str | None = None
 
 
+class ScoringCompleted(_Event):
+    type: Literal["scoringCompleted"] = "scoringCompleted"
+    iteration: int
+    scores: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ConsensusSelected(_Event):
+    type: Literal["consensusSelected"] = "consensusSelected"
+    iteration: int
+    selected_agent_id: int
+    reason: str
+
+
+class IterationCompleted(_Event):
+    type: Literal["iterationCompleted"] = "iterationCompleted"
+    iteration: int
+    duration_ms: int
+    retried: bool = False
+
+
 class ResearchCompleted(_Event):
     type: Literal["researchCompleted"] = "researchCompleted"
     report_path: str | None = None
@@ -65,7 +91,8 @@ class ResearchFailed(_Event):
 
 
 Event = Annotated[
-    ResearchStarted | AgentStarted | StageProgress | AgentCompleted | ResearchCompleted | ResearchFailed,
+    ResearchStarted | IterationStarted | AgentStarted | StageProgress | AgentCompleted | ScoringCompleted
+    | ConsensusSelected | IterationCompleted | ResearchCompleted | ResearchFailed,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -27,6 +27,27 @@ class AgentStrategy(CamelModel):
     time_range: Literal["day", "week", "month", "year", "all"] = "all"
 
 
+class AgentBrief(CamelModel):
+    """What an agent is asked to look for in one iteration (the engine derives it from IterationContext)."""
+
+    iteration: int = Field(1, ge=1)
+    focus_queries: list[str] = Field(default_factory=list)  # gaps and disputed figures to search for
+    covered_sources: list[str] = Field(default_factory=list)  # read in earlier iterations: ranked last
+
+
+class AgentSnapshot(CamelModel):
+    """How far an agent got: what a timed-out or killed agent leaves for debugging."""
+
+    agent_id: int
+    iteration: int
+    stage: str = "starting"
+    stage_done: int = 0
+    stage_total: int = 0
+    elapsed_ms: int = 0
+    queries: list[str] = Field(default_factory=list)
+    urls: list[str] = Field(default_factory=list)  # search results it chose
+
+
 class SourceReference(CamelModel):
     url: str
     title: str

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
-from core.errors import MagiError, first_line
+from core.errors import MagiError, ResearchError, first_line
 from core.settings import Settings, load_settings
 from research import runs
 from research.engine import preflight, validate_topic
@@ -46,11 +46,14 @@ api = FastAPI(title="MAGI research", description="Consensus research runs over H
 
 
 class ResearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     topic: str = Field(description="What to research, in Japanese or English.")
-    agents: int | None = Field(None, ge=1, le=32, description="Parallel research agents (default 3).")
+    agents: int | None = Field(None, ge=1, le=16, description="Parallel research agents (default 3).")
+    iterations: int | None = Field(None, ge=1, le=10, description="Refinement iterations (default 3).")
     timeout: float | None = Field(None, gt=0, le=3600, description="Timeout of one agent in seconds.")
+    conflict_threshold: float | None = Field(None, alias="conflictThreshold", ge=0, le=1,
+                                             description="Conflict share above which reports are flagged.")
     provider: Literal["local", "ddgs", "searxng"] | None = None
     corpus: str | None = Field(None, description="Folder on the server searched by the local provider.")
 
@@ -114,6 +117,10 @@ class ResearchService:
         updates: dict[str, Any] = {}
         if body.agents is not None:
             updates["research_agents"] = body.agents
+        if body.iterations is not None:
+            updates["research_iterations"] = body.iterations
+        if body.conflict_threshold is not None:
+            updates["research_conflict_threshold"] = body.conflict_threshold
         if body.timeout is not None:
             updates["research_agent_timeout_s"] = body.timeout
         if body.corpus is not None:
@@ -147,7 +154,8 @@ class ResearchService:
         except Exception as exc:
             message = first_line(exc)
             log.warning("run %s failed: %s", run_id, message)
-            runs.finish_failed(self._store, run_id, message, sink.terminal)
+            partial = exc.partial if isinstance(exc, ResearchError) else None
+            runs.finish_failed(self._store, run_id, message, sink.terminal, partial=partial)
             return
         assert sink.terminal is not None  # the engine's researchCompleted
         runs.finish_completed(self._store, result, sink.terminal)
@@ -161,8 +169,8 @@ class ResearchService:
             "runId": run.run_id, "topic": run.topic, "status": run.status, "submittedAt": run.started_at,
             "completedAt": run.completed_at, "error": run.error, "links": _links(run_id), "result": None,
         }
-        if run.status == "completed" and run.result_json:
-            body["result"] = json.loads(run.result_json)
+        if run.result_json:  # the result, or what a failed run produced before failing
+            body["result" if run.status == "completed" else "partial"] = json.loads(run.result_json)
         return JSONResponse(body)
 
     @api.get("/research/{run_id}/events")

@@ -113,7 +113,7 @@ def one_line(exc: BaseException) -> str:
 
 
 def run_topic(topic: Topic, out: Path, research: Callable[[str], Any]) -> TopicOutcome:
-    """Research one topic (``research`` returns a ``ResearchResult``) and record it: reports, then the
+    """Research one topic (``research`` returns a ``ConsensusResearchResult``) and record it: reports, then the
     marker; or ``error.json``. Never raises for a failed research."""
     from research.result import write_outputs
 

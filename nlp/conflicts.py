@@ -270,6 +270,13 @@ def _label(period: _Period | None) -> str:
     return start if granularity == "day" else f"{start[:7]}..{end[:7]}"
 
 
+def claim_key(claim: Claim) -> str | None:
+    """``subject/attribute@period`` as conflicts label their statements; None for a claim that cannot conflict."""
+    if not (claim.subject and claim.attribute):
+        return None
+    return f"{claim.subject}/{claim.attribute}@{_label(_period(claim.when))}"
+
+
 def _months(start: str, later: str) -> int:
     return (int(later[:4]) - int(start[:4])) * 12 + int(later[5:7]) - int(start[5:7])
 

@@ -1,14 +1,28 @@
-"""Research engine (walking skeleton): N independent agents in parallel, one report kept.
+"""Consensus research engine (KATASHIRO v1.2.0): iterations of N independent agents, scored, one kept.
 
-The full consensus workflow (conflicts, scoring, iterations) builds on this. The engine talks to
-agents only through :class:`core.runtime.Runtime`, so it runs in-process in tests and on Ray.
+Per iteration: N fresh ResearchAgent actors run in parallel (all settle, like Promise.allSettled) on
+the same :class:`IterationContext`; their reports are scored (research/consensus.py) and the best is
+the iteration's consensus, which feeds the next iteration's context (research/iteration.py). One run
+shares one Collector (each URL fetched and analysed once) and one NLP pool; agents share nothing else.
+
+Failures (ERR-001/002): an agent that raises, dies or times out is recorded with its error, duration
+and last stage (a timed-out agent is first cancelled, asked for its snapshot, then killed); the
+iteration goes on with the others. When more than half fail, the iteration runs once more with fresh
+agents; when that fails too, :class:`ResearchError` goes to the caller with every completed iteration
+and every failure in ``partial``.
+
+The engine talks to actors only through :class:`core.runtime.Runtime`: in-process in unit tests, Ray
+actors everywhere else.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,16 +30,47 @@ from actors.collector import CollectionStats, Collector
 from actors.nlp_pool import NlpPool
 from actors.research_agent import ResearchAgent
 from core.errors import InputError, ResearchError, first_line
-from core.events import AgentCompleted, AgentStarted, EventSink, ResearchCompleted, ResearchFailed, ResearchStarted
-from core.models import AgentReport, AgentStrategy
+from core.events import (
+    AgentCompleted,
+    AgentStarted,
+    ConsensusSelected,
+    Event,
+    EventSink,
+    IterationCompleted,
+    IterationStarted,
+    ResearchCompleted,
+    ResearchFailed,
+    ResearchStarted,
+    ScoringCompleted,
+    StageProgress,
+)
+from core.llm.factory import make_llm
+from core.models import AgentReport, AgentSnapshot, SourceReference
 from core.runtime import Outcome, Runtime
 from core.settings import Settings
-from research.result import AgentFailure, ResearchResult
+from nlp.conflicts import detect_conflicts
+from research.consensus import index_claims, score_iteration, sourced_claims
+from research.evidence import SourceDocument, build_evidence
+from research.iteration import IterationContext, initial_context, next_context, should_stop_early
+from research.reliability import reliability_for
+from research.report import render_final_report
+from research.result import (
+    AgentFailure,
+    ConsensusResearchConfig,
+    ConsensusResearchResult,
+    IterationResult,
+    ResultMetadata,
+    SearchConfig,
+    source_overlap,
+)
 from research.strategies import strategy_for
+from research.summary import write_summary
 from scrapers.search.factory import open_search
 
 log = logging.getLogger(__name__)
 MAX_TOPIC_CHARS = 500
+SNAPSHOT_TIMEOUT_S = 2.0
+RESEARCH_SHARE = 90.0  # progress % the iterations cover; the final report takes the rest
 
 
 def validate_topic(topic: str) -> str:
@@ -43,14 +88,6 @@ def root_cause(exc: BaseException) -> BaseException:
     return cause if isinstance(cause, BaseException) else exc
 
 
-def select_report(reports: list[AgentReport]) -> tuple[AgentReport, str]:
-    """Skeleton rule: most distinct sources, then most findings, then lowest agent id."""
-    best = max(reports, key=lambda r: (len({s.url for s in r.sources}), len(r.findings), -r.agent_id))
-    reason = (f"agent {best.agent_id} cited the most distinct sources ({len(best.sources)}) "
-              f"with {len(best.findings)} findings, among {len(reports)} successful reports")
-    return best, reason
-
-
 def preflight(topic: str, settings: Settings) -> str:
     """Check the topic and the search setup before any agent (or Ray) starts; returns the clean topic."""
     cleaned = validate_topic(topic)
@@ -58,75 +95,285 @@ def preflight(topic: str, settings: Settings) -> str:
     return cleaned
 
 
-def _run_agents(topic: str, settings: Settings, runtime: Runtime, events: EventSink, run_id: str,
-                strategies: dict[int, AgentStrategy]) -> tuple[list[Outcome[Any]], CollectionStats | None]:
-    """Start the NLP pool, the collector and the agents; wait for the agents; always clean up."""
-    sink = runtime.event_sink(events)
-    # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
-    pool = NlpPool.start(runtime, settings.nlp_workers or max(1, int(runtime.total_cpus())))
-    collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
-    handles: list[Any] = []
-    try:
-        calls = []
-        for agent_id, strategy in strategies.items():
-            handles.append(runtime.spawn(ResearchAgent, agent_id, strategy, settings, collector, sink, run_id,
-                                         num_cpus=0))
-            events.emit(AgentStarted(run_id=run_id, iteration=1, agent_id=agent_id, strategy=strategy.model_dump()))
-            calls.append(runtime.call(handles[-1], "run", topic, 1))
-        outcomes = runtime.gather(calls, timeout_s=settings.research_agent_timeout_s)
-        for handle in handles:  # stop stragglers first, so no agent event follows the engine's
-            runtime.kill(handle)
-        runtime.flush_events()
-        stats, _closed = runtime.gather([runtime.call(collector, "stats"), runtime.call(collector, "aclose")], 30)
-        return outcomes, stats.value
-    finally:
-        for handle in [*handles, collector, *pool.workers]:
-            runtime.kill(handle)
+def build_config(topic: str, settings: Settings) -> ConsensusResearchConfig:
+    return ConsensusResearchConfig(
+        topic=topic, agent_count=settings.research_agents, iteration_count=settings.research_iterations,
+        agent_timeout_ms=int(settings.research_agent_timeout_s * 1000),
+        conflict_threshold=settings.research_conflict_threshold,
+        search_config=SearchConfig(provider=settings.search_provider,
+                                   max_results_per_agent=settings.research_results_per_agent),
+    )
+
+
+class _StageTracker:
+    """Passes events on and remembers each agent's last stage, for failure and timeout logs."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self._sink = sink
+        self.last: dict[tuple[int, int], str] = {}
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, StageProgress):
+            self.last[(event.iteration, event.agent_id)] = f"{event.stage} {event.done}/{event.total}"
+        self._sink.emit(event)
+
+
+@dataclass
+class _Attempt:
+    reports: list[AgentReport] = field(default_factory=list)
+    failures: list[AgentFailure] = field(default_factory=list)
+
+
+class _Run:
+    """One research run: its actors, its iterations, and everything needed for the partial result."""
+
+    def __init__(self, topic: str, settings: Settings, runtime: Runtime, events: EventSink, run_id: str) -> None:
+        self.topic, self.settings, self.runtime, self.events, self.run_id = topic, settings, runtime, events, run_id
+        self.config = build_config(topic, settings)
+        self.tracker = _StageTracker(events)
+        self.iterations: list[IterationResult] = []
+        self.failed_attempts: list[_Attempt] = []
+        self.documents: dict[str, SourceDocument] = {}
+        self.collector: Any = None
+
+    def progress(self, iteration: int, fraction: float) -> float:
+        done = (iteration - 1 + fraction) / self.config.iteration_count
+        return round(min(RESEARCH_SHARE, RESEARCH_SHARE * done), 1)
+
+    # --- agents ---------------------------------------------------------------------------
+
+    def run_agents(self, context: IterationContext, attempt: int) -> _Attempt:
+        """Spawn N agents, let all settle within the timeout, record each outcome; always kill them."""
+        ids = list(range(1, self.config.agent_count + 1))
+        sink = self.runtime.event_sink(self.tracker)
+        handles = {i: self.runtime.spawn(ResearchAgent, i, strategy_for(i), self.settings, self.collector, sink,
+                                         self.run_id, num_cpus=0, max_concurrency=4) for i in ids}
+        started = time.perf_counter()
+        try:
+            calls = []
+            for i in ids:
+                self.events.emit(AgentStarted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
+                                              strategy=strategy_for(i).model_dump(by_alias=True),
+                                              progress=self.progress(context.iteration, 0)))
+                calls.append(self.runtime.call(handles[i], "run", self.topic, context.brief()))
+            outcomes = self.runtime.gather(calls, timeout_s=self.settings.research_agent_timeout_s)
+            elapsed_ms = int((time.perf_counter() - started) * 1000)
+            snapshots = self._snapshots(handles, outcomes)
+        finally:
+            for handle in handles.values():  # stop stragglers before the engine emits its own events
+                self.runtime.kill(handle)
+        self.runtime.flush_events()
+        result = _Attempt()
+        for done, (i, outcome) in enumerate(zip(ids, outcomes, strict=True), start=1):
+            fraction = 0.8 * done / len(ids)
+            if isinstance(outcome.value, AgentReport):
+                result.reports.append(outcome.value)
+                self.events.emit(AgentCompleted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
+                                                success=True, duration_ms=outcome.value.duration_ms,
+                                                progress=self.progress(context.iteration, fraction)))
+                continue
+            failure = self._failure(i, context.iteration, attempt, outcome, elapsed_ms, snapshots.get(i))
+            result.failures.append(failure)
+            self.events.emit(AgentCompleted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
+                                            success=False, duration_ms=failure.duration_ms, error=failure.error,
+                                            progress=self.progress(context.iteration, fraction)))
+        return result
+
+    def _snapshots(self, handles: dict[int, Any], outcomes: list[Outcome[Any]]) -> dict[int, AgentSnapshot]:
+        """Ask each timed-out (already cancelled) agent how far it got, briefly."""
+        late = [i for i, o in zip(handles, outcomes, strict=True) if o.timed_out]
+        if not late:
+            return {}
+        answers = self.runtime.gather([self.runtime.call(handles[i], "snapshot") for i in late], SNAPSHOT_TIMEOUT_S)
+        return {i: a.value for i, a in zip(late, answers, strict=True) if isinstance(a.value, AgentSnapshot)}
+
+    def _failure(self, agent_id: int, iteration: int, attempt: int, outcome: Outcome[Any], elapsed_ms: int,
+                 snapshot: AgentSnapshot | None) -> AgentFailure:
+        cause = root_cause(outcome.error) if outcome.error else TimeoutError("no result")
+        stage = self.tracker.last.get((iteration, agent_id))
+        if snapshot is not None:
+            stage = f"{snapshot.stage} {snapshot.stage_done}/{snapshot.stage_total}"
+        message = first_line(cause, 300)
+        if outcome.timed_out:
+            message = f"timed out after {self.settings.research_agent_timeout_s:g} s in stage {stage or 'starting'}"
+        log.warning("run %s iteration %d agent %d failed after %d ms (last stage: %s): %s",
+                    self.run_id, iteration, agent_id, elapsed_ms, stage or "none", message)
+        return AgentFailure(agent_id=agent_id, iteration=iteration, attempt=attempt, error=message,
+                            error_type=type(cause).__name__, timed_out=outcome.timed_out, duration_ms=elapsed_ms,
+                            last_stage=stage, partial=snapshot)
+
+    # --- iterations -----------------------------------------------------------------------
+
+    def run_iteration(self, context: IterationContext) -> IterationResult:
+        started = time.perf_counter()
+        self.events.emit(IterationStarted(run_id=self.run_id, iteration=context.iteration,
+                                          context=context.model_dump(mode="json", by_alias=True),
+                                          progress=self.progress(context.iteration, 0)))
+        attempt = self.run_agents(context, 1)
+        retried = False
+        if self._majority_failed(attempt):
+            self.failed_attempts.append(attempt)
+            log.warning("run %s iteration %d: %d of %d agents failed; retrying the iteration once", self.run_id,
+                        context.iteration, len(attempt.failures), self.config.agent_count)
+            retried, attempt = True, self.run_agents(context, 2)
+            if self._majority_failed(attempt):
+                self.failed_attempts.append(attempt)
+                first = attempt.failures[0].error
+                raise ResearchError(
+                    f"iteration {context.iteration}: {len(attempt.failures)} of {self.config.agent_count} agents "
+                    f"failed twice (first error: {first}); partial results are kept with the run",
+                    partial=self.partial(),
+                )
+        self._read_documents(attempt.reports)
+        scoring = score_iteration(self.topic, attempt.reports, self.documents, self.config.conflict_threshold)
+        it = context.iteration
+        self.events.emit(ScoringCompleted(run_id=self.run_id, iteration=it, progress=self.progress(it, 0.9),
+                                          scores=[s.model_dump(mode="json", by_alias=True) for s in scoring.scores]))
+        self.events.emit(ConsensusSelected(run_id=self.run_id, iteration=it, reason=scoring.reason,
+                                           selected_agent_id=scoring.selected.agent_id,
+                                           progress=self.progress(it, 0.95)))
+        log.info("run %s iteration %d: %s", self.run_id, it, scoring.reason)
+        duration_ms = int((time.perf_counter() - started) * 1000)
+        self.events.emit(IterationCompleted(run_id=self.run_id, iteration=it, duration_ms=duration_ms, retried=retried,
+                                            progress=self.progress(it, 1)))
+        return IterationResult(
+            iteration=it, agent_reports=attempt.reports, scores=scoring.scores,
+            consensus_report=scoring.selected.content, selection_reason=scoring.reason, duration_ms=duration_ms,
+            selected_agent_id=scoring.selected.agent_id, selected_report_id=scoring.selected.report_id,
+            context=context, agent_failures=[f for a in self.failed_attempts_of(retried) for f in a] + attempt.failures,
+            retried=retried, flagged_for_review=scoring.flagged_for_review,
+            source_overlap=round(source_overlap(attempt.reports), 3),
+        )
+
+    def failed_attempts_of(self, retried: bool) -> list[list[AgentFailure]]:
+        return [self.failed_attempts[-1].failures] if retried else []
+
+    def _majority_failed(self, attempt: _Attempt) -> bool:
+        return not attempt.reports or len(attempt.failures) * 2 > self.config.agent_count
+
+    def _read_documents(self, reports: list[AgentReport]) -> None:
+        """Fetch the text and claims of newly cited pages from the collector (already collected there)."""
+        refs = {s.url: s for r in reports for s in r.sources if s.url not in self.documents}
+        if not refs:
+            return
+        [outcome] = self.runtime.gather([self.runtime.call(self.collector, "read", list(refs))], 60)
+        for url, item in (outcome.value or {}).items():
+            if item.page is None or item.analysis is None:
+                continue
+            ref = refs[url].model_copy(update={"reliability_score": round(reliability_for(refs[url]), 3)})
+            self.documents[url] = SourceDocument(source=ref, text=item.page.text, claims=item.analysis.claims)
+
+    def next_context(self, done: IterationResult) -> IterationContext:
+        consensus = next(r for r in done.agent_reports if r.report_id == done.selected_report_id)
+        score = next(s for s in done.scores if s.report_id == done.selected_report_id)
+        index = index_claims(self.documents)
+        single = [f.key for f in consensus.findings
+                  if f.key and len({origin for origin, c in index.get(f.key, []) if c.text != f.text}) == 0]
+        return next_context(self.topic, done.iteration + 1, consensus, score, sorted(self.documents),
+                            list(dict.fromkeys(k for k in single if k)))
+
+    def partial(self) -> dict[str, Any]:
+        """Everything produced so far, JSON-ready (kept with a failed run for debugging)."""
+        return {
+            "runId": self.run_id, "topic": self.topic, "config": self.config.model_dump(mode="json", by_alias=True),
+            "iterations": [it.model_dump(mode="json", by_alias=True) for it in self.iterations],
+            "failedAttempts": [
+                {"reports": [r.model_dump(mode="json", by_alias=True) for r in a.reports],
+                 "failures": [f.model_dump(mode="json", by_alias=True) for f in a.failures]}
+                for a in self.failed_attempts
+            ],
+        }
+
+
+def _stop_reason(consistencies: list[float]) -> str:
+    steps = ", ".join(f"{c:.3f}" for c in consistencies[-3:])
+    return (f"consensus consistency improved by less than 5% in each of the last 2 iterations ({steps}); "
+            "further iterations would not change the result")
 
 
 def run_research(topic: str, settings: Settings, runtime: Runtime, events: EventSink,
-                 *, run_id: str | None = None) -> ResearchResult:
+                 *, run_id: str | None = None) -> ConsensusResearchResult:
+    """Run the whole workflow; raises :class:`ResearchError` (with ``partial``) when an iteration cannot finish."""
     topic = preflight(topic, settings)
-    run_id = run_id or uuid.uuid4().hex[:12]
+    run = _Run(topic, settings, runtime, events, run_id or uuid.uuid4().hex[:12])
     started_at, started = datetime.now(UTC), time.perf_counter()
-    config: dict[str, Any] = {
-        "agentCount": settings.research_agents, "iterationCount": 1,
-        "agentTimeoutMs": int(settings.research_agent_timeout_s * 1000),
-        "searchConfig": {"provider": settings.search_provider,
-                         "maxResultsPerAgent": settings.research_results_per_agent},
-    }
-    events.emit(ResearchStarted(run_id=run_id, topic=topic, config=config, progress=0))
-    agent_ids = list(range(1, settings.research_agents + 1))
-    strategies = {i: strategy_for(i) for i in agent_ids}
-    started_agents = time.perf_counter()
-    outcomes, collection = _run_agents(topic, settings, runtime, events, run_id, strategies)
-    elapsed_ms = int((time.perf_counter() - started_agents) * 1000)
-    reports: list[AgentReport] = []
-    failures: list[AgentFailure] = []
-    for i, outcome in zip(agent_ids, outcomes, strict=True):
-        if isinstance(outcome.value, AgentReport):
-            reports.append(outcome.value)
-            events.emit(AgentCompleted(run_id=run_id, iteration=1, agent_id=i, success=True,
-                                       duration_ms=outcome.value.duration_ms))
-            continue
-        cause = root_cause(outcome.error) if outcome.error else TimeoutError("timed out")
-        message = first_line(cause)
-        log.warning("agent %d failed after %d ms: %s", i, elapsed_ms, message)
-        failures.append(AgentFailure(agent_id=i, error=message, timed_out=outcome.timed_out,
-                                     error_type=type(cause).__name__))
-        events.emit(AgentCompleted(run_id=run_id, iteration=1, agent_id=i, success=False,
-                                   duration_ms=elapsed_ms, error=message))
-    if not reports:
-        first = failures[0].error if failures else "no agent ran"
-        error = ResearchError(f"all {len(agent_ids)} research agents failed; first error: {first}")
-        events.emit(ResearchFailed(run_id=run_id, error=str(error)))
-        raise error
-    selected, reason = select_report(reports)
-    log.info("run %s: %s", run_id, reason)
-    result = ResearchResult.build(
-        run_id=run_id, topic=topic, config=config, started_at=started_at,
-        duration_ms=int((time.perf_counter() - started) * 1000),
-        selected=selected, reason=reason, reports=reports, failures=failures, collection=collection,
-    )
-    events.emit(ResearchCompleted(run_id=run_id, progress=100))
+    events.emit(ResearchStarted(run_id=run.run_id, topic=topic, progress=0,
+                                config=run.config.model_dump(mode="json", by_alias=True)))
+    # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
+    pool = NlpPool.start(runtime, settings.nlp_workers or max(1, int(runtime.total_cpus())))
+    run.collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
+    stopped_early: str | None = None
+    try:
+        context = initial_context()
+        while True:
+            done = run.run_iteration(context)
+            run.iterations.append(done)
+            consistencies = [next(s.consistency_score for s in it.scores if s.report_id == it.selected_report_id)
+                             for it in run.iterations]
+            if done.iteration >= run.config.iteration_count:
+                break
+            if should_stop_early(consistencies):
+                stopped_early = _stop_reason(consistencies)
+                log.info("run %s: stopping after iteration %d: %s", run.run_id, done.iteration, stopped_early)
+                break
+            context = run.next_context(done)
+        stats, _closed = runtime.gather([runtime.call(run.collector, "stats"), runtime.call(run.collector, "aclose")],
+                                        30)
+        result = _finish(run, started_at, started, stopped_early, stats.value)
+    except ResearchError as exc:
+        events.emit(ResearchFailed(run_id=run.run_id, error=str(exc)))
+        raise
+    except Exception as exc:
+        error = ResearchError(f"research run failed: {first_line(exc, 300)}", partial=run.partial())
+        events.emit(ResearchFailed(run_id=run.run_id, error=str(error)))
+        raise error from exc
+    finally:
+        for handle in [run.collector, *pool.workers]:
+            runtime.kill(handle)
+    events.emit(ResearchCompleted(run_id=run.run_id, progress=100))
     return result
+
+
+def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str | None,
+            collection: CollectionStats | None) -> ConsensusResearchResult:
+    """Claims with evidence, disputes, summary and the final report, from every iteration."""
+    first_report: dict[str, str] = {}
+    for it in run.iterations:
+        for r in it.agent_reports:
+            for s in r.sources:
+                first_report.setdefault(s.url, r.report_id)
+    claims_all = [c for url, doc in run.documents.items()
+                  for c in sourced_claims(first_report.get(url), [doc.source], run.documents)]
+    conflicts = detect_conflicts(claims_all)
+    findings = [(it.iteration, f) for it in run.iterations
+                for r in it.agent_reports if r.report_id == it.selected_report_id for f in r.findings]
+    evidence, check = build_evidence(findings, run.documents, conflicts)
+    verified = [c for c in evidence if c.supporting]
+    summary = _run_async(lambda: write_summary(run.topic, verified, make_llm(run.settings), lang=_lang(run.topic)))
+    last = run.iterations[-1]
+    result = ConsensusResearchResult(
+        final_report="", iterations=run.iterations,
+        total_duration_ms=int((time.perf_counter() - started) * 1000),
+        total_agent_runs=sum(len(it.agent_reports) + len(it.agent_failures) for it in run.iterations),
+        final_score=next(s for s in last.scores if s.report_id == last.selected_report_id),
+        metadata=ResultMetadata(topic=run.topic, started_at=started_at, completed_at=datetime.now(UTC),
+                                config=run.config),
+        run_id=run.run_id, executive_summary=summary, claims=verified, disputed=conflicts, citation_check=check,
+        sources=sorted((d.source for d in run.documents.values()), key=_source_order), stopped_early=stopped_early,
+        collection=collection,
+    )
+    result.final_report = render_final_report(result)
+    return result
+
+
+def _source_order(s: SourceReference) -> tuple[float, str]:
+    return (-(s.reliability_score or 0.0), s.url)
+
+
+def _lang(topic: str) -> str:
+    return "en" if topic.isascii() else "ja"
+
+
+def _run_async(make: Callable[[], Any]) -> Any:
+    """Run a coroutine from this synchronous engine (the CLI thread, a Serve worker thread or a job)."""
+    return asyncio.run(make())

@@ -1,9 +1,16 @@
-"""The research result (``report.json``), its Markdown report, and writing both atomically."""
+"""The result of a consensus research run, in the spec's ``ConsensusResearchResult`` shape, and its files.
+
+``model_dump(by_alias=True)`` gives the spec's camelCase names (finalReport, iterations[].agentReports,
+totalDurationMs, finalScore, metadata.config ...). Fields after ``metadata`` go beyond the spec: the
+evidence behind every final claim, the disputed figures, the citation check, the executive summary.
+Files: ``report.md`` (the final report), ``report.json`` (this model), ``transparency.json`` and
+``transparency.md`` (research/transparency.py); each is written atomically.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from datetime import UTC, datetime
+import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,79 +18,111 @@ from pydantic import Field
 
 from actors.collector import CollectionStats
 from core.files import atomic_write_text
-from core.models import AgentReport, CamelModel, EntityMention, Finding, SourceReference
+from core.models import AgentReport, AgentSnapshot, CamelModel, EntityMention, SourceReference
+from nlp.conflicts import Conflict
+from research.evidence import CitationCheck, EvidencedClaim
+from research.iteration import IterationContext
+from research.scoring import ReportScore
+from research.summary import ExecutiveSummary
+from research.transparency import transparency_json, transparency_markdown
+
+
+class SearchConfig(CamelModel):
+    provider: str
+    max_results_per_agent: int
+
+
+class ConsensusResearchConfig(CamelModel):
+    """The spec's ConsensusResearchConfig as this run used it (the settings it came from are validated)."""
+
+    topic: str
+    agent_count: int
+    iteration_count: int
+    agent_timeout_ms: int
+    conflict_threshold: float
+    search_config: SearchConfig
 
 
 class AgentFailure(CamelModel):
     agent_id: int
+    iteration: int = 1
+    attempt: int = 1
     error: str
     error_type: str
     timed_out: bool = False
+    duration_ms: int = 0
+    last_stage: str | None = None  # e.g. "fetch 5/12"
+    partial: AgentSnapshot | None = None  # how far it got (timed-out agents)
 
 
-class ResearchResult(CamelModel):
-    run_id: str
+class IterationResult(CamelModel):
+    iteration: int
+    agent_reports: list[AgentReport]
+    scores: list[ReportScore]
+    consensus_report: str
+    selection_reason: str
+    duration_ms: int
+    selected_agent_id: int
+    selected_report_id: str
+    context: IterationContext
+    agent_failures: list[AgentFailure] = Field(default_factory=list)
+    retried: bool = False  # a majority of agents failed once and the iteration ran again
+    flagged_for_review: bool = False  # every report's conflict rate was above conflictThreshold
+    source_overlap: float = 0.0  # mean pairwise Jaccard overlap of the agents' source URLs
+
+
+class ResultMetadata(CamelModel):
     topic: str
     started_at: datetime
     completed_at: datetime
+    config: ConsensusResearchConfig
+
+
+class ConsensusResearchResult(CamelModel):
+    final_report: str
+    iterations: list[IterationResult]
     total_duration_ms: int
     total_agent_runs: int
-    config: dict[str, Any]
-    selected_agent_id: int
-    selection_reason: str
-    final_report: str
-    sources: list[SourceReference]
-    findings: list[Finding]
-    entities: list[EntityMention]
-    agent_reports: list[AgentReport]
-    agent_failures: list[AgentFailure] = Field(default_factory=list)
+    final_score: ReportScore
+    metadata: ResultMetadata
+    run_id: str
+    executive_summary: ExecutiveSummary
+    claims: list[EvidencedClaim]  # verified claims: at least one citation passed
+    disputed: list[Conflict]  # conflicts among every source read in the run, both sides
+    citation_check: CitationCheck
+    sources: list[SourceReference]  # every page read, with its reliability
+    stopped_early: str | None = None  # why fewer iterations than configured ran
     collection: CollectionStats | None = None
 
-    @classmethod
-    def build(cls, *, run_id: str, topic: str, config: dict[str, Any], started_at: datetime, duration_ms: int,
-              selected: AgentReport, reason: str, reports: list[AgentReport],
-              failures: list[AgentFailure], collection: CollectionStats | None = None) -> ResearchResult:
-        result = cls(
-            run_id=run_id, topic=topic, started_at=started_at, completed_at=datetime.now(UTC),
-            total_duration_ms=duration_ms, total_agent_runs=len(reports) + len(failures), config=config,
-            selected_agent_id=selected.agent_id, selection_reason=reason, final_report="",
-            sources=selected.sources, findings=selected.findings, entities=selected.entities,
-            agent_reports=reports, agent_failures=failures, collection=collection,
-        )
-        result.final_report = render_final_report(result)
-        return result
+    @property
+    def agent_failures(self) -> list[AgentFailure]:
+        return [f for it in self.iterations for f in it.agent_failures]
+
+    @property
+    def entities(self) -> list[EntityMention]:
+        """Entities of the last consensus report."""
+        last = self.iterations[-1]
+        return next((r.entities for r in last.agent_reports if r.report_id == last.selected_report_id), [])
 
 
-def render_final_report(result: ResearchResult) -> str:
-    """The kept agent report, framed by run metadata and a methodology note."""
-    selected = next(r for r in result.agent_reports if r.agent_id == result.selected_agent_id)
-    langs: dict[str, int] = defaultdict(int)
-    for s in result.sources:
-        langs[s.lang or "?"] += 1
-    lines = [
-        selected.content.rstrip(), "", "## Methodology", "",
-        f"- Run `{result.run_id}`, {result.started_at:%Y-%m-%d %H:%M:%S} UTC, "
-        f"{result.total_duration_ms / 1000:.1f} s.",
-        f"- {result.total_agent_runs} independent agents searched, fetched, extracted and analysed in parallel; "
-        f"{len(result.agent_failures)} failed.",
-        f"- Kept report: {result.selection_reason}.",
-        "- Sources by language: " + ", ".join(f"{k}: {v}" for k, v in sorted(langs.items())) + ".",
-    ]
-    if result.collection is not None:
-        c = result.collection
-        lines.append(
-            f"- Collection: {c.unique_urls} distinct URLs for {c.urls_requested} requests; {c.fetches} fetches "
-            f"({c.urls_fetched_more_than_once} URLs more than once), {c.page_cache_hits} from the page cache; "
-            f"{c.analyses} analyses ({c.contents_analysed_more_than_once} contents more than once), "
-            f"{c.analysis_cache_hits} from the analysis cache; {c.near_duplicates} near-duplicate pages."
-        )
-    for failure in result.agent_failures:
-        lines.append(f"- Agent {failure.agent_id} failed ({failure.error_type}): {failure.error}")
-    return "\n".join(lines) + "\n"
+def source_overlap(reports: list[AgentReport]) -> float:
+    """Mean Jaccard overlap of source URLs over all pairs of reports (0: disjoint, 1: identical)."""
+    sets = [{s.url for s in r.sources} for r in reports]
+    pairs = [(a, b) for i, a in enumerate(sets) for b in sets[i + 1:]]
+    if not pairs:
+        return 0.0
+    return sum(len(a & b) / len(a | b) if a | b else 0.0 for a, b in pairs) / len(pairs)
 
 
-def write_outputs(result: ResearchResult, out_dir: Path) -> tuple[Path, Path]:
-    """Write ``report.md`` and ``report.json``; each appears whole or not at all."""
+def write_outputs(result: ConsensusResearchResult, out_dir: Path) -> tuple[Path, Path]:
+    """Write the report, the result JSON and the transparency reports; each appears whole or not at all."""
+    atomic_write_text(out_dir / "transparency.json", transparency_json(result) + "\n")
+    atomic_write_text(out_dir / "transparency.md", transparency_markdown(result))
     md = atomic_write_text(out_dir / "report.md", result.final_report)
     js = atomic_write_text(out_dir / "report.json", result.model_dump_json(by_alias=True, indent=2) + "\n")
     return md, js
+
+
+def write_partial(partial: dict[str, Any], out_dir: Path) -> Path:
+    """What a failed run produced, for debugging (``partial.json``)."""
+    return atomic_write_text(out_dir / "partial.json", json.dumps(partial, ensure_ascii=False, indent=2) + "\n")

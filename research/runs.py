@@ -6,13 +6,15 @@ transaction as the final status, so whoever sees the event also finds the result
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from core.events import Event, ResearchFailed
 from core.store import Store, register_migration
-from research.result import ResearchResult
+from research.result import ConsensusResearchResult
 
 
 def _now() -> str:
@@ -87,7 +89,7 @@ def append_event(store: Store, run_id: str, event: Event) -> int:
         return _append(conn, run_id, event)
 
 
-def finish_completed(store: Store, result: ResearchResult, event: Event) -> None:
+def finish_completed(store: Store, result: ConsensusResearchResult, event: Event) -> None:
     """Store the result and the terminal event together: a client that saw the event finds the result."""
     with store.transaction() as conn:
         cur = conn.execute(
@@ -99,12 +101,14 @@ def finish_completed(store: Store, result: ResearchResult, event: Event) -> None
             _append(conn, result.run_id, event)
 
 
-def finish_failed(store: Store, run_id: str, error: str, event: Event | None = None) -> None:
+def finish_failed(store: Store, run_id: str, error: str, event: Event | None = None,
+                  partial: dict[str, Any] | None = None) -> None:
+    """Mark the run failed; ``partial`` (what it produced before failing) is kept as its result JSON."""
     with store.transaction() as conn:
         cur = conn.execute(
-            "UPDATE research_runs SET status='failed', completed_at=?, error=? "
+            "UPDATE research_runs SET status='failed', completed_at=?, error=?, result_json=? "
             "WHERE run_id=? AND status IN ('accepted', 'running')",
-            (_now(), error, run_id),
+            (_now(), error, json.dumps(partial, ensure_ascii=False) if partial else None, run_id),
         )
         if cur.rowcount == 1:
             _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))

@@ -1,0 +1,223 @@
+"""Consensus research on Ray vs a KATASHIRO-like baseline, over the same pages, as a ratio in one run.
+
+Both sides fetch every page over real HTTP from local servers that add ``--latency-ms`` to each page,
+starting from cold caches (a fresh ``data_dir``, page and search caches off), and both load the NLP
+models once inside their timed part. Each original host of the bundled corpus gets its own loopback
+address (127.0.0.2, 127.0.0.3, ...), so per-host fetch limits apply as they would on the web.
+
+1. Engine: ``run_research`` (N agents x M iterations) on a local Ray. Its agents search a
+   SearXNG-compatible server that answers from the corpus' BM25 index with the loopback URLs (the
+   ``local`` provider would read the files directly instead of fetching them). Ray start-up is
+   timed separately and excluded.
+2. Baseline, in one process without Ray: in each iteration every agent takes the URLs the engine's
+   agent of that iteration asked for, and fetches, extracts and analyses them one at a time, with its
+   own fetcher and no cache; agents of an iteration run concurrently (like ``Promise.allSettled``),
+   iterations one after another. It does not search, which favours it.
+
+Prints JSON with ``speedup_vs_baseline`` (baseline seconds / engine seconds).
+Usage: .venv/bin/python benchmarks/research.py [--agents 3] [--iterations 3] [--latency-ms 150] [--cpus N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+from collect import CORPUS, QuietHandler  # benchmarks/collect.py: this script's directory is sys.path[0]
+
+sys.path.remove(str(Path(__file__).resolve().parent))  # ...but this file would shadow the research package
+
+from actors.nlp_worker import WARM_UP
+from core.errors import MagiError
+from core.events import ListSink
+from core.runtime import RayRuntime, start_ray, stop_ray
+from core.settings import Settings, load_settings
+from nlp.analysis import analyse_texts
+from research.engine import run_research
+from scrapers.extract import extract_page
+from scrapers.fetch import Fetcher, FetchPolicy
+from scrapers.search.local import LocalCorpus, LocalSearchProvider
+
+TIME_RANGES = {"day": "d", "week": "w", "month": "m", "year": "y"}
+CATEGORIES = {"news": "news", "academic": "science"}  # what the searxng client maps back to source types
+
+
+class SlowHandler(QuietHandler):
+    latency_s = 0.0
+
+    def do_GET(self) -> None:
+        time.sleep(self.latency_s)  # per page; the threading server overlaps concurrent requests
+        super().do_GET()
+
+
+@contextmanager
+def serve(handler: Any, host: str = "127.0.0.1") -> Iterator[str]:
+    httpd = ThreadingHTTPServer((host, 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://{host}:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def search_handler(provider: LocalSearchProvider, url_of: dict[str, str]) -> type[BaseHTTPRequestHandler]:
+    """``/search?format=json`` like SearXNG: BM25 over the corpus, answered with the loopback URLs."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            params = dict(parse_qsl(urlsplit(self.path).query))
+            rows: list[dict[str, Any]] = []
+            if params.get("pageno", "1") == "1":  # everything is on page 1
+                hits = provider.search_sync(params["q"], max_results=20,
+                                            time_range=TIME_RANGES.get(params.get("time_range", "")))
+                rows = [{"url": url_of[h.url], "title": h.title, "content": h.snippet, "engine": "bm25",
+                         "score": h.score, "category": CATEGORIES.get(h.source_type or "", "general"),
+                         "publishedDate": h.published.isoformat() if h.published else None} for h in hits]
+            body = json.dumps({"query": params.get("q"), "results": rows, "unresponsive_engines": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            """Silent."""
+
+    return Handler
+
+
+@contextmanager
+def web(latency_s: float) -> Iterator[str]:
+    """One latency page server per corpus host on its own loopback address, plus the search server."""
+    corpus = LocalCorpus(CORPUS)
+    provider = LocalSearchProvider(corpus)
+    provider.search_sync(corpus.topic or "価格転嫁")  # build the index now: a search engine is already up
+    handler = type("Slow", (SlowHandler,), {"latency_s": latency_s})
+    with ExitStack() as stack:
+        bases: dict[str, str] = {}
+        url_of: dict[str, str] = {}
+        for doc in corpus.documents:
+            host = urlsplit(doc.url).netloc
+            if host not in bases:
+                address = f"127.0.0.{len(bases) + 2}"
+                bases[host] = stack.enter_context(serve(partial(handler, directory=str(CORPUS)), address))
+            url_of[doc.url] = f"{bases[host]}/{quote(doc.path.relative_to(corpus.directory).as_posix())}"
+        yield stack.enter_context(serve(search_handler(provider, url_of)))
+
+
+def bench_settings(data_dir: Path, searxng_url: str, agents: int, iterations: int, cpus: int) -> Settings:
+    return load_settings(
+        data_dir=data_dir, search_provider="searxng", search_fallbacks=[], searxng_url=searxng_url,
+        search_cache_ttl_s=0, page_cache_ttl_s=0, fetch_allow_private=True, fetch_respect_robots=False,
+        fetch_politeness_delay_s=0.0, research_agents=agents, research_iterations=iterations,
+        ray_num_cpus=cpus, nlp_workers=cpus,
+    )
+
+
+def urls_by_iteration(result: Any) -> list[list[list[str]]]:
+    """For each iteration, for each successful agent, every URL it asked the collector for."""
+    iterations = getattr(result, "iterations", None) or [result]  # before iterations existed: one
+    return [[[s.url for s in report.sources] + [f.url for f in report.failures] for report in it.agent_reports]
+            for it in iterations]
+
+
+@dataclass
+class Tally:
+    fetches: int = 0
+    analyses: int = 0
+    failures: int = 0
+
+
+async def baseline_agent(urls: list[str], settings: Settings, tally: Tally) -> None:
+    """One KATASHIRO-like agent: its own fetcher, each page fetched, extracted and analysed alone."""
+    fetcher = Fetcher(policy=FetchPolicy.from_settings(settings))
+    try:
+        for url in urls:
+            try:
+                tally.fetches += 1
+                page = await fetcher.fetch(url)
+                text = await asyncio.to_thread(extract_page, page.text, url=url, content_type=page.content_type)
+                await asyncio.to_thread(analyse_texts, [(text.text, text.lang)])
+                tally.analyses += 1
+            except MagiError:
+                tally.failures += 1  # a failed source is skipped, as the engine does
+    finally:
+        await fetcher.aclose()
+
+
+async def baseline(plan: list[list[list[str]]], settings: Settings, tally: Tally) -> float:
+    """Model loading (once), then the iterations in turn, the agents of each concurrently; seconds taken."""
+    started = time.perf_counter()
+    await asyncio.to_thread(analyse_texts, WARM_UP)
+    for agents in plan:
+        await asyncio.gather(*(baseline_agent(urls, settings, tally) for urls in agents), return_exceptions=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--latency-ms", type=float, default=150.0, help="simulated latency of each page")
+    parser.add_argument("--cpus", type=int, default=os.cpu_count() or 1, help="CPUs of the local Ray")
+    parser.add_argument("--topic", default="中小企業の価格転嫁の現状")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp, web(args.latency_ms / 1000) as searxng:
+        settings = bench_settings(Path(tmp) / "engine", searxng, args.agents, args.iterations, args.cpus)
+        started = time.perf_counter()
+        start_ray(settings)
+        ray_start_s = time.perf_counter() - started
+        runtime = RayRuntime()
+        try:
+            started = time.perf_counter()
+            result = run_research(args.topic, settings, runtime, ListSink())
+            engine_s = time.perf_counter() - started
+        finally:
+            runtime.close()
+            stop_ray()  # before the baseline, so that it has the CPUs to itself
+
+        plan = urls_by_iteration(result)
+        tally = Tally()
+        baseline_s = asyncio.run(baseline(plan, settings, tally))  # no store: nothing is cached
+
+    stats = result.collection
+    print(json.dumps({
+        "speedup_vs_baseline": round(baseline_s / engine_s, 2),
+        "engine_s": round(engine_s, 2), "baseline_s": round(baseline_s, 2), "ray_start_s": round(ray_start_s, 2),
+        "agents": args.agents, "iterations": len(plan), "iterations_requested": args.iterations,
+        "agent_runs": result.total_agent_runs, "latency_ms": args.latency_ms, "cpus": args.cpus,
+        "topic": result.topic,
+        "urls_requested_engine": stats.urls_requested if stats else None,
+        "pages_fetched_engine": stats.fetches if stats else None,
+        "page_fetches_baseline": tally.fetches,
+        "analyses_engine": stats.analyses if stats else None,
+        "analyses_baseline": tally.analyses,
+        "failures_engine": stats.failures_by_kind if stats else None,
+        "failures_baseline": tally.failures,
+        "cold": "both sides: fresh data_dir, page cache off (page_cache_ttl_s=0), search cache off, "
+                "empty analysis cache; robots.txt off and no politeness delay on both",
+        "notes": "engine_s: run_research wall time, incl. actor start-up and GiNZA loading in the NLP workers, "
+                 "excl. Ray start-up (ray_start_s). baseline_s: one process, no Ray, incl. loading the same "
+                 "models once, agents concurrent per iteration (extraction/analysis in threads, one GiNZA), "
+                 "iterations sequential; it fetches the engine's URLs and does not search.",
+    }, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""One iteration's consensus (KATASHIRO WFL-002/003): conflicts and scores per report, then the best one.
+
+Each report is judged on the sources it cites: the claims of those pages are compared with each other
+(:func:`nlp.conflicts.detect_conflicts`), so a report that leans on pages disagreeing among
+themselves loses consistency. Reliability and coverage come from :mod:`research.scoring`. A finding is
+*unverified* when no other independent page among all pages read in the iteration states an agreeing
+figure for the same claim key (or it has no key to compare by).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from core.models import AgentReport, Finding, SourceReference
+from nlp.claims import Claim
+from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, sourced
+from nlp.values import values_agree
+from research.evidence import SourceDocument
+from research.reliability import origin_of
+from research.scoring import ReportScore, facets_for, flag_for_review, score_report, select_best
+
+
+@dataclass(frozen=True)
+class IterationScoring:
+    scores: list[ReportScore]
+    selected: AgentReport
+    reason: str
+    flagged_for_review: bool
+
+
+def _published(source: SourceReference) -> date | None:
+    try:
+        return date.fromisoformat(source.published[:10]) if source.published else None
+    except ValueError:
+        return None
+
+
+def sourced_claims(report_id: str | None, sources: Sequence[SourceReference],
+                   documents: Mapping[str, SourceDocument]) -> list[SourcedClaim]:
+    """The claims of the given pages, each with its page, date, type and origin."""
+    items: list[SourcedClaim] = []
+    for s in sources:
+        doc = documents.get(s.url)
+        if doc is not None:
+            items += sourced(doc.claims, s.url, report_id=report_id, published=_published(s),
+                             source_type=s.source_type, duplicate_of=s.duplicate_of)
+    return items
+
+
+def _agreeing_origins(finding: Finding, claims_by_key: Mapping[str, list[tuple[str, Claim]]]) -> set[str]:
+    """Origins whose claims under the finding's key state a figure agreeing with one of the finding's."""
+    own = [c for _, c in claims_by_key.get(finding.key or "", []) if c.text == finding.text]
+    mine = [v for c in own for v in c.values]
+    return {origin for origin, c in claims_by_key.get(finding.key or "", [])
+            if any(values_agree(a, b) for a in mine for b in c.values)}
+
+
+def unverified_count(report: AgentReport, claims_by_key: Mapping[str, list[tuple[str, Claim]]]) -> int:
+    """Findings no second origin confirms (see the module docstring)."""
+    origin = {s.url: origin_of(s) for s in report.sources}
+    count = 0
+    for f in report.findings:
+        others = _agreeing_origins(f, claims_by_key) - {origin.get(f.source, f.source)} if f.key else set()
+        count += not others
+    return count
+
+
+def index_claims(documents: Mapping[str, SourceDocument]) -> dict[str, list[tuple[str, Claim]]]:
+    """Claim key -> (origin, claim) for every page read."""
+    index: dict[str, list[tuple[str, Claim]]] = {}
+    for doc in documents.values():
+        for c in doc.claims:
+            key = claim_key(c)
+            if key:
+                index.setdefault(key, []).append((origin_of(doc.source), c))
+    return index
+
+
+def score_iteration(topic: str, reports: Sequence[AgentReport], documents: Mapping[str, SourceDocument],
+                    conflict_threshold: float) -> IterationScoring:
+    """Score every report, pick the consensus by the spec's rule, flag when all are too conflicted."""
+    per_report = {r.report_id: sourced_claims(r.report_id, r.sources, documents) for r in reports}
+    keys_seen = {k for items in per_report.values() for i in items for k in (i.claim.subject, i.claim.attribute) if k}
+    facets = facets_for(topic, keys_seen)
+    index = index_claims(documents)
+    scores = []
+    for r in reports:
+        items = per_report[r.report_id]
+        conflicts: list[Conflict] = detect_conflicts(items)
+        claim_keys = {k for i in items for k in (i.claim.subject, i.claim.attribute) if k}
+        scores.append(score_report(
+            r.report_id, conflicts=conflicts, claim_count=sum(1 for i in items if claim_key(i.claim)),
+            sources=r.sources, text=r.findings, facets=facets, claim_keys=claim_keys,
+            unverified_count=unverified_count(r, index),
+        ))
+    best_id, reason = select_best(scores)
+    selected = next(r for r in reports if r.report_id == best_id)
+    reason = f"agent {selected.agent_id}'s " + reason
+    return IterationScoring(scores, selected, reason, flag_for_review(scores, conflict_threshold))

@@ -1,0 +1,120 @@
+"""Iterative refinement (KATASHIRO WFL-004): what each iteration is told, and when to stop early.
+
+After an iteration, the next one receives the consensus report, its score, the questions the sources
+left open, the sources already read and the areas to deepen. Agents act on it (see
+:class:`core.models.AgentBrief`): they search for each open question and area, and rank sources
+already read after new ones.
+
+* Unresolved questions: one per conflict among the consensus report's sources, plus each finding no
+  second independent source confirmed (its claim key: who / what / when).
+* Areas to deepen: the topic's facets the consensus did not cover (their labels).
+* Focus queries: the search terms of the open questions first (the disputed figure's subject, measure
+  and period, as words that occur in pages), then the uncovered facets' labels.
+
+Early termination ("consistency improves by less than 5% over 2 consecutive iterations"): read as two
+consecutive *improvements* — after iteration k (k >= 3) the run stops when both the step from k-2 to
+k-1 and the step from k-1 to k improved the consensus consistency by less than 5% (relative:
+``(c_k - c_{k-1}) / c_{k-1}``; from 0, any rise counts as an improvement). One flat step may be noise;
+two in a row mean more iterations will not help. With the default of 3 iterations this can only
+end the run at its natural end; it saves work from 4 iterations on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+
+from pydantic import Field
+
+from core.models import AgentBrief, AgentReport, CamelModel
+from nlp.conflicts import Conflict
+from research.scoring import ReportScore, covered_facets, facets_for, topic_terms
+
+MIN_RELATIVE_GAIN = 0.05
+FLAT_STEPS_TO_STOP = 2
+MAX_QUESTIONS = 8
+
+
+class IterationContext(CamelModel):
+    """The spec's IterationContext, plus the focus queries agents actually run."""
+
+    iteration: int = Field(ge=1)
+    previous_consensus: str | None = None
+    previous_score: ReportScore | None = None
+    unresolved_questions: list[str] = Field(default_factory=list)
+    covered_sources: list[str] = Field(default_factory=list)
+    areas_to_deepen: list[str] = Field(default_factory=list)
+    is_initial: bool = True
+    focus_queries: list[str] = Field(default_factory=list)
+
+    def brief(self) -> AgentBrief:
+        return AgentBrief(iteration=self.iteration, focus_queries=self.focus_queries,
+                          covered_sources=self.covered_sources)
+
+
+def initial_context() -> IterationContext:
+    return IterationContext(iteration=1)
+
+
+def _words_of(key: str) -> str:
+    """``sme/labour_cost_pass_through_rate@2024-09`` -> ``sme labour cost pass through rate 2024-09``."""
+    return key.replace("/", " ").replace("@", " ").replace("_", " ").replace("undated", "").strip()
+
+
+def _question(conflict: Conflict) -> tuple[str, str]:
+    """(question for people, search terms for the search engine) for one conflict."""
+    s1, s2 = conflict.statement1, conflict.statement2
+    when = f" ({conflict.when})" if conflict.when else ""
+    question = (f"{conflict.subject} / {conflict.attribute}{when}: {s1.value} ({s1.source}) "
+                f"or {s2.value} ({s2.source})?")
+    return question, _search_terms(s2.text)
+
+
+def _search_terms(sentence: str, limit: int = 4) -> str:
+    """The longest content terms of a sentence, in their order: what a page on the same point will contain."""
+    terms = topic_terms(sentence)
+    keep = set(sorted(terms, key=len, reverse=True)[:limit])
+    return " ".join(t for t in terms if t in keep)
+
+
+def next_context(topic: str, iteration: int, consensus: AgentReport, score: ReportScore,
+                 covered_sources: Sequence[str], single_source_findings: Sequence[str]) -> IterationContext:
+    """The context of ``iteration`` (>= 2), from the previous iteration's consensus and its score.
+
+    ``single_source_findings``: claim keys of consensus findings no second origin confirmed.
+    """
+    questions: list[str] = []
+    queries: list[str] = []
+    for c in score.conflicts:
+        if isinstance(c, Conflict):
+            question, terms = _question(c)
+            questions.append(question)
+            queries.append(terms)
+    for key in single_source_findings:
+        questions.append(f"only one source states {key}: is it confirmed elsewhere?")
+        queries.append(_words_of(key))
+    facets = facets_for(topic)
+    covered = set(covered_facets(consensus.findings, facets))
+    areas = [f.label or f.name for f in facets if f.name not in covered]
+    queries += areas
+    return IterationContext(
+        iteration=iteration, previous_consensus=consensus.content, previous_score=score,
+        unresolved_questions=questions[:MAX_QUESTIONS], covered_sources=sorted(set(covered_sources)),
+        areas_to_deepen=areas, is_initial=False,
+        focus_queries=[q for q in dict.fromkeys(queries) if q][:MAX_QUESTIONS],
+    )
+
+
+def relative_gain(before: float, after: float) -> float:
+    if before <= 0:
+        return float("inf") if after > 0 else 0.0
+    return (after - before) / before
+
+
+def should_stop_early(consistencies: Sequence[float], min_gain: float = MIN_RELATIVE_GAIN,
+                      flat_steps: int = FLAT_STEPS_TO_STOP) -> bool:
+    """True when the last ``flat_steps`` steps of consensus consistency each gained less than ``min_gain``."""
+    if len(consistencies) < flat_steps + 1:
+        return False
+    recent = consistencies[-(flat_steps + 1):]
+    return all(relative_gain(a, b) < min_gain for a, b in pairwise(recent))

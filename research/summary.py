@@ -1,0 +1,288 @@
+"""The executive summary of a research report, built only from verified claims.
+
+A claim is *verified* when it has at least one supporting citation. Two ways to write the summary:
+
+* :func:`extractive_summary` (no LLM): the best verified claims as a bulleted list, each with its
+  confidence and number of independent sources. Used when there is no LLM or the LLM's text fails.
+* :func:`write_summary` with an LLM: the model is given the verified claims only (system prompt in
+  ``data/prompts/research_summary.md``), and every sentence it writes is then checked with
+  :func:`check_sentences`; unsupported sentences are dropped, and if none survives the summary
+  falls back to the extractive one.
+
+Sentence rules of :func:`check_sentences` (a cheap, deterministic guard against invented facts,
+not a proof of faithfulness):
+
+* Figures: every figure in the sentence must agree (``nlp.values.values_agree``: same kind, unit and
+  change flag, overlapping intervals) with a figure of some verified claim, taken from its ``values``
+  and its text. Approximate restatements count: 約5割 and "about 50%" agree with 49.7%, 約6割 does not.
+  Full-width digits are folded (４９．７％ = 49.7%). A figure matching a claim is enough substance.
+* Dates are not figures: they never make a sentence supported, but each date that names a year must
+  overlap a date stated in some verified claim (2024年度 fits 2024年9月; an invented 2023年 does not).
+  Dates without a year (9月) are not checked.
+* Sentences without figures must share substance with one claim: one of its entities, or at least
+  :data:`MIN_SHARED_TERMS` content terms (runs of 2+ kanji/katakana, Latin words of 4+ letters that
+  are not function words) with the claim's text.
+* Framing and hedges with no fact ("以下に要点をまとめる。", "In summary:") fail these rules and are
+  removed: a summary of verified claims does not need them. Sentences touching a disputed claim are
+  kept (the claim is still verified); the prompt asks the model to say that it is disputed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from core.errors import ConfigError, MagiError, first_line
+from core.llm.base import LLMClient, Message, generate
+from core.models import CamelModel
+from nlp.findings import split_sentences
+from nlp.language import detect_language
+from nlp.values import Value, parse_values, values_agree
+from research.evidence import EvidencedClaim
+
+log = logging.getLogger(__name__)
+
+PROMPT_PATH = Path(__file__).resolve().parent.parent / "data" / "prompts" / "research_summary.md"
+MAX_LLM_CLAIMS = 20  # claims shown to the model, highest confidence first
+MAX_TOKENS = 700  # 3-5 sentences, with room for Japanese tokenisation
+MIN_SHARED_TERMS = 2  # content terms a figure-less sentence must share with one claim
+
+_LIST_MARKER = re.compile(r"^(?:#+|[-*・•●]|[0-9]+[.)）]|[(（][0-9]+[)）])\s*")
+_CJK_TERM = re.compile(r"[\u4e00-\u9fff々〆\u30a1-\u30faー]{2,}")
+_LATIN_WORD = re.compile(r"[a-z][a-z\-]{3,}")
+# fmt: off
+_STOPWORDS = frozenset({
+    "about", "also", "after", "before", "been", "being", "both", "each", "from", "have", "having", "into",
+    "more", "most", "much", "only", "other", "over", "some", "such", "than", "that", "their", "them", "then",
+    "there", "these", "they", "this", "those", "very", "were", "what", "when", "where", "which", "while",
+    "will", "with", "would", "could", "should", "summary", "overall", "according", "report", "reported",
+})
+# fmt: on
+_ENDS = ("。", "！", "？", "!", "?", ".")
+
+
+class ExecutiveSummary(CamelModel):
+    """The summary as written, and an audit of how: who wrote it, what was removed, which claims fed it."""
+
+    text: str
+    written_by: Literal["llm", "extractive"]
+    sentences_kept: int
+    sentences_removed: list[str]
+    claims_used: list[str]  # claim ids given to the model, or picked by the extractive summary
+    note: str | None = None  # e.g. why the LLM summary was not used
+
+
+def _verified(claims: Sequence[EvidencedClaim]) -> list[EvidencedClaim]:
+    """Claims with at least one supporting citation, highest confidence first (ties: more sources, id)."""
+    kept = [c for c in claims if c.supporting]
+    return sorted(kept, key=lambda c: (-c.confidence, -c.independent_origins, c.claim_id))
+
+
+def _pick(claims: Sequence[EvidencedClaim], max_sentences: int) -> list[EvidencedClaim]:
+    """Top verified claims, one per key, undisputed before disputed, then by confidence."""
+    picked: list[EvidencedClaim] = []
+    keys: set[str] = set()
+    for claim in sorted(_verified(claims), key=lambda c: c.disputed):  # stable: keeps confidence order
+        key = claim.key or f"id:{claim.claim_id}"
+        if key in keys:
+            continue
+        keys.add(key)
+        picked.append(claim)
+        if len(picked) >= max_sentences:
+            break
+    return picked
+
+
+def _bullet(claim: EvidencedClaim) -> str:
+    sources = claim.independent_origins
+    label = f"{sources} independent source{'' if sources == 1 else 's'}"
+    disputed = "disputed; " if claim.disputed else ""
+    text = claim.text.strip()
+    gap = "" if text.endswith(("。", "！", "？", "」", "）")) else " "  # no space after Japanese punctuation
+    return f"- {text}{gap}({disputed}confidence {claim.confidence:.2f}, {label})"
+
+
+def _extractive(topic: str, picked: Sequence[EvidencedClaim]) -> str:
+    japanese = detect_language(topic) == "ja"
+    if not picked:
+        return "検証済みの主張はありません。" if japanese else "No verified claims are available."
+    lead = f"「{topic}」について検証済みの主な事実:" if japanese else f"Key verified facts on {topic}:"
+    return "\n".join([lead, *(_bullet(c) for c in picked)])
+
+
+def extractive_summary(topic: str, claims: Sequence[EvidencedClaim], *, max_sentences: int = 5) -> str:
+    """A deterministic, LLM-free summary: the best verified claims as bullets with their evidence strength.
+
+    One claim per key, so the list is not several variants of one figure; disputed claims come after
+    undisputed ones and are labelled.
+    """
+    return _extractive(topic, _pick(claims, max_sentences))
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _terms(text: str) -> set[str]:
+    """Content terms of normalised text: kanji/katakana runs and Latin words that are not function words."""
+    words = {w.strip("-") for w in _LATIN_WORD.findall(text)}
+    return set(_CJK_TERM.findall(text)) | {w for w in words if len(w) >= 4 and w not in _STOPWORDS}
+
+
+def _has_year(value: Value) -> bool:
+    return value.kind == "date" and value.date_from is not None and not value.date_from.startswith("--")
+
+
+@dataclass
+class _Evidence:
+    """What a claim offers for checking: its figures, its dates, its words."""
+
+    text: str
+    terms: set[str]
+    entities: list[str]
+    figures: list[Value] = field(default_factory=list)
+    dates: list[Value] = field(default_factory=list)
+
+
+def _evidence(claim: EvidencedClaim) -> _Evidence:
+    text = _norm(claim.text)
+    ev = _Evidence(text, _terms(text), [e for e in (_norm(x).strip() for x in claim.entities) if len(e) >= 2])
+    for value in (v for source in [*claim.values, claim.text] for v in parse_values(source)):
+        if value.kind != "date":
+            ev.figures.append(value)
+        elif _has_year(value):
+            ev.dates.append(value)
+    return ev
+
+
+def _shares_substance(sentence: str, ev: _Evidence) -> bool:
+    if any(entity in sentence for entity in ev.entities):
+        return True
+    shared = {t for t in _terms(sentence) if t in ev.text or any(c in t for c in ev.terms)}
+    return len(shared) >= MIN_SHARED_TERMS
+
+
+def _supported(sentence: str, evidence: Sequence[_Evidence]) -> bool:
+    values = parse_values(sentence)
+    figures = [v for v in values if v.kind != "date"]
+    all_dates = [d for ev in evidence for d in ev.dates]
+    for date in (v for v in values if _has_year(v)):
+        if not any(values_agree(date, d) for d in all_dates):
+            return False
+    if figures:
+        return all(any(values_agree(f, g) for ev in evidence for g in ev.figures) for f in figures)
+    norm = _norm(sentence)
+    return any(_shares_substance(norm, ev) for ev in evidence)
+
+
+def _clean(sentence: str) -> str:
+    """The sentence without a leading list marker or heading hashes (the model was asked for prose)."""
+    return _LIST_MARKER.sub("", sentence.strip()).strip()
+
+
+def check_sentences(text: str, claims: Sequence[EvidencedClaim]) -> tuple[list[str], list[str]]:
+    """Split ``text`` into sentences and return (kept, removed) by the rules in the module docstring.
+
+    Only claims with supporting citations count. List markers are stripped; fragments with no
+    letters or digits (a lone "1.") are neither kept nor reported.
+    """
+    evidence = [_evidence(c) for c in claims if c.supporting]
+    kept: list[str] = []
+    removed: list[str] = []
+    for piece in split_sentences(text):
+        sentence = _clean(piece.text)
+        if not any(ch.isalnum() for ch in sentence):
+            continue
+        (kept if evidence and _supported(sentence, evidence) else removed).append(sentence)
+    return kept, removed
+
+
+@cache
+def _system_prompt(path: Path = PROMPT_PATH) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"summary prompt {path} is unreadable ({exc.strerror}); restore it from the repository"
+        ) from exc
+
+
+def _language_name(lang: str) -> str:
+    return {"ja": "Japanese (日本語)", "en": "English"}.get(lang, lang)
+
+
+def _claims_message(topic: str, claims: Sequence[EvidencedClaim], lang: str) -> str:
+    lines = [f"Topic: {topic}", f"Language: {_language_name(lang)}", "", "Verified claims:"]
+    for n, claim in enumerate(claims, 1):
+        figures = ", ".join(claim.values) or "none"
+        flag = "; DISPUTED" if claim.disputed else ""
+        lines.append(
+            f"{n}. {claim.text.strip()} [figures: {figures}; confidence {claim.confidence:.2f}; "
+            f"independent sources {claim.independent_origins}{flag}]"
+        )
+    return "\n".join(lines)
+
+
+def _join(sentences: Sequence[str], lang: str) -> str:
+    """Sentences back into prose, closing any that lost their end mark (a bullet line, a heading)."""
+    end = "。" if lang == "ja" else "."
+    closed = [s if s.endswith(_ENDS) else s + end for s in sentences]
+    return ("" if lang == "ja" else " ").join(closed)
+
+
+def _fallback(topic: str, claims: Sequence[EvidencedClaim], note: str, removed: list[str]) -> ExecutiveSummary:
+    picked = _pick(claims, 5)
+    return ExecutiveSummary(
+        text=_extractive(topic, picked),
+        written_by="extractive",
+        sentences_kept=len(picked),
+        sentences_removed=removed,
+        claims_used=[c.claim_id for c in picked],
+        note=note,
+    )
+
+
+async def write_summary(
+    topic: str, claims: Sequence[EvidencedClaim], llm: LLMClient | None, *, lang: str = "ja"
+) -> ExecutiveSummary:
+    """The report's executive summary: LLM prose checked sentence by sentence, else the extractive list."""
+    given = _verified(claims)[:MAX_LLM_CLAIMS]
+    if llm is None:
+        return _fallback(topic, claims, "no LLM given; extractive summary", [])
+    if not given:
+        return _fallback(topic, claims, "no verified claims to summarise", [])
+    system = _system_prompt()  # outside the try: a missing prompt file is a setup error, not an LLM failure
+    try:
+        result = await generate(
+            llm,
+            system=system,
+            messages=[Message(role="user", content=_claims_message(topic, given, lang))],
+            temperature=0.0,
+            max_tokens=MAX_TOKENS,
+        )
+    except MagiError as exc:
+        log.warning("executive summary: LLM call failed (%s); using the extractive summary", first_line(exc))
+        return _fallback(topic, claims, f"LLM call failed: {first_line(exc, 200)}; extractive summary used", [])
+    kept, removed = check_sentences(result.response.text, given)
+    if not kept:
+        log.warning("executive summary: no LLM sentence is supported by the verified claims; using the extractive one")
+        note = (
+            f"none of the {len(removed)} LLM sentence(s) is supported by the verified claims; extractive summary used"
+            if removed
+            else "the LLM returned no text; extractive summary used"
+        )
+        return _fallback(topic, claims, note, removed)
+    return ExecutiveSummary(
+        text=_join(kept, lang),
+        written_by="llm",
+        sentences_kept=len(kept),
+        sentences_removed=removed,
+        claims_used=[c.claim_id for c in given],
+        note=f"{len(removed)} unsupported sentence(s) removed" if removed else None,
+    )

@@ -1,0 +1,328 @@
+"""Executive summary (research.summary): extractive picks, sentence checks, LLM path and its fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from core.errors import LLMError
+from core.llm.base import LLMClient, LLMRequest, LLMResponse
+from research.evidence import Citation, EvidencedClaim
+from research.summary import (
+    PROMPT_PATH,
+    ExecutiveSummary,
+    check_sentences,
+    extractive_summary,
+    write_summary,
+)
+
+TOPIC_JA = "中小企業の価格転嫁の状況"
+TOPIC_EN = "Price pass-through by Japanese SMEs"
+
+
+def cite(n: int = 1) -> list[Citation]:
+    return [
+        Citation(url=f"https://example.org/{i}", title=f"page {i}", reliability=0.8, origin=f"o{i}", statement="…")
+        for i in range(n)
+    ]
+
+
+def claim(
+    claim_id: str,
+    text: str,
+    *,
+    key: str | None = None,
+    values: list[str] | None = None,
+    entities: list[str] | None = None,
+    confidence: float = 0.5,
+    sources: int = 1,
+    disputed: bool = False,
+) -> EvidencedClaim:
+    return EvidencedClaim(
+        claim_id=claim_id,
+        text=text,
+        source="https://example.org/0",
+        key=key,
+        values=values or [],
+        entities=entities or [],
+        supporting=cite(sources),
+        independent_origins=sources,
+        confidence=confidence,
+        disputed=disputed,
+    )
+
+
+RATE = claim(
+    "c1",
+    "2024年9月調査の価格転嫁率は49.7%だった。",
+    key="価格転嫁率@2024-09",
+    values=["49.7%"],
+    entities=["中小企業庁"],
+    confidence=0.78,
+    sources=4,
+)
+RATE_VARIANT = claim(
+    "c2", "価格転嫁率は約5割だった。", key="価格転嫁率@2024-09", values=["約5割"], confidence=0.6, sources=2
+)
+NONE_PASSED = claim(
+    "c3",
+    "中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。",
+    key="非転嫁@2024-09",
+    values=["20.1%"],
+    entities=["中小企業庁"],
+    confidence=0.55,
+    sources=2,
+)
+DISPUTED = claim(
+    "c4",
+    "回答企業数は36,210社だった。",
+    key="回答企業数@2024-09",
+    values=["36,210社"],
+    confidence=0.9,
+    sources=3,
+    disputed=True,
+)
+UNSUPPORTED = claim(
+    "c5", "労務費の転嫁率は95.0%だった。", key="労務費@2024-09", values=["95.0%"], confidence=0.99
+).model_copy(update={"supporting": [], "independent_origins": 0})
+CLAIMS = [RATE, RATE_VARIANT, NONE_PASSED, DISPUTED, UNSUPPORTED]
+
+
+class ScriptedLLM:
+    """A fake LLM client: answers with a fixed text (or raises) and records the requests it saw."""
+
+    def __init__(self, text: str = "", error: Exception | None = None) -> None:
+        self.text = text
+        self.error = error
+        self.requests: list[LLMRequest] = []
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        if self.error is not None:
+            raise self.error
+        return LLMResponse(text=self.text, model="scripted")
+
+
+def run(topic: str, claims: list[EvidencedClaim], llm: LLMClient | None, lang: str = "ja") -> ExecutiveSummary:
+    return asyncio.run(write_summary(topic, claims, llm, lang=lang))
+
+
+# --- extractive_summary ---------------------------------------------------------------------------------------
+
+
+def test_extractive_picks_top_claims_one_per_key_and_marks_disputed() -> None:
+    text = extractive_summary(TOPIC_JA, CLAIMS)
+    lines = text.splitlines()
+    assert lines[0] == f"「{TOPIC_JA}」について検証済みの主な事実:"
+    bullets = lines[1:]
+    # undisputed first by confidence; the lower-confidence variant of the same key is skipped; unsupported never
+    assert bullets == [
+        "- 2024年9月調査の価格転嫁率は49.7%だった。(confidence 0.78, 4 independent sources)",
+        "- 中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。"
+        "(confidence 0.55, 2 independent sources)",
+        "- 回答企業数は36,210社だった。(disputed; confidence 0.90, 3 independent sources)",
+    ]
+    assert extractive_summary(TOPIC_JA, CLAIMS) == text  # deterministic
+
+
+def test_extractive_respects_max_sentences_and_english_and_empty() -> None:
+    text = extractive_summary(TOPIC_EN, CLAIMS, max_sentences=1)
+    assert text.splitlines() == [
+        f"Key verified facts on {TOPIC_EN}:",
+        "- 2024年9月調査の価格転嫁率は49.7%だった。(confidence 0.78, 4 independent sources)",
+    ]
+    assert extractive_summary(TOPIC_JA, [UNSUPPORTED]) == "検証済みの主張はありません。"
+    assert extractive_summary(TOPIC_EN, []) == "No verified claims are available."
+
+
+def test_extractive_keeps_claims_without_key_apart() -> None:
+    a = claim("a", "Claim A is 10%.", values=["10%"], confidence=0.4)
+    b = claim("b", "Claim B is 20%.", values=["20%"], confidence=0.3, sources=1)
+    assert extractive_summary(TOPIC_EN, [b, a]).splitlines()[1:] == [
+        "- Claim A is 10%. (confidence 0.40, 1 independent source)",
+        "- Claim B is 20%. (confidence 0.30, 1 independent source)",
+    ]
+
+
+# --- check_sentences ------------------------------------------------------------------------------------------
+
+
+def test_check_keeps_matching_figures_full_width_and_approximate() -> None:
+    text = "2024年9月の価格転嫁率は４９．７％だった。価格転嫁率は約5割にとどまる。"
+    kept, removed = check_sentences(text, [RATE])
+    assert kept == ["2024年9月の価格転嫁率は４９．７％だった。", "価格転嫁率は約5割にとどまる。"]
+    assert removed == []
+
+
+def test_check_removes_wrong_figures_wrong_years_and_unsupported_claims() -> None:
+    text = (
+        "価格転嫁率は63.2%に達した。"  # figure in no claim
+        "価格転嫁率は約6割だった。"  # approximate, but does not agree with 49.7%
+        "2023年の価格転嫁率は49.7%だった。"  # right figure, invented year
+        "労務費の転嫁率は95.0%だった。"  # only in a claim without supporting citations
+        "価格転嫁率は49.7%で、全く転嫁できない企業は12.0%だった。"  # one of two figures invented
+    )
+    kept, removed = check_sentences(text, CLAIMS)
+    assert kept == []
+    assert len(removed) == 5
+
+
+def test_check_sentences_without_figures_need_entity_or_shared_terms() -> None:
+    text = (
+        "以下に要点をまとめる。"  # framing: removed
+        "政府は補助金を拡充した。"  # nothing in common with the claims
+        "中小企業庁の調査では転嫁の遅れが目立つ。"  # entity of a claim
+        "コスト上昇分を転嫁できない企業が残る。"  # shares several terms with a claim
+    )
+    kept, removed = check_sentences(text, [RATE, NONE_PASSED])
+    assert kept == ["中小企業庁の調査では転嫁の遅れが目立つ。", "コスト上昇分を転嫁できない企業が残る。"]
+    assert removed == ["以下に要点をまとめる。", "政府は補助金を拡充した。"]
+
+
+def test_check_strips_list_markers_and_handles_english() -> None:
+    english = claim(
+        "e1",
+        "In September 2024 the price pass-through rate of SMEs was 49.7%.",
+        values=["49.7%"],
+        entities=["Small and Medium Enterprise Agency"],
+    )
+    text = (
+        "Summary:\n"
+        "1. In 2024, the pass-through rate was about 50%.\n"
+        "- The rate reached 63.2% in 2024.\n"
+        "* The Small and Medium Enterprise Agency ran the survey."
+    )
+    kept, removed = check_sentences(text, [english])
+    assert kept == [
+        "In 2024, the pass-through rate was about 50%.",
+        "The Small and Medium Enterprise Agency ran the survey.",
+    ]
+    assert removed == ["Summary:", "The rate reached 63.2% in 2024."]
+
+
+def test_check_without_verified_claims_removes_everything() -> None:
+    kept, removed = check_sentences("労務費の転嫁率は95.0%だった。", [UNSUPPORTED])
+    assert (kept, removed) == ([], ["労務費の転嫁率は95.0%だった。"])
+
+
+# --- write_summary --------------------------------------------------------------------------------------------
+
+
+def test_llm_summary_keeps_supported_sentences_and_drops_invented_figure() -> None:
+    llm = ScriptedLLM(
+        "2024年9月調査では、価格転嫁率は49.7%だった。"
+        "中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。"
+        "回答企業数は36,210社で、この数値には異論がある。"
+        "前年の価格転嫁率は63.2%だった。"
+    )
+    summary = run(TOPIC_JA, CLAIMS, llm)
+    assert summary.written_by == "llm"
+    assert summary.sentences_kept == 3
+    assert summary.sentences_removed == ["前年の価格転嫁率は63.2%だった。"]
+    assert summary.text.startswith("2024年9月調査では、価格転嫁率は49.7%だった。中小企業庁によると")
+    assert "63.2" not in summary.text
+    assert summary.claims_used == ["c4", "c1", "c2", "c3"]  # verified only, highest confidence first
+    assert summary.note == "1 unsupported sentence(s) removed"
+
+    (request,) = llm.requests
+    assert request.temperature == 0.0
+    assert request.output_schema is None
+    assert request.system == PROMPT_PATH.read_text(encoding="utf-8").strip()
+    prompt = request.messages[0].content
+    assert f"Topic: {TOPIC_JA}" in prompt and "Japanese" in prompt
+    assert (
+        "1. 回答企業数は36,210社だった。 [figures: 36,210社; confidence 0.90; independent sources 3; DISPUTED]"
+        in prompt
+    )
+    assert "95.0%" not in prompt  # the claim without supporting citations is not shown
+
+
+def test_llm_sees_at_most_twenty_claims() -> None:
+    many = [claim(f"k{i:02d}", f"指標{i}は{i}.5%だった。", values=[f"{i}.5%"], confidence=i / 100) for i in range(30)]
+    llm = ScriptedLLM("指標29は29.5%だった。")
+    summary = run(TOPIC_JA, many, llm)
+    assert summary.claims_used == [f"k{i:02d}" for i in range(29, 9, -1)]
+    assert "20. " in llm.requests[0].messages[0].content and "21. " not in llm.requests[0].messages[0].content
+    assert summary.text == "指標29は29.5%だった。"
+
+
+def test_llm_error_falls_back_to_extractive(caplog: pytest.LogCaptureFixture) -> None:
+    llm = ScriptedLLM(error=LLMError("provider timed out after 60 s"))
+    with caplog.at_level(logging.WARNING, logger="research.summary"):
+        summary = run(TOPIC_JA, CLAIMS, llm)
+    assert summary.written_by == "extractive"
+    assert summary.text == extractive_summary(TOPIC_JA, CLAIMS)
+    assert summary.claims_used == ["c1", "c3", "c4"]
+    assert summary.sentences_kept == 3
+    assert summary.note is not None and "provider timed out" in summary.note
+    assert "LLM call failed" in caplog.text
+
+
+def test_llm_with_only_unsupported_sentences_falls_back() -> None:
+    llm = ScriptedLLM("以下に要点をまとめる。価格転嫁率は63.2%だった。政府は補助金を拡充した。")
+    summary = run(TOPIC_JA, CLAIMS, llm)
+    assert summary.written_by == "extractive"
+    assert summary.sentences_removed == [
+        "以下に要点をまとめる。",
+        "価格転嫁率は63.2%だった。",
+        "政府は補助金を拡充した。",
+    ]
+    assert summary.note is not None and "none of the 3 LLM sentence(s)" in summary.note
+    assert summary.text == extractive_summary(TOPIC_JA, CLAIMS)
+
+
+def test_empty_llm_answer_falls_back() -> None:
+    summary = run(TOPIC_JA, CLAIMS, ScriptedLLM(""))
+    assert summary.written_by == "extractive"
+    assert summary.note == "the LLM returned no text; extractive summary used"
+
+
+def test_no_llm_or_no_verified_claims_is_extractive_without_a_call() -> None:
+    summary = run(TOPIC_JA, CLAIMS, None)
+    assert summary.written_by == "extractive" and summary.claims_used == ["c1", "c3", "c4"]
+    llm = ScriptedLLM("価格転嫁率は49.7%だった。")
+    summary = run(TOPIC_JA, [UNSUPPORTED], llm)
+    assert llm.requests == []
+    assert summary.text == "検証済みの主張はありません。"
+    assert summary.note == "no verified claims to summarise"
+
+
+def test_english_topic_path() -> None:
+    claims = [
+        claim(
+            "e1",
+            "In September 2024 the price pass-through rate of Japanese SMEs was 49.7%.",
+            key="pass-through@2024-09",
+            values=["49.7%"],
+            entities=["Small and Medium Enterprise Agency"],
+            confidence=0.8,
+            sources=3,
+        ),
+        claim(
+            "e2",
+            "The survey received 36,210 valid responses.",
+            key="responses@2024-09",
+            values=["36,210 valid responses"],
+            confidence=0.7,
+            sources=2,
+        ),
+    ]
+    llm = ScriptedLLM(
+        "In September 2024, Japanese SMEs passed on 49.7% of their cost increases. "
+        "The survey drew 36,210 responses. "
+        "Most firms expect the rate to exceed 60% next year."
+    )
+    summary = run(TOPIC_EN, claims, llm, lang="en")
+    assert summary.written_by == "llm"
+    assert summary.text == (
+        "In September 2024, Japanese SMEs passed on 49.7% of their cost increases. The survey drew 36,210 responses."
+    )
+    assert summary.sentences_removed == ["Most firms expect the rate to exceed 60% next year."]
+    assert "Language: English" in llm.requests[0].messages[0].content
+    dumped = summary.model_dump(by_alias=True)
+    assert dumped["writtenBy"] == "llm" and dumped["sentencesKept"] == 2
+
+    fallback = run(TOPIC_EN, claims, ScriptedLLM(error=LLMError("rate limited")), lang="en")
+    assert fallback.text.splitlines()[0] == f"Key verified facts on {TOPIC_EN}:"
