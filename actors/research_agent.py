@@ -28,6 +28,7 @@ from core.settings import Settings
 from nlp.conflicts import claim_key
 from nlp.entities import Entity
 from nlp.findings import relevance, topic_terms
+from nlp.glossary import cross_language_query
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search
 
@@ -93,10 +94,14 @@ class ResearchAgent:
 
     def queries(self, topic: str, brief: AgentBrief) -> list[str]:
         """Iteration 1 explores broadly: the topic and one query per modifier. Later iterations keep the
-        topic and the first modifier (the agent's angle) and add the brief's focus queries."""
+        topic and the first modifier (the agent's angle) and add the brief's focus queries. A
+        cross-language query (glossary-built) joins from iteration 1 for cross-language strategies."""
         modifiers = self.strategy.query_modifiers if brief.iteration == 1 else self.strategy.query_modifiers[:1]
         focus = [f"{topic} {q}" for q in brief.focus_queries[:MAX_FOCUS_QUERIES]]
-        return list(dict.fromkeys([topic, *(f"{topic} {m}" for m in modifiers), *focus]))
+        other = None
+        if self.strategy.cross_language or brief.iteration > 1:
+            other = cross_language_query(topic, "en" if topic.isascii() else "ja")
+        return list(dict.fromkeys([topic, *(f"{topic} {m}" for m in modifiers), *focus, *([other] if other else [])]))
 
     async def _search(self, provider: SearchProvider, topic: str,
                       brief: AgentBrief) -> tuple[list[SearchResult], list[str]]:

@@ -202,7 +202,7 @@ def main() -> None:
         "engine_s": round(engine_s, 2), "baseline_s": round(baseline_s, 2), "ray_start_s": round(ray_start_s, 2),
         "agents": args.agents, "iterations": len(plan), "iterations_requested": args.iterations,
         "agent_runs": result.total_agent_runs, "latency_ms": args.latency_ms, "cpus": args.cpus,
-        "topic": result.topic,
+        "topic": args.topic, "stopped_early": getattr(result, "stopped_early", None),
         "urls_requested_engine": stats.urls_requested if stats else None,
         "pages_fetched_engine": stats.fetches if stats else None,
         "page_fetches_baseline": tally.fetches,

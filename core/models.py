@@ -25,6 +25,7 @@ class AgentStrategy(CamelModel):
     query_modifiers: list[str] = Field(default_factory=list)
     preferred_sources: list[SourceType] = Field(default_factory=list)
     time_range: Literal["day", "week", "month", "year", "all"] = "all"
+    cross_language: bool = False  # also search in the other language from iteration 1 (nlp/glossary.py)
 
 
 class AgentBrief(CamelModel):

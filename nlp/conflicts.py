@@ -210,7 +210,7 @@ class Conflict(CamelModel):
 
 
 @dataclass(frozen=True)
-class _Figure:
+class Figure:
     item: SourcedClaim
     value: Value
     period: _Period | None
@@ -251,7 +251,7 @@ def _dates(text: str) -> tuple[Value, ...]:
     return tuple(v for v in parse_values(text) if v.kind == "date" and v.date_from)
 
 
-def _period(when: Value | None) -> _Period | None:
+def claim_period(when: Value | None) -> _Period | None:
     if when is None or not when.date_from or not when.date_to or when.date_from.startswith("--"):
         return None
     return (when.granularity or "day", when.date_from, when.date_to)
@@ -274,7 +274,7 @@ def claim_key(claim: Claim) -> str | None:
     """``subject/attribute@period`` as conflicts label their statements; None for a claim that cannot conflict."""
     if not (claim.subject and claim.attribute):
         return None
-    return f"{claim.subject}/{claim.attribute}@{_label(_period(claim.when))}"
+    return f"{claim.subject}/{claim.attribute}@{_label(claim_period(claim.when))}"
 
 
 def _months(start: str, later: str) -> int:
@@ -329,13 +329,13 @@ def _negated(claim: Claim, v: Value) -> bool:
     return bool(_NEGATION["ja"].search(window))
 
 
-def _figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[_Figure]:
+def claim_figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[Figure]:
     c = item.claim
     if not (c.subject and c.attribute and c.values):
         return []
-    period = _period(c.when)
+    period = claim_period(c.when)
     own = {_label(period)}
-    named = {_label(_period(d)) for d in _dates(c.text) if _period(d)}
+    named = {_label(claim_period(d)) for d in _dates(c.text) if claim_period(d)}
     has_level = any(not v.change for v in c.values)
     subject_named = _names_subject(c.text, c.subject)
     when_named = period is not None and _names_period(c.text, period)
@@ -348,7 +348,7 @@ def _figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[_Figur
         if v.change and not (has_level and baseline):
             continue  # not a dated movement of a level (a gap between groups, "up 3 points"): not comparable
         figures.append(
-            _Figure(
+            Figure(
                 item=item,
                 value=v,
                 period=period,
@@ -362,12 +362,12 @@ def _figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[_Figur
     return figures
 
 
-def _related(a: _Figure, b: _Figure) -> bool:
+def figures_related(a: Figure, b: Figure) -> bool:
     return a.family == b.family  # comparable(), and the same baseline for changes
 
 
-def _agree(a: _Figure, b: _Figure) -> bool:
-    return _related(a, b) and a.negated == b.negated and values_agree(a.value, b.value)
+def figures_agree(a: Figure, b: Figure) -> bool:
+    return figures_related(a, b) and a.negated == b.negated and values_agree(a.value, b.value)
 
 
 # --- origins and camps ------------------------------------------------------------------------
@@ -376,27 +376,27 @@ def _agree(a: _Figure, b: _Figure) -> bool:
 @dataclass
 class _Origin:
     name: str
-    figures: list[_Figure]  # figures in the period being compared
-    known: list[_Figure]  # figures it agrees by (for undated figures: all its figures for the key)
+    figures: list[Figure]  # figures in the period being compared
+    known: list[Figure]  # figures it agrees by (for undated figures: all its figures for the key)
     rank: int
     published: date | None
 
     def agrees(self, other: _Origin) -> bool:
-        return any(_agree(a, b) for a in self.known for b in other.known)
+        return any(figures_agree(a, b) for a in self.known for b in other.known)
 
     def conflicts(self, other: _Origin) -> bool:
-        return not self.agrees(other) and any(_related(a, b) for a in self.figures for b in other.figures)
+        return not self.agrees(other) and any(figures_related(a, b) for a in self.figures for b in other.figures)
 
     @property
     def reliability(self) -> tuple[int, date, str]:
         return (self.rank, self.published or date.max, self.name)
 
 
-def _origins(figures: list[_Figure], known: list[_Figure], policy: ConflictPolicy) -> list[_Origin]:
-    by_origin: dict[str, list[_Figure]] = defaultdict(list)
+def _origins(figures: list[Figure], known: list[Figure], policy: ConflictPolicy) -> list[_Origin]:
+    by_origin: dict[str, list[Figure]] = defaultdict(list)
     for f in figures:
         by_origin[f.item.origin].append(f)
-    all_known: dict[str, list[_Figure]] = defaultdict(list)
+    all_known: dict[str, list[Figure]] = defaultdict(list)
     for f in known:
         all_known[f.item.origin].append(f)
     origins = []
@@ -429,9 +429,9 @@ def detect_conflicts(claims: Sequence[SourcedClaim], policy: ConflictPolicy | No
     """Conflicts among claims of different origins, most severe first (rules in the module docstring)."""
     policy = policy or load_policy()
     current = policy.current
-    by_key: dict[tuple[str, str], list[_Figure]] = defaultdict(list)
+    by_key: dict[tuple[str, str], list[Figure]] = defaultdict(list)
     for item in claims:
-        for f in _figures(item, current):
+        for f in claim_figures(item, current):
             assert item.claim.subject and item.claim.attribute
             by_key[(item.claim.subject, item.claim.attribute)].append(f)
     found: dict[str, Conflict] = {}
@@ -448,8 +448,8 @@ def _near(a: _Origin, b: _Origin, window: int | None) -> bool:
     return bool(a.published and b.published and abs((a.published - b.published).days) <= window)
 
 
-def _same_period(key: tuple[str, str], figures: list[_Figure], policy: ConflictPolicy) -> list[Conflict]:
-    buckets: dict[tuple[Any, ...], list[_Figure]] = defaultdict(list)
+def _same_period(key: tuple[str, str], figures: list[Figure], policy: ConflictPolicy) -> list[Conflict]:
+    buckets: dict[tuple[Any, ...], list[Figure]] = defaultdict(list)
     for f in figures:
         buckets[(f.period or ("", "", ""), f.family)].append(f)
     out = []
@@ -474,12 +474,12 @@ def _same_period(key: tuple[str, str], figures: list[_Figure], policy: ConflictP
     return out
 
 
-def _outdated(key: tuple[str, str], figures: list[_Figure], policy: ConflictPolicy) -> list[Conflict]:
+def _outdated(key: tuple[str, str], figures: list[Figure], policy: ConflictPolicy) -> list[Conflict]:
     latest: dict[str, str] = {}
     for f in figures:
         if f.period:
             latest[f.item.origin] = max(latest.get(f.item.origin, ""), f.period[1])
-    families: dict[tuple[Any, ...], list[_Figure]] = defaultdict(list)
+    families: dict[tuple[Any, ...], list[Figure]] = defaultdict(list)
     for f in figures:
         if f.period and not f.value.change:
             families[f.family].append(f)
@@ -490,7 +490,7 @@ def _outdated(key: tuple[str, str], figures: list[_Figure], policy: ConflictPoli
 
 
 def _stale(
-    key: tuple[str, str], levels: list[_Figure], latest: dict[str, str], policy: ConflictPolicy
+    key: tuple[str, str], levels: list[Figure], latest: dict[str, str], policy: ConflictPolicy
 ) -> list[Conflict]:
     """Outdated conflicts among level figures of one family (rule in the module docstring)."""
     out = []
@@ -549,7 +549,7 @@ def _make(
     kind: ConflictType | None = None,
 ) -> Conflict:
     """One conflict between the reference origin and another, on their best related pair of figures."""
-    pairs = [(a, b) for a in ref.figures for b in other.figures if _related(a, b)]
+    pairs = [(a, b) for a in ref.figures for b in other.figures if figures_related(a, b)]
     polar = [(a, b) for a, b in pairs if values_agree(a.value, b.value)]
     a, b = min(polar or pairs, key=lambda p: (p[0].order, p[1].order))
     gap = _gap(a.value, b.value)
@@ -580,7 +580,7 @@ def _make(
     )
 
 
-def _statement(f: _Figure, key: tuple[str, str]) -> Statement:
+def _statement(f: Figure, key: tuple[str, str]) -> Statement:
     return Statement(
         text=f.item.claim.text,
         source=f.item.source_url,
@@ -598,7 +598,7 @@ def _severity(kind: ConflictType, subject: str, attribute: str, gap: float, pola
     return min(cap, max(1, base + weight))
 
 
-def _confidence(a: _Figure, b: _Figure, attribute: str, polar: bool) -> float:
+def _confidence(a: Figure, b: Figure, attribute: str, polar: bool) -> float:
     score = 1.0
     for f in (a, b):
         score *= (1.0 if f.subject_named else 0.9) * (0.85 if f.approximate else 1.0)
@@ -615,13 +615,13 @@ def _confidence(a: _Figure, b: _Figure, attribute: str, polar: bool) -> float:
     return round(score, 2)
 
 
-def _source(f: _Figure, origin: _Origin) -> str:
+def _source(f: Figure, origin: _Origin) -> str:
     kind = f.item.source_type or "unclassified"
     return f"the {kind} source dated {origin.published}" if origin.published else f"the {kind} source"
 
 
 def _resolution(
-    kind: ConflictType, a: _Figure, b: _Figure, ref: _Origin, other: _Origin, support: int, polar: bool, typo: bool
+    kind: ConflictType, a: Figure, b: Figure, ref: _Origin, other: _Origin, support: int, polar: bool, typo: bool
 ) -> str:
     if kind == "outdated":
         return (

@@ -76,7 +76,17 @@ from pydantic import Field
 
 from core.models import CamelModel, Finding, SourceReference
 from nlp.claims import Claim
-from nlp.conflicts import Conflict, SourcedClaim, Statement, _agree, _Figure, _figures, _label, _period, _related
+from nlp.conflicts import (
+    Conflict,
+    Figure,
+    SourcedClaim,
+    Statement,
+    claim_figures,
+    claim_key,
+    claim_period,
+    figures_agree,
+    figures_related,
+)
 from nlp.values import fold
 from research.reliability import origin_of, reliability_for
 
@@ -136,13 +146,6 @@ class EvidencedClaim(CamelModel):
     disputed: bool = False  # a detected conflict touches this claim's key and figure
 
 
-def claim_key(claim: Claim) -> str | None:
-    """``subject/attribute@period`` as conflict statements write it; None without subject or attribute."""
-    if not (claim.subject and claim.attribute):
-        return None
-    return f"{claim.subject}/{claim.attribute}@{_label(_period(claim.when))}"
-
-
 # --- text checks -----------------------------------------------------------------------------------
 
 
@@ -191,12 +194,12 @@ class _Stated:
 
     page: _Page
     claim: Claim
-    figures: tuple[_Figure, ...]
+    figures: tuple[Figure, ...]
 
 
-def _figures_of(claim: Claim, url: str, wanted: Sequence[str] = ()) -> tuple[_Figure, ...]:
+def _figures_of(claim: Claim, url: str, wanted: Sequence[str] = ()) -> tuple[Figure, ...]:
     """The claim's comparable figures (conflict detection's rules), only those written as ``wanted`` if given."""
-    figs = _figures(SourcedClaim(claim=claim, source_url=url), None)
+    figs = claim_figures(SourcedClaim(claim=claim, source_url=url), None)
     if wanted:
         keep = {_squash(w) for w in wanted}
         figs = [f for f in figs if _squash(f.value.raw) in keep]
@@ -217,12 +220,12 @@ def _own_claim(finding: Finding, page: _Page | None) -> Claim | None:
     return max(same, key=fit, default=None)
 
 
-def _agrees(mine: Sequence[_Figure], theirs: Sequence[_Figure]) -> bool:
-    return any(_agree(a, b) for a in mine for b in theirs)
+def _agrees(mine: Sequence[Figure], theirs: Sequence[Figure]) -> bool:
+    return any(figures_agree(a, b) for a in mine for b in theirs)
 
 
-def _related_any(mine: Sequence[_Figure], theirs: Sequence[_Figure]) -> bool:
-    return any(_related(a, b) for a in mine for b in theirs)
+def _related_any(mine: Sequence[Figure], theirs: Sequence[Figure]) -> bool:
+    return any(figures_related(a, b) for a in mine for b in theirs)
 
 
 # --- building --------------------------------------------------------------------------------------
@@ -383,7 +386,7 @@ def _facing(conflicts: Sequence[Conflict], key: str | None) -> list[tuple[Statem
     return out
 
 
-def _first_verified(claim_id: str, stated: list[_Stated], mine: Sequence[_Figure], check: _Check) -> Citation | None:
+def _first_verified(claim_id: str, stated: list[_Stated], mine: Sequence[Figure], check: _Check) -> Citation | None:
     """The page's first sentence that the page text holds, with the figure it is cited for.
 
     A page is cited once, so it is checked once: if no sentence passes, the first one's fault is reported.
@@ -391,8 +394,8 @@ def _first_verified(claim_id: str, stated: list[_Stated], mine: Sequence[_Figure
     page = stated[0].page
     first_fault = None
     for s in stated:
-        cited = [b for b in s.figures if any(_agree(a, b) for a in mine)]
-        figure = (cited or [b for b in s.figures if any(_related(a, b) for a in mine)])[0].value.raw
+        cited = [b for b in s.figures if any(figures_agree(a, b) for a in mine)]
+        figure = (cited or [b for b in s.figures if any(figures_related(a, b) for a in mine)])[0].value.raw
         fault = page.missing(s.claim.text, [figure])
         if fault is None:
             check.record(claim_id, page.url, None)
@@ -419,7 +422,7 @@ def _weights(citations: Iterable[Citation]) -> dict[str, float]:
 
 def _as_of(claim: Claim | None, page: _Page | None) -> date | None:
     """The date the figure speaks for: its period's end, else its page's publication date."""
-    period = _period(claim.when) if claim else None
+    period = claim_period(claim.when) if claim else None
     for text in (period[2] if period else None, page.doc.source.published if page else None):
         try:
             return date.fromisoformat(text[:10]) if text else None

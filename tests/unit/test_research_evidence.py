@@ -14,8 +14,8 @@ import yaml
 from core.models import Finding, SourceReference
 from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.claims import Claim, extract_claims
-from nlp.conflicts import Conflict, SourcedClaim, detect_conflicts, sourced
-from research.evidence import EvidencedClaim, SourceDocument, build_evidence, claim_key
+from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, sourced
+from research.evidence import EvidencedClaim, SourceDocument, build_evidence
 
 # tests/conftest.py chdirs into tmp_path, so locate the corpus from this file.
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
