@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.errors import ResearchError
-from core.events import AgentCompleted, ListSink
+from core.events import AgentCompleted, ConsensusSelected, ListSink
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from research.engine import run_research
@@ -28,28 +29,57 @@ def write_corpus(root: Path) -> Path:
     return root
 
 
-def test_two_agents_in_process(tmp_path: Path) -> None:
-    settings = load_settings(corpus_dir=write_corpus(tmp_path), research_agents=2, nlp_workers=1)
+def _run(tmp_path: Path, topic: str = "中小企業の価格転嫁率", **overrides: Any) -> tuple[Any, ListSink]:
+    settings = load_settings(corpus_dir=write_corpus(tmp_path), research_agents=2, nlp_workers=1, **overrides)
     runtime = InProcessRuntime()
     events = ListSink()
     try:
-        result = run_research("中小企業の価格転嫁率", settings, runtime, events)
+        return run_research(topic, settings, runtime, events), events
     finally:
         runtime.shutdown()
-    assert {r.agent_id for r in result.agent_reports} == {1, 2}
+
+
+def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
+    result, events = _run(tmp_path, research_iterations=2)
+    assert [it.iteration for it in result.iterations] == [1, 2] and result.stopped_early is None
+    assert all({r.agent_id for r in it.agent_reports} == {1, 2} for it in result.iterations)
+    first, second = result.iterations
+    assert first.context.is_initial and first.context.previous_consensus is None
+    assert not second.context.is_initial and second.context.previous_consensus == first.consensus_report
+    assert second.context.covered_sources == sorted(s.url for s in result.sources)
+    assert second.context.previous_score is not None
     assert len(result.sources) == 4 and all(s.url.startswith("file://") for s in result.sources)
-    assert any("49.7%" in f.text for f in result.findings)
+    assert all(s.reliability_score is not None for s in result.sources)
+    assert any("49.7%" in c.text for c in result.claims)
+    assert result.citation_check.checked > 0 and result.citation_check.passed == result.citation_check.checked
+    summary = result.executive_summary
+    assert summary.written_by == "extractive" and set(summary.claims_used) <= {c.claim_id for c in result.claims}
     assert result.collection is not None and result.collection.urls_fetched_more_than_once == 0
-    assert result.collection.unique_urls == 4 and result.collection.urls_requested == 8
-    assert sum(isinstance(e, AgentCompleted) and e.success for e in events.events) == 2
+    assert result.total_agent_runs == 4
+    assert sum(isinstance(e, AgentCompleted) and e.success for e in events.events) == 4
+    kinds = [e.type for e in events.events if e.type != "stageProgress"]
+    assert kinds[0] == "researchStarted" and kinds[-1] == "researchCompleted"
+    assert kinds.count("iterationStarted") == kinds.count("consensusSelected") == kinds.count("iterationCompleted") == 2
+    progress = [e.progress for e in events.events if e.progress is not None]
+    assert progress == sorted(progress) and progress[-1] == 100
+    selected = [e for e in events.events if isinstance(e, ConsensusSelected)]
+    assert [e.selected_agent_id for e in selected] == [it.selected_agent_id for it in result.iterations]
 
 
-def test_timeouts_in_process_are_a_typed_error(tmp_path: Path) -> None:
-    settings = load_settings(corpus_dir=write_corpus(tmp_path), research_agents=2, nlp_workers=1,
-                             research_agent_timeout_s=0.001)
-    runtime = InProcessRuntime()
-    try:
-        with pytest.raises(ResearchError, match="all 2 research agents failed"):
-            run_research("価格転嫁", settings, runtime, ListSink())
-    finally:
-        runtime.shutdown()
+def test_early_termination_fires_when_consistency_stops_improving(tmp_path: Path) -> None:
+    """The tiny corpus gives the same consistency every iteration: two flat steps end the run after 3 of 5."""
+    result, _ = _run(tmp_path, research_iterations=5)
+    assert len(result.iterations) == 3
+    assert result.stopped_early and "less than 5%" in result.stopped_early
+    assert "Stopped early" in result.final_report
+
+
+def test_timeouts_retry_once_then_fail_with_the_partial_results(tmp_path: Path) -> None:
+    with pytest.raises(ResearchError, match="2 of 2 agents failed twice") as caught:
+        _run(tmp_path, research_agent_timeout_s=0.001)
+    partial = caught.value.partial
+    assert partial is not None and partial["iterations"] == []
+    attempts = partial["failedAttempts"]
+    assert len(attempts) == 2 and all(len(a["failures"]) == 2 for a in attempts)
+    failure = attempts[0]["failures"][0]
+    assert failure["timedOut"] and "timed out after 0.001 s in stage" in failure["error"]
