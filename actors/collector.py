@@ -91,9 +91,11 @@ class Collector:
         """Pages and analyses for ``urls`` (same order); failures are reported per URL, never raised."""
         self._stats.urls_requested += len(urls)
         for url in urls:
-            if url not in self._tasks:
+            if url not in self._tasks or self._tasks[url].cancelled():
                 self._tasks[url] = asyncio.create_task(self._collect_one(url, (lang_hints or {}).get(url)))
-        return [c.model_copy() for c in await asyncio.gather(*(self._tasks[u] for u in urls))]
+        # Shielded: when one agent's call is cancelled (its timeout), the shared work goes on for the others.
+        done = await asyncio.gather(*(asyncio.shield(self._tasks[u]) for u in urls))
+        return [c.model_copy() for c in done]
 
     async def _collect_one(self, url: str, lang_hint: str | None) -> Collected:
         """Fetch (or reuse), extract, then queue the text for analysis as soon as it is ready."""

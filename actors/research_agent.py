@@ -64,9 +64,10 @@ class ResearchAgent:
         brief = brief or AgentBrief()
         self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
         started = self._started = time.perf_counter()
+        self._snapshot.queries = self.queries(topic, brief)
         self._progress("search", 0, 1)
         results, queries = await self._search(open_search(self.settings).provider, topic, brief)
-        self._snapshot.queries, self._snapshot.urls = queries, [r.url for r in results]
+        self._snapshot.urls = [r.url for r in results]
         self._progress("search", 1, 1)
         self._progress("fetch", 0, len(results))
         collected: list[Collected] = await acall(

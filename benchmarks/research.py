@@ -33,6 +33,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
@@ -151,8 +152,8 @@ async def baseline_agent(urls: list[str], settings: Settings, tally: Tally) -> N
             try:
                 tally.fetches += 1
                 page = await fetcher.fetch(url)
-                text = await asyncio.to_thread(extract_page, page.text, url=url, content_type=page.content_type)
-                await asyncio.to_thread(analyse_texts, [(text.text, text.lang)])
+                extracted = await asyncio.to_thread(extract_page, page.text, url=url, content_type=page.content_type)
+                await asyncio.to_thread(analyse_texts, [(extracted.text, extracted.lang)])
                 tally.analyses += 1
             except MagiError:
                 tally.failures += 1  # a failed source is skipped, as the engine does
@@ -160,13 +161,17 @@ async def baseline_agent(urls: list[str], settings: Settings, tally: Tally) -> N
         await fetcher.aclose()
 
 
-async def baseline(plan: list[list[list[str]]], settings: Settings, tally: Tally) -> float:
-    """Model loading (once), then the iterations in turn, the agents of each concurrently; seconds taken."""
-    started = time.perf_counter()
+async def baseline(plan: list[list[list[str]]], settings: Settings, tally: Tally) -> tuple[float, list[float]]:
+    """Model loading (once), then the iterations in turn, the agents of each concurrently.
+
+    Returns the total seconds and the seconds of each step: model loading, then each iteration."""
+    steps = [time.perf_counter()]
     await asyncio.to_thread(analyse_texts, WARM_UP)
+    steps.append(time.perf_counter())
     for agents in plan:
         await asyncio.gather(*(baseline_agent(urls, settings, tally) for urls in agents), return_exceptions=True)
-    return time.perf_counter() - started
+        steps.append(time.perf_counter())
+    return steps[-1] - steps[0], [round(b - a, 2) for a, b in pairwise(steps)]
 
 
 def main() -> None:
@@ -194,7 +199,7 @@ def main() -> None:
 
         plan = urls_by_iteration(result)
         tally = Tally()
-        baseline_s = asyncio.run(baseline(plan, settings, tally))  # no store: nothing is cached
+        baseline_s, baseline_steps = asyncio.run(baseline(plan, settings, tally))  # no store: no cache
 
     stats = result.collection
     print(json.dumps({
@@ -206,6 +211,8 @@ def main() -> None:
         "urls_requested_engine": stats.urls_requested if stats else None,
         "pages_fetched_engine": stats.fetches if stats else None,
         "page_fetches_baseline": tally.fetches,
+        "engine_iteration_s": [round(it.duration_ms / 1000, 2) for it in getattr(result, "iterations", [])],
+        "baseline_model_load_s": baseline_steps[0], "baseline_iteration_s": baseline_steps[1:],
         "analyses_engine": stats.analyses if stats else None,
         "analyses_baseline": tally.analyses,
         "failures_engine": stats.failures_by_kind if stats else None,

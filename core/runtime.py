@@ -43,8 +43,9 @@ class Outcome(Generic[T]):
 
 class Runtime(Protocol):
     def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
-              max_concurrency: int | None = None, **kwargs: Any) -> Any:
-        """Start an agent; ``spread`` asks for placement across nodes (pools)."""
+              max_concurrency: int | None = None, name: str | None = None, **kwargs: Any) -> Any:
+        """Start an agent; ``spread`` asks for placement across nodes (pools); ``name`` makes it findable
+        (Ray: ``ray.get_actor(name)``, e.g. to inspect or stop one agent of a run)."""
 
     def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -83,7 +84,7 @@ class InProcessRuntime:
         self._thread.start()
 
     def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
-              max_concurrency: int | None = None, **kwargs: Any) -> Any:
+              max_concurrency: int | None = None, name: str | None = None, **kwargs: Any) -> Any:
         return cls(*args, **kwargs)
 
     def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
@@ -149,8 +150,10 @@ class RayRuntime:
         self._sinks: list[tuple[Any, EventSink]] = []
 
     def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
-              max_concurrency: int | None = None, **kwargs: Any) -> Any:
+              max_concurrency: int | None = None, name: str | None = None, **kwargs: Any) -> Any:
         options: dict[str, Any] = {"num_cpus": num_cpus}
+        if name is not None:
+            options["name"] = name
         if spread:
             options["scheduling_strategy"] = "SPREAD"
         if max_concurrency is not None:
@@ -166,7 +169,8 @@ class RayRuntime:
         outcomes: list[Outcome[Any]] = []
         for ref in pending:
             if ref not in ready_set:
-                self._ray.cancel(ref, force=False)
+                # Not recursive: calls the task made into shared actors (the run's collector) serve others too.
+                self._ray.cancel(ref, force=False, recursive=False)
                 outcomes.append(Outcome(error=TimeoutError(f"timed out after {timeout_s} s"), timed_out=True))
                 continue
             try:

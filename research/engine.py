@@ -1,15 +1,17 @@
 """Consensus research engine (KATASHIRO v1.2.0): iterations of N independent agents, scored, one kept.
 
-Per iteration: N fresh ResearchAgent actors run in parallel (all settle, like Promise.allSettled) on
-the same :class:`IterationContext`; their reports are scored (research/consensus.py) and the best is
-the iteration's consensus, which feeds the next iteration's context (research/iteration.py). One run
-shares one Collector (each URL fetched and analysed once) and one NLP pool; agents share nothing else.
+Per iteration: N ResearchAgent actors run in parallel (all settle, like Promise.allSettled) on the
+same :class:`IterationContext`. An agent's actor lives on into the next iteration (it keeps no
+research state between runs; a new process costs seconds) unless it failed; then a fresh one
+replaces it. Their reports are scored (research/consensus.py) and the best is the iteration's
+consensus, which feeds the next iteration's context (research/iteration.py). One run shares one
+Collector (each URL fetched and analysed once) and one NLP pool; agents share nothing else.
 
 Failures (ERR-001/002): an agent that raises, dies or times out is recorded with its error, duration
 and last stage (a timed-out agent is first cancelled, asked for its snapshot, then killed); the
-iteration goes on with the others. When more than half fail, the iteration runs once more with fresh
-agents; when that fails too, :class:`ResearchError` goes to the caller with every completed iteration
-and every failure in ``partial``.
+iteration goes on with the others. When more than half fail, the iteration runs once more (failed
+agents replaced); when that fails too, :class:`ResearchError` goes to the caller with every
+completed iteration and every failure in ``partial``.
 
 The engine talks to actors only through :class:`core.runtime.Runtime`: in-process in unit tests, Ray
 actors everywhere else.
@@ -95,6 +97,11 @@ def preflight(topic: str, settings: Settings) -> str:
     return cleaned
 
 
+def agent_name(run_id: str, iteration: int, agent_id: int, attempt: int = 1) -> str:
+    """The Ray actor name of one agent run, e.g. ``research-3f2a-i1-a2-t1``."""
+    return f"research-{run_id}-i{iteration}-a{agent_id}-t{attempt}"
+
+
 def build_config(topic: str, settings: Settings) -> ConsensusResearchConfig:
     return ConsensusResearchConfig(
         topic=topic, agent_count=settings.research_agents, iteration_count=settings.research_iterations,
@@ -135,6 +142,7 @@ class _Run:
         self.failed_attempts: list[_Attempt] = []
         self.documents: dict[str, SourceDocument] = {}
         self.collector: Any = None
+        self.agents: dict[int, Any] = {}
 
     def progress(self, iteration: int, fraction: float) -> float:
         done = (iteration - 1 + fraction) / self.config.iteration_count
@@ -142,13 +150,28 @@ class _Run:
 
     # --- agents ---------------------------------------------------------------------------
 
+    def _agent(self, agent_id: int, iteration: int, attempt: int) -> Any:
+        """The agent's actor: kept across iterations (agents hold no research state between runs, and a
+        new process costs seconds), replaced after it failed, timed out or died."""
+        if agent_id not in self.agents:
+            sink = self.runtime.event_sink(self.tracker)
+            self.agents[agent_id] = self.runtime.spawn(
+                ResearchAgent, agent_id, strategy_for(agent_id), self.settings, self.collector, sink, self.run_id,
+                num_cpus=0, max_concurrency=4, name=agent_name(self.run_id, iteration, agent_id, attempt))
+        return self.agents[agent_id]
+
+    def retire(self, agent_ids: list[int]) -> None:
+        for i in agent_ids:
+            handle = self.agents.pop(i, None)
+            if handle is not None:
+                self.runtime.kill(handle)
+
     def run_agents(self, context: IterationContext, attempt: int) -> _Attempt:
-        """Spawn N agents, let all settle within the timeout, record each outcome; always kill them."""
+        """Run N agents, let all settle within the timeout, record each outcome; failed agents are retired."""
         ids = list(range(1, self.config.agent_count + 1))
-        sink = self.runtime.event_sink(self.tracker)
-        handles = {i: self.runtime.spawn(ResearchAgent, i, strategy_for(i), self.settings, self.collector, sink,
-                                         self.run_id, num_cpus=0, max_concurrency=4) for i in ids}
+        handles = {i: self._agent(i, context.iteration, attempt) for i in ids}
         started = time.perf_counter()
+        outcomes: list[Outcome[Any]] = []
         try:
             calls = []
             for i in ids:
@@ -159,9 +182,8 @@ class _Run:
             outcomes = self.runtime.gather(calls, timeout_s=self.settings.research_agent_timeout_s)
             elapsed_ms = int((time.perf_counter() - started) * 1000)
             snapshots = self._snapshots(handles, outcomes)
-        finally:
-            for handle in handles.values():  # stop stragglers before the engine emits its own events
-                self.runtime.kill(handle)
+        finally:  # stop stragglers before the engine emits its own events
+            self.retire([i for i, o in zip(ids, outcomes, strict=False) if not o.ok] if outcomes else ids)
         self.runtime.flush_events()
         result = _Attempt()
         for done, (i, outcome) in enumerate(zip(ids, outcomes, strict=True), start=1):
@@ -193,7 +215,7 @@ class _Run:
         stage = self.tracker.last.get((iteration, agent_id))
         if snapshot is not None:
             stage = f"{snapshot.stage} {snapshot.stage_done}/{snapshot.stage_total}"
-        message = first_line(cause, 300)
+        message = first_line(cause)
         if outcome.timed_out:
             message = f"timed out after {self.settings.research_agent_timeout_s:g} s in stage {stage or 'starting'}"
         log.warning("run %s iteration %d agent %d failed after %d ms (last stage: %s): %s",
@@ -328,6 +350,7 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
         events.emit(ResearchFailed(run_id=run.run_id, error=str(error)))
         raise error from exc
     finally:
+        run.retire(list(run.agents))
         for handle in [run.collector, *pool.workers]:
             runtime.kill(handle)
     events.emit(ResearchCompleted(run_id=run.run_id, progress=100))
