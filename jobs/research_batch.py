@@ -197,12 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", metavar="DIR", type=Path, required=True, help="output folder (absolute in a job)")
     parser.add_argument("--concurrency", type=int, default=2, metavar="N", help="topics researched at once (2)")
     parser.add_argument("--agents", type=int, metavar="N", help="research agents per topic (default 3)")
+    parser.add_argument("--iterations", type=int, metavar="N", help="refinement iterations per topic (default 3)")
     parser.add_argument("--corpus", type=Path, metavar="DIR", help="search this folder (implies provider local)")
     return parser
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
-    return load_settings(research_agents=args.agents, corpus_dir=args.corpus,
+    return load_settings(research_agents=args.agents, research_iterations=args.iterations, corpus_dir=args.corpus,
                          search_provider="local" if args.corpus else None)
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from research.result import ResearchResult
+from research.result import ConsensusResearchResult
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def test_research_writes_reports_and_prints_where(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["report"] == str(out / "report.md") and summary["sources"] >= 10
-    parsed = ResearchResult.model_validate_json((out / "report.json").read_text(encoding="utf-8"))
+    parsed = ConsensusResearchResult.model_validate_json((out / "report.json").read_text(encoding="utf-8"))
     assert len({s.url for s in parsed.sources}) >= 10
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# 中小企業の価格転嫁の現状")
     runs = subprocess.run(

@@ -35,7 +35,7 @@ from jobs.research_batch import (
     summary_table,
     topic_id,
 )
-from research.result import ResearchResult
+from research.result import ConsensusResearchResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_TOPICS = REPO_ROOT / "data" / "research" / "sample_topics.txt"
@@ -225,7 +225,7 @@ def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(job_head: str, tmp_
         "env_vars": {"MAGI_DATA_DIR": str(isolated_settings), "RAY_AUTH_MODE": "disabled"},
     }
     entrypoint = (f"python -m jobs.research_batch {SAMPLE_TOPICS.relative_to(REPO_ROOT)} --out {out} "
-                  "--agents 1 --concurrency 2")
+                  "--agents 1 --iterations 1 --concurrency 2")
     timings: dict[str, float] = {}
 
     started = time.monotonic()
@@ -255,8 +255,8 @@ def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(job_head: str, tmp_
         folder = out / topic.id
         marker = finished(out, topic)
         assert marker is not None and marker["topic"] == topic.text
-        result = ResearchResult.model_validate_json((folder / "report.json").read_text(encoding="utf-8"))
-        assert result.topic == topic.text and len(result.sources) == marker["sources"] > 0
+        result = ConsensusResearchResult.model_validate_json((folder / "report.json").read_text(encoding="utf-8"))
+        assert result.metadata.topic == topic.text and len(result.sources) == marker["sources"] > 0
         assert (folder / "report.md").read_text(encoding="utf-8") == result.final_report
         assert not (folder / "error.json").exists()
         assert sorted(p.name for p in folder.iterdir()) == ["done.json", "report.json", "report.md"]  # no temp files

@@ -1,23 +1,39 @@
-"""The research skeleton on a real local Ray cluster over the bundled corpus."""
+"""The consensus research engine on a real local Ray cluster over the bundled corpus: 3 agents x 3 iterations."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from core.errors import ResearchError
 from core.events import AgentCompleted, AgentStarted, ListSink, ResearchCompleted, StageProgress
 from core.runtime import RayRuntime
 from core.settings import load_settings
 from research.engine import run_research
-from research.result import ResearchResult, write_outputs
+from research.result import ConsensusResearchResult as Result
+from research.result import write_outputs
 
 TOPIC = "中小企業の価格転嫁の現状"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+
+
+def _copies(urls: set[str]) -> set[str]:
+    """Syndicated copies of these pages (a copy may stand for its original in a conflict)."""
+    manifest = yaml.safe_load((CORPUS / "manifest.yaml").read_text(encoding="utf-8"))
+    return {p["url"] for p in manifest["pages"] if p.get("duplicate_of") in urls}
+
+
+def _source_numbers(report: str) -> dict[str, int]:
+    sources = report.split("## Sources")[1]
+    return {m.group(2): int(m.group(1)) for m in re.finditer(r"^(\d+)\. \[.*?\]\((\S+)\)", sources, re.MULTILINE)}
 
 
 @pytest.fixture(scope="module")
-def ray_result(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[ResearchResult, ListSink]:
+def ray_result(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, ListSink]:
     # Module-scoped: runs before the per-test isolation, so the data directory is set explicitly.
     settings = load_settings(data_dir=tmp_path_factory.mktemp("data"))
     runtime = RayRuntime()
@@ -29,28 +45,83 @@ def ray_result(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> t
     return result, events
 
 
-def test_three_agents_run_as_actors_and_one_report_is_kept(ray_result: tuple[ResearchResult, ListSink]) -> None:
+def test_three_agents_three_iterations_with_a_consensus_each(ray_result: tuple[Result, ListSink]) -> None:
     result, _ = ray_result
-    assert result.total_agent_runs == 3 and result.agent_failures == []
-    assert {r.agent_id for r in result.agent_reports} == {1, 2, 3}
-    assert result.selected_agent_id in {1, 2, 3} and "distinct sources" in result.selection_reason
-    assert len({s.url for s in result.sources}) >= 10
+    assert [it.iteration for it in result.iterations] == [1, 2, 3] and result.stopped_early is None
+    assert result.total_agent_runs == 9 and result.agent_failures == []
+    for it in result.iterations:
+        assert {r.agent_id for r in it.agent_reports} == {1, 2, 3}
+        assert it.selected_report_id in {s.report_id for s in it.scores} and "selected among 3" in it.selection_reason
+        assert 0 <= it.source_overlap < 1
+    assert len(result.sources) >= 20
     assert all(s.url.startswith("https://") and ".example" in s.url for s in result.sources)
 
 
-def test_report_cites_sources_and_lists_japanese_entities(ray_result: tuple[ResearchResult, ListSink]) -> None:
+def test_later_iterations_search_the_open_questions_and_read_new_sources(ray_result: tuple[Result, ListSink]) -> None:
+    result, _ = ray_result
+    first, second = result.iterations[0], result.iterations[1]
+    assert second.context.unresolved_questions and second.context.focus_queries
+    asked = {q for r in second.agent_reports for q in r.queries}
+    assert any(focus in q for focus in second.context.focus_queries for q in asked)
+    before = {s.url for r in first.agent_reports for s in r.sources}
+    after = {s.url for r in second.agent_reports for s in r.sources}
+    assert after - before  # the covered sources ranked last, so new ones came in
+
+
+def test_every_planted_contradiction_is_disputed_with_both_sources(ray_result: tuple[Result, ListSink]) -> None:
+    result, _ = ray_result
+    planted = yaml.safe_load((CORPUS / "planted.yaml").read_text(encoding="utf-8"))["conflicts"]
+    disputed_section = result.final_report.split("## Disputed figures")[1].split("## Methodology")[0]
+    numbered = _source_numbers(result.final_report)
+    for conflict in planted:
+        urls = {side["url"] for side in conflict["sides"]}
+        matches = [d for d in result.disputed if d.type == conflict["type"]
+                   and {d.statement1.source, d.statement2.source} <= urls | _copies(urls)]
+        assert matches, conflict["id"]
+        for d in matches:
+            for statement in (d.statement1, d.statement2):
+                assert statement.value in disputed_section and f"[{numbered[statement.source]}]" in disputed_section
+
+
+def test_every_citation_passes_verification(ray_result: tuple[Result, ListSink]) -> None:
+    result, _ = ray_result
+    check = result.citation_check
+    assert check.checked > 0 and check.passed == check.checked and check.dropped == []
+    texts = {s.url for s in result.sources}
+    for claim in result.claims:
+        assert claim.supporting and {c.url for c in claim.supporting} <= texts
+        assert 0 <= claim.confidence <= 1 and claim.confidence_arithmetic
+    assert result.executive_summary.text.strip() in result.final_report
+
+
+def test_result_has_the_spec_shape(ray_result: tuple[Result, ListSink]) -> None:
+    result, _ = ray_result
+    data = json.loads(result.model_dump_json(by_alias=True))
+    assert {"finalReport", "iterations", "totalDurationMs", "totalAgentRuns", "finalScore", "metadata"} <= set(data)
+    config = data["metadata"]["config"]
+    assert {"topic", "agentCount", "iterationCount", "agentTimeoutMs", "conflictThreshold", "searchConfig"} <= set(
+        config) and set(config["searchConfig"]) == {"provider", "maxResultsPerAgent"}
+    it = data["iterations"][0]
+    assert {"iteration", "agentReports", "scores", "consensusReport", "selectionReason", "durationMs"} <= set(it)
+    assert {"agentId", "reportId", "content", "sources", "strategy", "generatedAt", "durationMs"} <= set(
+        it["agentReports"][0])
+    assert {"url", "title", "fetchedAt", "reliabilityScore"} <= set(data["sources"][0])
+    assert {"reportId", "consistencyScore", "sourceReliabilityScore", "coverageScore", "overallScore", "conflicts",
+            "unverifiedCount"} <= set(data["finalScore"])
+    assert {"conflictId", "type", "statement1", "statement2", "severity", "confidence", "resolution"} <= set(
+        data["disputed"][0])
+    for section in ("## Executive summary", "## Key findings by iteration", "## Claims, confidence and sources",
+                    "## Disputed figures", "## Methodology", "## Sources"):
+        assert section in result.final_report
+
+
+def test_report_lists_japanese_entities(ray_result: tuple[Result, ListSink]) -> None:
     result, _ = ray_result
     ja = [e for e in result.entities if e.lang == "ja"]
-    assert len(ja) >= 10
-    assert {"DATE", "PERCENT"} <= {e.label for e in ja}
-    cited = {f.source for f in result.findings}
-    assert cited <= {s.url for s in result.sources} and len(cited) >= 3
-    for finding in result.findings:  # every finding is a sentence of its cited page's report
-        assert finding.text in result.final_report
-    assert "## Sources" in result.final_report and "## Methodology" in result.final_report
+    assert len(ja) >= 10 and {"DATE", "PERCENT"} <= {e.label for e in ja}
 
 
-def test_no_url_fetched_or_analysed_twice(ray_result: tuple[ResearchResult, ListSink]) -> None:
+def test_no_url_fetched_or_analysed_twice(ray_result: tuple[Result, ListSink]) -> None:
     result, _ = ray_result
     stats = result.collection
     assert stats is not None
@@ -61,38 +132,47 @@ def test_no_url_fetched_or_analysed_twice(ray_result: tuple[ResearchResult, List
     assert "urlsFetchedMoreThanOnce" in result.model_dump_json(by_alias=True)
 
 
-def test_agents_differ_in_strategy(ray_result: tuple[ResearchResult, ListSink]) -> None:
+def test_agents_differ_in_strategy(ray_result: tuple[Result, ListSink]) -> None:
     result, _ = ray_result
-    queries = [tuple(r.queries) for r in result.agent_reports]
+    reports = result.iterations[0].agent_reports
+    queries = [tuple(r.queries) for r in reports]
     assert len(set(queries)) == 3
-    preferred = {r.agent_id: r.strategy.preferred_sources for r in result.agent_reports}
+    preferred = {r.agent_id: r.strategy.preferred_sources for r in reports}
     assert preferred[1] == ["official"] and preferred[2] == ["news"]
 
 
-def test_events_flow_from_actors_to_driver(ray_result: tuple[ResearchResult, ListSink]) -> None:
+def test_events_flow_from_actors_to_driver(ray_result: tuple[Result, ListSink]) -> None:
     _, events = ray_result
     kinds = [e.type for e in events.events]
     assert kinds[0] == "researchStarted" and kinds[-1] == "researchCompleted"
-    assert sum(isinstance(e, AgentStarted) for e in events.events) == 3
-    assert sum(isinstance(e, AgentCompleted) and e.success for e in events.events) == 3
+    assert sum(isinstance(e, AgentStarted) for e in events.events) == 9
+    assert sum(isinstance(e, AgentCompleted) and e.success for e in events.events) == 9
+    for kind in ("iterationStarted", "scoringCompleted", "consensusSelected", "iterationCompleted"):
+        assert kinds.count(kind) == 3, kind
+    progress = [e.progress for e in events.events if e.progress is not None]
+    assert progress == sorted(progress) and progress[-1] == 100
     stages = {(e.agent_id, e.stage) for e in events.events if isinstance(e, StageProgress)}
     assert {(a, s) for a in (1, 2, 3) for s in ("search", "fetch", "entities", "report")} <= stages
     assert isinstance(events.events[-1], ResearchCompleted)
 
 
-def test_outputs_written_atomically(ray_result: tuple[ResearchResult, ListSink], tmp_path: Path) -> None:
+def test_outputs_written_atomically(ray_result: tuple[Result, ListSink], tmp_path: Path) -> None:
     result, _ = ray_result
     md, js = write_outputs(result, tmp_path / "out")
-    again = ResearchResult.model_validate_json(js.read_text(encoding="utf-8"))
+    again = Result.model_validate_json(js.read_text(encoding="utf-8"))
     assert again.run_id == result.run_id and md.read_text(encoding="utf-8") == result.final_report
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json", "report.md"]
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["report.json", "report.md", "transparency.json", "transparency.md"]
+    transparency = json.loads((tmp_path / "out" / "transparency.json").read_text(encoding="utf-8"))
+    assert len(transparency["iterations"]) == 3 and transparency["conflictResolutions"]
+    assert all(s["arithmetic"].startswith("consistency") for it in transparency["iterations"] for s in it["scores"])
 
 
 def test_all_agents_timing_out_is_a_typed_error(ray_cluster: None) -> None:
-    settings = load_settings(research_agent_timeout_s=0.01, research_agents=2)
+    settings = load_settings(research_agent_timeout_s=0.01, research_agents=2, research_iterations=1)
     runtime = RayRuntime()
     try:
-        with pytest.raises(ResearchError, match=r"all 2 research agents failed.*timed out"):
+        with pytest.raises(ResearchError, match=r"2 of 2 agents failed twice.*timed out"):
             run_research(TOPIC, settings, runtime, ListSink())
     finally:
         runtime.close()

@@ -16,7 +16,7 @@ from core.events import parse_event
 from core.settings import load_settings
 from core.store import Store
 from research import runs
-from research.result import ResearchResult
+from research.result import ConsensusResearchResult
 from tests.conftest import CORPUS_DIR
 
 TOPIC = "中小企業の価格転嫁の現状"
@@ -72,7 +72,8 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture(scope="module")
 def finished_run(service: tuple[httpx.Client, Path]) -> tuple[str, list[dict[str, Any]]]:
     client, _ = service
-    answer = client.post("/research", json={"topic": TOPIC, "agents": 2, "corpus": str(CORPUS_DIR)})
+    answer = client.post("/research", json={"topic": TOPIC, "agents": 2, "iterations": 1,
+                                                 "corpus": str(CORPUS_DIR)})
     assert answer.status_code == 202, answer.text
     body = answer.json()
     assert body["status"] == "accepted" and body["links"]["events"] == f"/research/{body['runId']}/events"
@@ -97,8 +98,8 @@ def test_completed_run_has_its_result(service: tuple[httpx.Client, Path],
     run_id, _ = finished_run
     body = client.get(f"/research/{run_id}").json()  # the stream ended: the result is already stored
     assert body["status"] == "completed" and body["error"] is None
-    result = ResearchResult.model_validate(body["result"])
-    assert result.run_id == run_id and result.topic == TOPIC and result.sources
+    result = ConsensusResearchResult.model_validate(body["result"])
+    assert result.run_id == run_id and result.metadata.topic == TOPIC and result.sources
     assert result.total_agent_runs == 2 and "runId" in body["result"]
 
 
