@@ -259,7 +259,8 @@ def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(job_head: str, tmp_
         assert result.metadata.topic == topic.text and len(result.sources) == marker["sources"] > 0
         assert (folder / "report.md").read_text(encoding="utf-8") == result.final_report
         assert not (folder / "error.json").exists()
-        assert sorted(p.name for p in folder.iterdir()) == ["done.json", "report.json", "report.md"]  # no temp files
+        names = sorted(p.name for p in folder.iterdir())  # no temp files
+        assert names == ["done.json", "report.json", "report.md", "transparency.json", "transparency.md"]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     statuses = {row["id"]: row["status"] for row in summary["topics"]}
     assert statuses == {t.id: "skipped" if t.id in done_before else "done" for t in topics}
