@@ -1,4 +1,4 @@
-"""Progress bars for research runs: one bar per agent, driven by events, drawn on stderr."""
+"""Progress bars for research runs: one for the whole run, one per agent and iteration; drawn on stderr."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from core.events import AgentCompleted, AgentStarted, Event, StageProgress
+from core.events import (
+    AgentCompleted,
+    AgentStarted,
+    ConsensusSelected,
+    Event,
+    IterationStarted,
+    ResearchCompleted,
+    StageProgress,
+)
 
 STAGES = ("search", "fetch", "entities", "report")  # the stages a research agent reports, in order
 
@@ -23,6 +31,7 @@ class ProgressBars:
             console=Console(stderr=True), disable=not enabled,
         )
         self._tasks: dict[tuple[int, int], TaskID] = {}
+        self._run = self._progress.add_task("research", total=100, stage="starting")
         self._lock = threading.Lock()
 
     def __enter__(self) -> ProgressBars:
@@ -40,10 +49,25 @@ class ProgressBars:
                                                        total=100, stage="waiting")
         return self._tasks[key]
 
+    def _overall(self, event: Event) -> None:
+        """The run bar follows the events' progress percentage; its label says what the run is doing."""
+        label = None
+        if isinstance(event, IterationStarted):
+            label = f"iteration {event.iteration}"
+        elif isinstance(event, ConsensusSelected):
+            label = f"iteration {event.iteration}: consensus from agent {event.selected_agent_id}"
+        elif isinstance(event, ResearchCompleted):
+            label = "done"
+        if event.progress is not None:
+            self._progress.update(self._run, completed=event.progress)
+        if label:
+            self._progress.update(self._run, stage=label)
+
     def emit(self, event: Event) -> None:
         with self._lock:
-            if isinstance(event, AgentStarted):
-                self._task(event.iteration, event.agent_id)
+            self._overall(event)
+            if isinstance(event, AgentStarted):  # also a retried agent: its bar starts again
+                self._progress.update(self._task(event.iteration, event.agent_id), completed=0, stage="starting")
             elif isinstance(event, StageProgress):
                 index = STAGES.index(event.stage) if event.stage in STAGES else 0
                 fraction = event.done / event.total if event.total else 1.0

@@ -178,7 +178,8 @@ class _Run:
                 self.events.emit(AgentStarted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
                                               strategy=strategy_for(i).model_dump(by_alias=True),
                                               progress=self.progress(context.iteration, 0)))
-                calls.append(self.runtime.call(handles[i], "run", self.topic, context.brief()))
+                calls.append(self.runtime.call(handles[i], "run", self.topic,
+                                               context.brief(i, self.config.agent_count)))
             outcomes = self.runtime.gather(calls, timeout_s=self.settings.research_agent_timeout_s)
             elapsed_ms = int((time.perf_counter() - started) * 1000)
             snapshots = self._snapshots(handles, outcomes)

@@ -9,7 +9,9 @@ already read after new ones.
   second independent source confirmed (its claim key: who / what / when).
 * Areas to deepen: the topic's facets the consensus did not cover (their labels).
 * Focus queries: the search terms of the open questions first (the disputed figure's subject, measure
-  and period, as words that occur in pages), then the uncovered facets' labels.
+  and period, as words that occur in pages), then the uncovered facets' labels. They are dealt out
+  among the agents (:meth:`IterationContext.brief`), so the agents deepen different questions and
+  their sources overlap less, while every question is searched by someone.
 
 Early termination ("consistency improves by less than 5% over 2 consecutive iterations"): read as two
 consecutive *improvements* — after iteration k (k >= 3) the run stops when both the step from k-2 to
@@ -47,9 +49,12 @@ class IterationContext(CamelModel):
     is_initial: bool = True
     focus_queries: list[str] = Field(default_factory=list)
 
-    def brief(self) -> AgentBrief:
-        return AgentBrief(iteration=self.iteration, focus_queries=self.focus_queries,
-                          covered_sources=self.covered_sources)
+    def brief(self, agent_id: int = 1, agent_count: int = 1) -> AgentBrief:
+        """Agent ``agent_id``'s share of the focus queries (every ``agent_count``-th, at least one): each
+        question is still searched, and agents deepen different ones, which keeps their sources apart."""
+        queries = self.focus_queries
+        share = queries[agent_id - 1::agent_count] or queries[(agent_id - 1) % len(queries):][:1] if queries else []
+        return AgentBrief(iteration=self.iteration, focus_queries=share, covered_sources=self.covered_sources)
 
 
 def initial_context() -> IterationContext:

@@ -10,7 +10,7 @@ from core.errors import ConfigError
 from core.models import AgentReport, AgentStrategy, Finding
 from nlp.conflicts import Conflict, Statement
 from nlp.glossary import cross_language_query, parse_glossary
-from research.iteration import initial_context, next_context, relative_gain, should_stop_early
+from research.iteration import IterationContext, initial_context, next_context, relative_gain, should_stop_early
 from research.scoring import ReportScore
 
 
@@ -72,3 +72,14 @@ def test_cross_language_query_from_the_glossary() -> None:
     assert cross_language_query("量子コンピュータ", "ja") is None  # not covered: no query rather than a bad one
     with pytest.raises(ConfigError, match=r"terms\[0\]"):
         parse_glossary({"terms": [{"ja": "価格転嫁"}]})
+
+
+def test_focus_queries_are_dealt_out_among_agents() -> None:
+    context = IterationContext(iteration=2, is_initial=False, focus_queries=["q1", "q2", "q3", "q4"],
+                               covered_sources=["https://a.example/1"])
+    shares = [context.brief(i, 3).focus_queries for i in (1, 2, 3)]
+    assert shares == [["q1", "q4"], ["q2"], ["q3"]]
+    assert sorted(q for share in shares for q in share) == context.focus_queries  # every question searched
+    single = IterationContext(iteration=2, is_initial=False, focus_queries=["only"])
+    assert [single.brief(i, 3).focus_queries for i in (1, 2, 3)] == [["only"]] * 3  # nobody left without one
+    assert context.brief(2, 3).covered_sources == ["https://a.example/1"]
