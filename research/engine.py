@@ -233,12 +233,13 @@ class _Run:
                                           context=context.model_dump(mode="json", by_alias=True),
                                           progress=self.progress(context.iteration, 0)))
         attempt = self.run_agents(context, 1)
-        retried = False
+        failures, retried = list(attempt.failures), False
         if self._majority_failed(attempt):
             self.failed_attempts.append(attempt)
             log.warning("run %s iteration %d: %d of %d agents failed; retrying the iteration once", self.run_id,
                         context.iteration, len(attempt.failures), self.config.agent_count)
             retried, attempt = True, self.run_agents(context, 2)
+            failures += attempt.failures
             if self._majority_failed(attempt):
                 self.failed_attempts.append(attempt)
                 first = attempt.failures[0].error
@@ -248,7 +249,8 @@ class _Run:
                     partial=self.partial(),
                 )
         self._read_documents(attempt.reports)
-        scoring = score_iteration(self.topic, attempt.reports, self.documents, self.config.conflict_threshold)
+        reports = [self._with_reliability(r) for r in attempt.reports]
+        scoring = score_iteration(self.topic, reports, self.documents, self.config.conflict_threshold)
         it = context.iteration
         self.events.emit(ScoringCompleted(run_id=self.run_id, iteration=it, progress=self.progress(it, 0.9),
                                           scores=[s.model_dump(mode="json", by_alias=True) for s in scoring.scores]))
@@ -260,16 +262,17 @@ class _Run:
         self.events.emit(IterationCompleted(run_id=self.run_id, iteration=it, duration_ms=duration_ms, retried=retried,
                                             progress=self.progress(it, 1)))
         return IterationResult(
-            iteration=it, agent_reports=attempt.reports, scores=scoring.scores,
+            iteration=it, agent_reports=reports, scores=scoring.scores,
             consensus_report=scoring.selected.content, selection_reason=scoring.reason, duration_ms=duration_ms,
             selected_agent_id=scoring.selected.agent_id, selected_report_id=scoring.selected.report_id,
-            context=context, agent_failures=[f for a in self.failed_attempts_of(retried) for f in a] + attempt.failures,
-            retried=retried, flagged_for_review=scoring.flagged_for_review,
-            source_overlap=round(source_overlap(attempt.reports), 3),
+            context=context, agent_failures=failures, retried=retried,
+            flagged_for_review=scoring.flagged_for_review, source_overlap=round(source_overlap(reports), 3),
         )
 
-    def failed_attempts_of(self, retried: bool) -> list[list[AgentFailure]]:
-        return [self.failed_attempts[-1].failures] if retried else []
+    def _with_reliability(self, report: AgentReport) -> AgentReport:
+        """The report with each source's reliability score filled in (the spec's SourceReference field)."""
+        sources = [self.documents[s.url].source if s.url in self.documents else s for s in report.sources]
+        return report.model_copy(update={"sources": sources})
 
     def _majority_failed(self, attempt: _Attempt) -> bool:
         return not attempt.reports or len(attempt.failures) * 2 > self.config.agent_count

@@ -106,6 +106,7 @@ def test_result_has_the_spec_shape(ray_result: tuple[Result, ListSink]) -> None:
     assert {"agentId", "reportId", "content", "sources", "strategy", "generatedAt", "durationMs"} <= set(
         it["agentReports"][0])
     assert {"url", "title", "fetchedAt", "reliabilityScore"} <= set(data["sources"][0])
+    assert all(0 <= src["reliabilityScore"] <= 1 for r in it["agentReports"] for src in r["sources"])
     assert {"reportId", "consistencyScore", "sourceReliabilityScore", "coverageScore", "overallScore", "conflicts",
             "unverifiedCount"} <= set(data["finalScore"])
     assert {"conflictId", "type", "statement1", "statement2", "severity", "confidence", "resolution"} <= set(
