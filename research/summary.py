@@ -16,6 +16,7 @@ not a proof of faithfulness):
   change flag, overlapping intervals) with a figure of some verified claim, taken from its ``values``
   and its text. Approximate restatements count: 約5割 and "about 50%" agree with 49.7%, 約6割 does not.
   Full-width digits are folded (４９．７％ = 49.7%). A figure matching a claim is enough substance.
+  A bound in a claim (5割を超えた, "over half") supports only a bound, never a precise figure.
 * Dates are not figures: they never make a sentence supported, but each date that names a year must
   overlap a date stated in some verified claim (2024年度 fits 2024年9月; an invented 2023年 does not).
   Dates without a year (9月) are not checked.
@@ -168,6 +169,16 @@ def _shares_substance(sentence: str, ev: _Evidence) -> bool:
     return len(shared) >= MIN_SHARED_TERMS
 
 
+def _bounded(v: Value) -> bool:
+    return v.lower is not None or v.upper is not None
+
+
+def _backs(claimed: Value, written: Value) -> bool:
+    """A claim's figure supports a written one when they agree, and a bound (5割超, "over half") only
+    supports a bound: "over 50%" must not vouch for an invented 99.9%."""
+    return values_agree(claimed, written) and (_bounded(written) or not _bounded(claimed))
+
+
 def _supported(sentence: str, evidence: Sequence[_Evidence]) -> bool:
     values = parse_values(sentence)
     figures = [v for v in values if v.kind != "date"]
@@ -176,7 +187,7 @@ def _supported(sentence: str, evidence: Sequence[_Evidence]) -> bool:
         if not any(values_agree(date, d) for d in all_dates):
             return False
     if figures:
-        return all(any(values_agree(f, g) for ev in evidence for g in ev.figures) for f in figures)
+        return all(any(_backs(g, f) for ev in evidence for g in ev.figures) for f in figures)
     norm = _norm(sentence)
     return any(_shares_substance(norm, ev) for ev in evidence)
 

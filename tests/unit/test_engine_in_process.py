@@ -83,3 +83,12 @@ def test_timeouts_retry_once_then_fail_with_the_partial_results(tmp_path: Path) 
     assert len(attempts) == 2 and all(len(a["failures"]) == 2 for a in attempts)
     failure = attempts[0]["failures"][0]
     assert failure["timedOut"] and "timed out after 0.001 s in stage" in failure["error"]
+
+
+def test_llm_summary_keeps_supported_sentences_and_drops_invented_ones(tmp_path: Path) -> None:
+    writer = Path(__file__).resolve().parent / "providers" / "summary_writer.py"
+    result, _ = _run(tmp_path, research_iterations=1, llm_provider=f"python:{writer}:write")
+    summary = result.executive_summary
+    assert summary.written_by == "llm" and summary.sentences_kept == 1
+    assert summary.sentences_removed == ["全体の99.9%が満足している。"]
+    assert "99.9%" not in result.final_report and "1 unsupported sentence(s) removed" in result.final_report

@@ -326,3 +326,9 @@ def test_english_topic_path() -> None:
 
     fallback = run(TOPIC_EN, claims, ScriptedLLM(error=LLMError("rate limited")), lang="en")
     assert fallback.text.splitlines()[0] == f"Key verified facts on {TOPIC_EN}:"
+
+
+def test_a_bound_supports_only_a_bound() -> None:
+    over_half = claim("b1", "令和7年3月の調査では価格転嫁率が初めて5割を超えた。", values=["5割を超えた"])
+    kept, removed = check_sentences("価格転嫁率は5割を超えた。価格転嫁率は99.9%だった。", [over_half])
+    assert kept == ["価格転嫁率は5割を超えた。"] and removed == ["価格転嫁率は99.9%だった。"]

@@ -77,3 +77,12 @@ def test_describe_masks_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_paths_are_made_absolute_in_the_driver(tmp_path: Path) -> None:
     settings = load_settings(data_dir=Path("rel-data"), corpus_dir=Path("docs"))
     assert settings.data_dir == tmp_path / "rel-data" and settings.corpus_dir == tmp_path / "docs"
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("research_iterations", 0), ("research_iterations", 11), ("research_agents", 0),
+    ("research_agent_timeout_s", 0), ("research_conflict_threshold", 1.5), ("research_results_per_agent", 0),
+])
+def test_research_config_is_validated(key: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=key):
+        load_settings(**{key: value})
