@@ -1,7 +1,8 @@
 """Typed progress events: actors emit them, the driver consumes them (CLI progress bars, SSE).
 
-Event ``type`` names follow the KATASHIRO spec (camelCase); ``stageProgress`` is ours, for the
-per-agent pipeline stages that progress bars need.
+Event ``type`` names follow the KATASHIRO spec; ``stageProgress`` is ours, for the per-agent pipeline
+stages that progress bars need. In JSON (the store, SSE, the Ray queue) fields are camelCase like the
+spec's (``runId``, ``agentId``, ``durationMs``); :func:`parse_event` reads either spelling.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import threading
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
 
 
 def _now() -> datetime:
@@ -18,6 +20,8 @@ def _now() -> datetime:
 
 
 class _Event(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
     ts: datetime = Field(default_factory=_now)
     run_id: str = ""
     progress: float | None = Field(None, ge=0, le=100, description="Run progress in percent, when known.")

@@ -88,6 +88,7 @@ def test_event_stream_is_ordered_and_ends_with_completion(finished_run: tuple[st
     assert kinds.count("agentStarted") == 2 and kinds.count("agentCompleted") == 2
     assert "stageProgress" in kinds
     assert [int(m["id"]) for m in messages] == list(range(1, len(messages) + 1))
+    assert all('"runId"' in m["data"] for m in messages)  # camelCase on the wire, like the spec
     events = [parse_event(json.loads(m["data"])) for m in messages]
     assert all(e.run_id == run_id and e.type == m["event"] for e, m in zip(events, messages, strict=True))
 
