@@ -12,12 +12,14 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from core.models import SourceReference
+from nlp.values import fold
 from research.evidence import Citation, EvidencedClaim
 
 if TYPE_CHECKING:
     from research.result import ConsensusResearchResult
 
 MAX_CLAIMS = 25
+MAX_CITES = 6  # citations printed per claim; the JSON result lists them all
 
 
 class _Numbering:
@@ -33,7 +35,8 @@ class _Numbering:
         return f"[{self.order.index(url) + 1}]"
 
     def cite_all(self, citations: list[Citation]) -> str:
-        return "".join(self.cite(c.url) for c in citations)
+        shown = "".join(self.cite(c.url) for c in citations[:MAX_CITES])
+        return shown + (f" (+{len(citations) - MAX_CITES} more)" if len(citations) > MAX_CITES else "")
 
     def source(self, url: str) -> SourceReference | None:
         return self._by_url.get(url)
@@ -45,6 +48,20 @@ def _claim_line(claim: EvidencedClaim, refs: _Numbering) -> str:
     mark = " **(disputed)**" if claim.disputed else ""
     return (f"- {claim.text} {refs.cite_all(claim.supporting)}{mark} — confidence {claim.confidence:.2f}, "
             f"{claim.independent_origins} independent source(s){against}")
+
+
+def distinct_claims(claims: list[EvidencedClaim]) -> list[EvidencedClaim]:
+    """One claim per (key, figures): several pages wording the same figure are one claim, the first
+    (most confident) one stands for them; claims without a key are all kept."""
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    kept = []
+    for c in claims:
+        identity = (c.key or "", tuple(sorted(fold(v) for v in c.values)))
+        if c.key and identity in seen:
+            continue
+        seen.add(identity)
+        kept.append(c)
+    return kept
 
 
 def render_final_report(result: ConsensusResearchResult) -> str:
@@ -68,7 +85,7 @@ def render_final_report(result: ConsensusResearchResult) -> str:
         lines.append("")
 
     lines += ["## Claims, confidence and sources", ""]
-    lines += [_claim_line(c, refs) for c in result.claims[:MAX_CLAIMS]] or ["- (no verified claims)"]
+    lines += [_claim_line(c, refs) for c in distinct_claims(result.claims)[:MAX_CLAIMS]] or ["- (no verified claims)"]
     lines.append("")
 
     lines += ["## Disputed figures", ""]

@@ -1,0 +1,31 @@
+"""Final report helpers: one claim per figure, capped citation lists."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from core.models import SourceReference
+from research.evidence import Citation, EvidencedClaim
+from research.report import MAX_CITES, _Numbering, distinct_claims
+
+
+def _claim(claim_id: str, key: str | None, values: list[str]) -> EvidencedClaim:
+    return EvidencedClaim(claim_id=claim_id, text=f"text {claim_id}", source=f"https://s.example/{claim_id}", key=key,
+                          values=values)
+
+
+def test_one_claim_per_key_and_figures_the_first_standing_for_the_rest() -> None:
+    claims = [_claim("a", "sme/energy@2024-09", ["45.9%", "51.8%"]),
+              _claim("b", "sme/energy@2024-09", ["51.8％", "45.9％"]),  # same figures, other width and order
+              _claim("c", "sme/energy@2024-09", ["46.0%"]),
+              _claim("d", None, ["45.9%"]), _claim("e", None, ["45.9%"])]
+    assert [c.claim_id for c in distinct_claims(claims)] == ["a", "c", "d", "e"]
+
+
+def test_citations_are_numbered_once_and_capped() -> None:
+    urls = [f"https://s.example/{i}" for i in range(MAX_CITES + 3)]
+    refs = _Numbering([SourceReference(url=u, title=u, fetched_at=datetime.now(UTC)) for u in urls])
+    cites = [Citation(url=u, title=u, reliability=0.5, origin=u, statement="s") for u in urls]
+    text = refs.cite_all(cites)
+    assert text.startswith("[1][2]") and text.endswith(f"[{MAX_CITES}] (+3 more)")
+    assert refs.cite(urls[1]) == "[2]" and refs.order == urls[:MAX_CITES]
