@@ -22,7 +22,7 @@ MAX_CLAIMS = 25
 MAX_CITES = 6  # citations printed per claim; the JSON result lists them all
 
 
-class _Numbering:
+class SourceNumbers:
     """Source numbers in order of first citation; the reference list prints them in that order."""
 
     def __init__(self, sources: list[SourceReference]) -> None:
@@ -42,7 +42,7 @@ class _Numbering:
         return self._by_url.get(url)
 
 
-def _claim_line(claim: EvidencedClaim, refs: _Numbering) -> str:
+def _claim_line(claim: EvidencedClaim, refs: SourceNumbers) -> str:
     against = (f"; contradicted by {claim.contradicting_origins} source(s) {refs.cite_all(claim.contradicting)}"
                if claim.contradicting else "")
     mark = " **(disputed)**" if claim.disputed else ""
@@ -65,7 +65,7 @@ def distinct_claims(claims: list[EvidencedClaim]) -> list[EvidencedClaim]:
 
 
 def render_final_report(result: ConsensusResearchResult) -> str:
-    refs = _Numbering(result.sources)
+    refs = SourceNumbers(result.sources)
     config = result.metadata.config
     lines = [f"# {result.metadata.topic}", "", "## Executive summary", "", result.executive_summary.text.strip(), ""]
     summary = result.executive_summary

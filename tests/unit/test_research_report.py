@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from core.models import SourceReference
 from research.evidence import Citation, EvidencedClaim
-from research.report import MAX_CITES, _Numbering, distinct_claims
+from research.report import MAX_CITES, SourceNumbers, distinct_claims
 
 
 def _claim(claim_id: str, key: str | None, values: list[str]) -> EvidencedClaim:
@@ -24,7 +24,7 @@ def test_one_claim_per_key_and_figures_the_first_standing_for_the_rest() -> None
 
 def test_citations_are_numbered_once_and_capped() -> None:
     urls = [f"https://s.example/{i}" for i in range(MAX_CITES + 3)]
-    refs = _Numbering([SourceReference(url=u, title=u, fetched_at=datetime.now(UTC)) for u in urls])
+    refs = SourceNumbers([SourceReference(url=u, title=u, fetched_at=datetime.now(UTC)) for u in urls])
     cites = [Citation(url=u, title=u, reliability=0.5, origin=u, statement="s") for u in urls]
     text = refs.cite_all(cites)
     assert text.startswith("[1][2]") and text.endswith(f"[{MAX_CITES}] (+3 more)")
