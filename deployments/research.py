@@ -167,7 +167,8 @@ class ResearchService:
             return _error(404, f"no research run {run_id!r}; POST /research to start one")
         body: dict[str, Any] = {
             "runId": run.run_id, "topic": run.topic, "status": run.status, "submittedAt": run.started_at,
-            "completedAt": run.completed_at, "error": run.error, "links": _links(run_id), "result": None,
+            "completedAt": run.completed_at, "error": run.error, "links": _links(run_id),
+            "result": None, "partial": None,
         }
         if run.result_json:  # the result, or what a failed run produced before failing
             body["result" if run.status == "completed" else "partial"] = json.loads(run.result_json)

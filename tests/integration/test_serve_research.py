@@ -104,6 +104,21 @@ def test_completed_run_has_its_result(service: tuple[httpx.Client, Path],
     assert result.total_agent_runs == 2 and "runId" in body["result"]
 
 
+def test_a_failed_run_keeps_its_partial_results(service: tuple[httpx.Client, Path]) -> None:
+    """Every agent times out twice: the run fails, and what it produced is still served with the error."""
+    client, _ = service
+    answer = client.post("/research", json={"topic": TOPIC, "agents": 2, "iterations": 1, "timeout": 0.001,
+                                            "corpus": str(CORPUS_DIR)})
+    assert answer.status_code == 202, answer.text
+    run_id = answer.json()["runId"]
+    kinds = [m["event"] for m in _read_sse(client, f"/research/{run_id}/events")]
+    assert kinds[-1] == "researchFailed" and "researchCompleted" not in kinds
+    body = client.get(f"/research/{run_id}").json()
+    assert body["status"] == "failed" and "2 of 2 agents failed twice" in body["error"]
+    assert body["result"] is None and len(body["partial"]["failedAttempts"]) == 2
+    assert all(f["timedOut"] for a in body["partial"]["failedAttempts"] for f in a["failures"])
+
+
 def test_late_client_replays_events_from_last_event_id(service: tuple[httpx.Client, Path],
                                                        finished_run: tuple[str, list[dict[str, Any]]]) -> None:
     client, _ = service
