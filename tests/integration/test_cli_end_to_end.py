@@ -35,11 +35,15 @@ def test_research_writes_reports_and_prints_where(tmp_path: Path) -> None:
 
 
 def test_research_without_network_is_one_line_error(tmp_path: Path) -> None:
-    result = magi("research", "価格転嫁", "--provider", "ddgs", "--agents", "1", cwd=tmp_path)
+    out = tmp_path / "failed"
+    result = magi("research", "価格転嫁", "--provider", "ddgs", "--agents", "1", "--out", str(out), cwd=tmp_path,
+                  env={"DDGS_PROXY": "http://127.0.0.1:9"})  # fails at once, on a machine with a network too
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    assert "ddgs search" in lines[0] and "--corpus" in lines[0]
+    assert "ddgs search" in lines[0] and "--corpus" in lines[0] and str(out / "partial.json") in lines[0]
+    partial = json.loads((out / "partial.json").read_text(encoding="utf-8"))
+    assert len(partial["failedAttempts"]) == 2 and partial["failedAttempts"][0]["failures"][0]["lastStage"]
 
 
 def test_doctor_llm_with_python_provider(tmp_path: Path) -> None:
