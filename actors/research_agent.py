@@ -48,6 +48,7 @@ class ResearchAgent:
         self._run_id = run_id
         self._started = time.perf_counter()
         self._snapshot = AgentSnapshot(agent_id=agent_id, iteration=1)
+        self._decisions: list[str] = []  # why it searched and kept what it did, for the transparency report
 
     def _progress(self, stage: str, done: int, total: int) -> None:
         self._snapshot.stage, self._snapshot.stage_done, self._snapshot.stage_total = stage, done, total
@@ -63,6 +64,7 @@ class ResearchAgent:
     async def run(self, topic: str, brief: AgentBrief | None = None) -> AgentReport:
         brief = brief or AgentBrief()
         self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
+        self._decisions = []
         started = self._started = time.perf_counter()
         self._snapshot.queries = self.queries(topic, brief)
         self._progress("search", 0, 1)
@@ -88,7 +90,7 @@ class ResearchAgent:
             content=render_agent_report(topic, self.strategy, findings, mentions, sources),
             sources=sources, generated_at=datetime.now(UTC),
             duration_ms=int((time.perf_counter() - started) * 1000),
-            queries=queries, findings=findings, entities=mentions, failures=failures,
+            queries=queries, findings=findings, entities=mentions, failures=failures, decisions=self._decisions,
         )
         self._progress("report", 1, 1)
         return report
@@ -112,9 +114,11 @@ class ResearchAgent:
         covered = set(brief.covered_sources)
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
+        widened = 0
         for query in queries:
             hits = await provider.search(query, max_results=wanted, time_range=time_range)
             if time_range and len(hits) < wanted // 2:  # too narrow: widen rather than starve
+                widened += 1
                 hits += await provider.search(query, max_results=wanted)
             for hit in hits:
                 score = (1.0 / hit.rank + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
@@ -123,8 +127,22 @@ class ResearchAgent:
                     best[hit.url] = (score, hit)
         if not best:
             raise SearchError(f"no search results for {topic!r} from provider {self.settings.search_provider}")
-        ranked = sorted(best.values(), key=lambda pair: -pair[0])
-        return [hit for _, hit in ranked[:wanted]], queries
+        ranked = [hit for _, hit in sorted(best.values(), key=lambda pair: -pair[0])]
+        chosen = ranked[:wanted]
+        preferred = self.strategy.preferred_sources
+        self._decisions = [
+            f"{len(queries)} queries gave {len(ranked)} distinct results; kept the top {len(chosen)}",
+            f"{sum(h.source_type in preferred for h in chosen)} kept results are of the preferred types "
+            f"({', '.join(preferred) or 'none'}), ranked up by {PREFERRED_BONUS}",
+        ]
+        if covered:
+            self._decisions.append(f"{sum(h.url in covered for h in ranked)} results were read in earlier iterations "
+                                   f"and ranked down by {COVERED_PENALTY}; {sum(h.url in covered for h in chosen)} "
+                                   "of them still made the cut")
+        if widened:
+            self._decisions.append(f"time range '{self.strategy.time_range}' left too few results for {widened} "
+                                   "queries; those were repeated without it")
+        return chosen, queries
 
     def _findings(self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult]) -> list[Finding]:
         """The claims most on-topic, at most a few per source, preferred source types first."""
@@ -151,6 +169,8 @@ class ResearchAgent:
             findings.append(finding)
             if len(findings) == MAX_FINDINGS:
                 break
+        self._decisions.append(f"{len(candidates)} fact-bearing sentences from {len(usable)} pages; kept the "
+                               f"{len(findings)} most on-topic (at most {MAX_FINDINGS_PER_SOURCE} per page)")
         return findings
 
 

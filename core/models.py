@@ -98,3 +98,4 @@ class AgentReport(CamelModel):
     findings: list[Finding] = Field(default_factory=list)
     entities: list[EntityMention] = Field(default_factory=list)
     failures: list[SourceFailure] = Field(default_factory=list)
+    decisions: list[str] = Field(default_factory=list)  # what the agent chose and why (transparency report)

@@ -19,7 +19,8 @@ def transparency_data(result: ConsensusResearchResult) -> dict[str, Any]:
     for it in result.iterations:
         agents = [{
             "agentId": r.agent_id, "reportId": r.report_id, "focus": r.strategy.focus,
-            "queries": r.queries, "sources": [s.url for s in r.sources], "findings": len(r.findings),
+            "queries": r.queries, "decisions": r.decisions, "sources": [s.url for s in r.sources],
+            "findings": len(r.findings),
             "failedSources": [f.model_dump(by_alias=True) for f in r.failures], "durationMs": r.duration_ms,
         } for r in it.agent_reports]
         iterations.append({
@@ -79,6 +80,8 @@ def transparency_markdown(result: ConsensusResearchResult) -> str:
         for a in it["agents"]:
             lines.append(f"| {a['agentId']} | {a['focus']} | {'; '.join(a['queries'])} | {len(a['sources'])} | "
                          f"{a['findings']} | {a['durationMs']} |")
+        for a in it["agents"]:
+            lines += [f"- agent {a['agentId']}: {d}" for d in a["decisions"]]
         for f in it["agentFailures"]:
             lines.append(f"\nAgent {f['agentId']} failed (attempt {f['attempt']}, {f['errorType']}, "
                          f"{f['durationMs']} ms, last stage {f['lastStage'] or 'none'}): {f['error']}")
