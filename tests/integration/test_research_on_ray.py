@@ -168,7 +168,8 @@ def test_outputs_written_atomically(ray_result: tuple[Result, ListSink], tmp_pat
     assert len(transparency["iterations"]) == 3 and transparency["conflictResolutions"]
     assert all(s["arithmetic"].startswith("consistency") for it in transparency["iterations"] for s in it["scores"])
     assert all(a["decisions"] for it in transparency["iterations"] for a in it["agents"])
-    assert any("read in earlier iterations" in d for a in transparency["iterations"][1]["agents"] for d in a["decisions"])
+    second = transparency["iterations"][1]["agents"]
+    assert any("read in earlier iterations" in d for a in second for d in a["decisions"])
 
 
 def test_all_agents_timing_out_is_a_typed_error(ray_cluster: None) -> None:
