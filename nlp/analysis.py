@@ -2,7 +2,9 @@
 
 Only spans that can hold a claim (numbers, dates, money, names) reach GiNZA: the model is the
 bottleneck of research, so the cheap pre-filter runs first. Results are keyed by a hash of the
-language and text, so the same content is never analysed twice.
+language and text, so the same content is never analysed twice, and of the analyser itself
+(:data:`ANALYSER_VERSION` and the rule files it reads): editing the claim vocabulary or the entity
+patterns, or a new version of the code, makes cached analyses miss instead of serving stale claims.
 """
 
 from __future__ import annotations
@@ -11,13 +13,17 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import date
+from functools import cache
 from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from nlp.claims import Claim, candidate_spans, extract_claims
+from nlp.claims import VOCABULARY_PATH, Claim, candidate_spans, extract_claims
 from nlp.entities import Entity, extract_entities_batch
 from nlp.language import detect_language
+from nlp.pipelines import EN_RULES_PATH
+
+ANALYSER_VERSION = 2  # raise when a code change alters what an analysis contains
 
 
 class AnalysisInput(NamedTuple):
@@ -37,8 +43,17 @@ class TextAnalysis(BaseModel):
     claims: list[Claim]
 
 
+@cache
+def analyser_fingerprint() -> str:
+    """The analyser's version and the contents of the rule files it reads (read once per process)."""
+    digest = hashlib.sha256(str(ANALYSER_VERSION).encode())
+    for path in (VOCABULARY_PATH, EN_RULES_PATH):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def analysis_key(text: str, lang: str, published: date | None = None) -> str:
-    return hashlib.sha256(f"{lang}\0{published}\0{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{analyser_fingerprint()}\0{lang}\0{published}\0{text}".encode()).hexdigest()
 
 
 def resolve_lang(text: str, lang: str | None) -> str:

@@ -10,6 +10,7 @@ and misses 「令和元年」 entirely; :func:`attach_era_names` widens or adds 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict
@@ -88,10 +89,12 @@ def _entities(doc: Doc, offset: int, lang: str) -> list[Entity]:
     return [
         Entity(text=doc.text[start:end], label=label, start=start + offset, end=end + offset, lang=lang)
         for start, end, label in spans
+        if not LIST_MARKER.fullmatch(doc.text[start:end])
     ]
 
 
 _Span = tuple[int, int, EntityLabel]
+LIST_MARKER = re.compile(r"\s*(?:\d{1,2}|[a-zA-Z])[.)．）]\s*")  # "1." numbering a list is not a quantity
 
 
 def attach_era_names(text: str, spans: list[_Span]) -> list[_Span]:
