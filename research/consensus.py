@@ -57,14 +57,11 @@ def _agreeing_origins(finding: Finding, claims_by_key: Mapping[str, list[tuple[s
             if any(values_agree(a, b) for a in mine for b in c.values)}
 
 
-def unverified_count(report: AgentReport, claims_by_key: Mapping[str, list[tuple[str, Claim]]]) -> int:
-    """Findings no second origin confirms (see the module docstring)."""
+def unconfirmed(report: AgentReport, claims_by_key: Mapping[str, list[tuple[str, Claim]]]) -> list[Finding]:
+    """The report's findings no second origin confirms (see the module docstring)."""
     origin = {s.url: origin_of(s) for s in report.sources}
-    count = 0
-    for f in report.findings:
-        others = _agreeing_origins(f, claims_by_key) - {origin.get(f.source, f.source)} if f.key else set()
-        count += not others
-    return count
+    return [f for f in report.findings
+            if not f.key or not _agreeing_origins(f, claims_by_key) - {origin.get(f.source, f.source)}]
 
 
 def index_claims(documents: Mapping[str, SourceDocument]) -> dict[str, list[tuple[str, Claim]]]:
@@ -93,7 +90,7 @@ def score_iteration(topic: str, reports: Sequence[AgentReport], documents: Mappi
         scores.append(score_report(
             r.report_id, conflicts=conflicts, claim_count=sum(1 for i in items if claim_key(i.claim)),
             sources=r.sources, text=r.findings, facets=facets, claim_keys=claim_keys,
-            unverified_count=unverified_count(r, index),
+            unverified_count=len(unconfirmed(r, index)),
         ))
     best_id, reason = select_best(scores)
     selected = next(r for r in reports if r.report_id == best_id)

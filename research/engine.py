@@ -51,7 +51,7 @@ from core.models import AgentReport, AgentSnapshot, SourceReference
 from core.runtime import Outcome, Runtime
 from core.settings import Settings
 from nlp.conflicts import detect_conflicts
-from research.consensus import index_claims, score_iteration, sourced_claims
+from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
 from research.evidence import SourceDocument, build_evidence
 from research.iteration import IterationContext, initial_context, next_context, should_stop_early
 from research.reliability import reliability_for
@@ -292,11 +292,9 @@ class _Run:
     def next_context(self, done: IterationResult) -> IterationContext:
         consensus = next(r for r in done.agent_reports if r.report_id == done.selected_report_id)
         score = next(s for s in done.scores if s.report_id == done.selected_report_id)
-        index = index_claims(self.documents)
-        single = [f.key for f in consensus.findings
-                  if f.key and len({origin for origin, c in index.get(f.key, []) if c.text != f.text}) == 0]
+        single = [f.key for f in unconfirmed(consensus, index_claims(self.documents)) if f.key]
         return next_context(self.topic, done.iteration + 1, consensus, score, sorted(self.documents),
-                            list(dict.fromkeys(k for k in single if k)))
+                            list(dict.fromkeys(single)))
 
     def partial(self) -> dict[str, Any]:
         """Everything produced so far, JSON-ready (kept with a failed run for debugging)."""
