@@ -180,3 +180,16 @@ def test_all_agents_timing_out_is_a_typed_error(ray_cluster: None) -> None:
             run_research(TOPIC, settings, runtime, ListSink())
     finally:
         runtime.close()
+
+
+def test_standalone_python_api_uses_the_spec_option_names(ray_cluster: None, tmp_path: Path) -> None:
+    from core.errors import ConfigError
+    from research.api import research
+
+    with pytest.raises(ConfigError, match="research_iterations"):
+        research(TOPIC, iteration_count=0)
+    result = research(TOPIC, agent_count=2, iteration_count=1, agent_timeout_ms=120_000, conflict_threshold=0.2)
+    config = result.metadata.config
+    assert (config.agent_count, config.iteration_count, config.agent_timeout_ms, config.conflict_threshold) == (
+        2, 1, 120_000, 0.2)
+    assert len(result.iterations) == 1 and result.claims
