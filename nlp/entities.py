@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
-from spacy.tokens import Doc
 
 from core.errors import InputError
 from nlp.chunking import split_text
@@ -22,6 +22,9 @@ from nlp.dates import ERA_DATE
 from nlp.labels import EntityLabel, from_ene, from_ontonotes
 from nlp.language import detect_language
 from nlp.pipelines import ModelUnavailableError, ginza_available, ner_backend, skipped_components, using
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
 
 __all__ = [
     "Entity",

@@ -16,10 +16,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import spacy
-from spacy.language import Language
+if TYPE_CHECKING:  # spaCy is imported where a model is loaded: processes that only handle results stay light
+    from spacy.language import Language
 
 from core.errors import ConfigError, MagiError
 from core.yamlfile import read_yaml
@@ -51,6 +51,8 @@ def _version(dist: str) -> str | None:
 
 def ginza_available() -> tuple[bool, str]:
     """Whether GiNZA looks installed (without loading it), and a message with the fix when not."""
+    import spacy
+
     missing = [d for d in ("ginza", "ja-ginza", "sudachipy", "sudachidict-core") if _version(d) is None]
     if missing or not spacy.util.is_package(JA_MODEL):
         return False, f"GiNZA is missing ({', '.join(missing) or JA_MODEL}); install it with: {JA_INSTALL}"
@@ -59,6 +61,8 @@ def ginza_available() -> tuple[bool, str]:
 
 def ner_backend(lang: str) -> str:
     """Which model serves ``lang`` (for ``magi doctor``); never loads a model."""
+    import spacy
+
     if lang == "ja":
         ok, message = ginza_available()
         return f"GiNZA {message}" if ok else f"unavailable: {message}"
@@ -99,6 +103,8 @@ def skipped_components(nlp: Language) -> list[str]:
 
 
 def _load_japanese() -> Language:
+    import spacy
+
     try:
         return spacy.load(JA_MODEL)
     except Exception as exc:  # OSError when missing, ImportError/ValueError when broken
@@ -109,6 +115,8 @@ def _load_japanese() -> Language:
 
 
 def _load_english() -> Language:
+    import spacy
+
     if not spacy.util.is_package(EN_MODEL):
         return add_entity_ruler(spacy.blank("en"))
     try:
