@@ -84,6 +84,13 @@ class IterationCompleted(_Event):
     retried: bool = False
 
 
+class ResearchRequeued(_Event):
+    """Ours: the service restarted while the run was pending or running; it will run again from the start."""
+
+    type: Literal["researchRequeued"] = "researchRequeued"
+    attempts: int  # times it had started before
+
+
 class ResearchCompleted(_Event):
     type: Literal["researchCompleted"] = "researchCompleted"
     report_path: str | None = None
@@ -96,7 +103,7 @@ class ResearchFailed(_Event):
 
 Event = Annotated[
     ResearchStarted | IterationStarted | AgentStarted | StageProgress | AgentCompleted | ScoringCompleted
-    | ConsensusSelected | IterationCompleted | ResearchCompleted | ResearchFailed,
+    | ConsensusSelected | IterationCompleted | ResearchRequeued | ResearchCompleted | ResearchFailed,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -38,7 +38,8 @@ from research.engine import preflight, validate_topic
 log = logging.getLogger(__name__)
 APP_NAME = "research"
 ROUTE_PREFIX = "/"  # the app's own paths start with /research
-INTERRUPTED = "interrupted by a restart of the research service; resubmit"
+INTERRUPTED = "interrupted by restarts of the research service; resubmit"
+MAX_ATTEMPTS = 2  # a run interrupted by a restart runs again, but only so often: it may be the cause
 POLL_S = 0.25  # how often an open event stream looks for new events in the store
 KEEPALIVE_S = 15.0
 
@@ -107,13 +108,20 @@ class ResearchService:
             raise RuntimeError("the research replica must run inside Ray")
         self._settings = settings
         self._store = Store(settings.data_dir)
-        interrupted = runs.fail_unfinished(self._store, INTERRUPTED)
-        if interrupted:
-            log.warning("marked %d interrupted run(s) failed: %s", len(interrupted), ", ".join(interrupted))
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="research-run")
+        requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
+        if failed:
+            log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
+        for run in requeued:  # accepted work survives a restart: it runs again, in its original order
+            log.warning("run %s was interrupted by a restart; running it again", run.run_id)
+            try:
+                body = ResearchRequest.model_validate(run.request)
+                self._worker.submit(self._execute, run.run_id, run.topic, self._settings_for(body))
+            except (ValueError, MagiError) as exc:
+                runs.finish_failed(self._store, run.run_id, f"cannot run again: {first_line(exc)}")
 
-    @api.post("/research", status_code=202)
-    async def submit(self, body: ResearchRequest) -> JSONResponse:
+    def _settings_for(self, body: ResearchRequest) -> Settings:
+        """The service's settings with the request's options (validated by the request model)."""
         updates: dict[str, Any] = {}
         if body.agents is not None:
             updates["research_agents"] = body.agents
@@ -127,13 +135,18 @@ class ResearchService:
             updates["corpus_dir"] = Path(body.corpus).expanduser().absolute()
         if body.provider is not None or body.corpus is not None:
             updates["search_provider"] = body.provider or "local"
-        settings = self._settings.model_copy(update=updates)
+        return self._settings.model_copy(update=updates)
+
+    @api.post("/research", status_code=202)
+    async def submit(self, body: ResearchRequest) -> JSONResponse:
+        settings = self._settings_for(body)
         try:  # a bad corpus fails now, not in the background; loading a corpus may take a moment
             await asyncio.to_thread(preflight, body.topic, settings)
         except MagiError as exc:
             return _error(400, first_line(exc))
         run_id = uuid.uuid4().hex[:12]
-        runs.record_started(self._store, run_id, body.topic, status="accepted")  # stored before answering: not lost
+        runs.record_started(self._store, run_id, body.topic, status="accepted",  # stored before answering
+                            request=body.model_dump(mode="json", by_alias=True, exclude_none=True))
         self._worker.submit(self._execute, run_id, body.topic, settings)
         return JSONResponse({"runId": run_id, "status": "accepted", "links": _links(run_id)}, status_code=202)
 

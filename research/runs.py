@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from core.events import Event, ResearchFailed
+from core.events import Event, ResearchFailed, ResearchRequeued
 from core.store import Store, register_migration
 from research.result import ConsensusResearchResult
 
@@ -21,12 +21,26 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def record_started(store: Store, run_id: str, topic: str, *, status: str = "running") -> None:
-    """A new run: ``running`` when it starts at once (CLI), ``accepted`` when it waits (HTTP)."""
+register_migration(
+    "research",
+    2,
+    """
+    ALTER TABLE research_runs ADD COLUMN request_json TEXT;
+    ALTER TABLE research_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+    """,
+)
+
+
+def record_started(store: Store, run_id: str, topic: str, *, status: str = "running",
+                   request: dict[str, Any] | None = None) -> None:
+    """A new run: ``running`` when it starts at once (CLI), ``accepted`` when it waits (HTTP). ``request``
+    (the HTTP body) lets a restarted service run it again (:func:`requeue_unfinished`)."""
     with store.transaction() as conn:
         conn.execute(
-            "INSERT INTO research_runs (run_id, topic, status, started_at) VALUES (?, ?, ?, ?)",
-            (run_id, topic, status, _now()),
+            "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, topic, status, _now(), json.dumps(request, ensure_ascii=False) if request else None,
+             int(status == "running")),
         )
 
 
@@ -68,10 +82,10 @@ class StoredEvent:
 
 
 def mark_running(store: Store, run_id: str) -> bool:
-    """``accepted`` -> ``running``; False when the run is no longer waiting (e.g. marked failed)."""
+    """``accepted`` -> ``running`` (one more attempt); False when the run is no longer waiting."""
     with store.transaction() as conn:
-        cur = conn.execute("UPDATE research_runs SET status='running' WHERE run_id=? AND status='accepted'",
-                           (run_id,))
+        cur = conn.execute("UPDATE research_runs SET status='running', attempts=attempts+1 "
+                           "WHERE run_id=? AND status='accepted'", (run_id,))
         return cur.rowcount == 1
 
 
@@ -114,12 +128,33 @@ def finish_failed(store: Store, run_id: str, error: str, event: Event | None = N
             _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
 
 
-def fail_unfinished(store: Store, error: str) -> list[str]:
-    """Mark every ``accepted``/``running`` run failed (its process is gone); returns their ids."""
-    ids = [r[0] for r in store.query("SELECT run_id FROM research_runs WHERE status IN ('accepted', 'running')")]
-    for run_id in ids:
-        finish_failed(store, run_id, error)
-    return ids
+@dataclass(frozen=True)
+class Requeued:
+    run_id: str
+    topic: str
+    request: dict[str, Any]
+
+
+def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[list[Requeued], list[str]]:
+    """After a restart of the service: its runs that were waiting or running go back to ``accepted``
+    (with a ``researchRequeued`` event) to run again from the start; a run that already started
+    ``max_attempts`` times (it may be what brings the service down) is marked failed with ``error``.
+    Runs without a stored request (started by the CLI, maybe still running in another process) are
+    left alone. Returns (requeued runs, ids of runs failed)."""
+    rows = store.query("SELECT run_id, topic, request_json, attempts FROM research_runs "
+                       "WHERE status IN ('accepted', 'running') AND request_json IS NOT NULL ORDER BY started_at")
+    requeued: list[Requeued] = []
+    failed: list[str] = []
+    for run_id, topic, request_json, attempts in rows:
+        if attempts >= max_attempts:
+            finish_failed(store, run_id, f"{error} (it was started {attempts} times)")
+            failed.append(run_id)
+            continue
+        with store.transaction() as conn:
+            conn.execute("UPDATE research_runs SET status='accepted' WHERE run_id=?", (run_id,))
+            _append(conn, run_id, ResearchRequeued(run_id=run_id, attempts=attempts))
+        requeued.append(Requeued(run_id, topic, json.loads(request_json)))
+    return requeued, failed
 
 
 def load_run(store: Store, run_id: str) -> RunRecord | None:

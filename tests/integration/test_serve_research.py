@@ -140,8 +140,8 @@ def test_unknown_run_and_bad_input(service: tuple[httpx.Client, Path]) -> None:
     assert no_corpus.status_code == 400 and "does not exist" in no_corpus.json()["error"]
 
 
-def test_runs_survive_a_restart_and_interrupted_runs_fail(service: tuple[httpx.Client, Path],
-                                                          finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+def test_runs_survive_a_restart_and_interrupted_runs_run_again(
+        service: tuple[httpx.Client, Path], finished_run: tuple[str, list[dict[str, Any]]]) -> None:
     from ray import serve
 
     from deployments.research import APP_NAME
@@ -152,8 +152,13 @@ def test_runs_survive_a_restart_and_interrupted_runs_fail(service: tuple[httpx.C
     stored = runs.load_run(store, run_id)
     assert stored is not None and stored.status == "completed" and stored.result_json
     assert len(runs.load_events(store, run_id)) == len(messages)
-    runs.record_started(store, "ghost", TOPIC, status="accepted")  # as if a replica died with a run in progress
-    assert runs.mark_running(store, "ghost")
+    request = {"topic": TOPIC, "agents": 1, "iterations": 1, "corpus": str(CORPUS_DIR)}
+    for ghost in ("ghost", "doomed"):  # as if a replica died with these runs in progress
+        runs.record_started(store, ghost, TOPIC, status="accepted", request=request)
+        assert runs.mark_running(store, ghost)
+    with store.transaction() as conn:  # "doomed" has been restarted before: it may be what kills the replica
+        conn.execute("UPDATE research_runs SET attempts=2 WHERE run_id='doomed'")
+    runs.record_started(store, "cli-run", TOPIC)  # a CLI run (no request) may still be running elsewhere
     store.close()
 
     serve.delete(APP_NAME)
@@ -162,6 +167,11 @@ def test_runs_survive_a_restart_and_interrupted_runs_fail(service: tuple[httpx.C
     assert time.perf_counter() - started < 30
     again = client.get(f"/research/{run_id}").json()
     assert again["status"] == "completed" and again["result"]["runId"] == run_id
+    kinds = [m["event"] for m in _read_sse(client, "/research/ghost/events")]
+    assert kinds[0] == "researchRequeued" and kinds[1] == "researchStarted" and kinds[-1] == "researchCompleted"
     ghost = client.get("/research/ghost").json()
-    assert ghost["status"] == "failed" and "interrupted by a restart" in ghost["error"]
-    assert [m["event"] for m in _read_sse(client, "/research/ghost/events")] == ["researchFailed"]
+    assert ghost["status"] == "completed" and ghost["result"]["runId"] == "ghost"
+    doomed = client.get("/research/doomed").json()
+    assert doomed["status"] == "failed" and "started 2 times" in doomed["error"]
+    assert [m["event"] for m in _read_sse(client, "/research/doomed/events")] == ["researchFailed"]
+    assert client.get("/research/cli-run").json()["status"] == "running"
