@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
                     path = write_partial(partial, out_dir)
                     raise ResearchError(f"{exc} (written to {path})") from exc
                 raise
-    runs.finish_completed(store, result, ResearchCompleted(run_id=run_id, progress=100))
+    terminal = next(e for e in reversed(events.events) if isinstance(e, ResearchCompleted))  # the engine's own
+    runs.finish_completed(store, result, terminal)
     md_path, json_path = write_outputs(result, out_dir)
     entities = result.entities
     ja_entities = [e.text for e in entities if e.lang == "ja"][:10]

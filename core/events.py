@@ -92,8 +92,14 @@ class ResearchRequeued(_Event):
 
 
 class ResearchCompleted(_Event):
+    """The spec sends the whole result here; ours carries its headline figures (the result is one GET away)."""
+
     type: Literal["researchCompleted"] = "researchCompleted"
     report_path: str | None = None
+    iterations: int | None = None
+    overall_score: float | None = None
+    claims: int | None = None
+    disputed: int | None = None
 
 
 class ResearchFailed(_Event):

@@ -355,7 +355,9 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
         run.retire(list(run.agents))
         for handle in [run.collector, *pool.workers]:
             runtime.kill(handle)
-    events.emit(ResearchCompleted(run_id=run.run_id, progress=100))
+    events.emit(ResearchCompleted(run_id=run.run_id, progress=100, iterations=len(result.iterations),
+                                  overall_score=round(result.final_score.overall_score, 3),
+                                  claims=len(result.claims), disputed=len(result.disputed)))
     return result
 
 

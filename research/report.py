@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from research.result import ConsensusResearchResult
 
 MAX_CLAIMS = 25
+MAX_NEW_FINDINGS = 8  # per iteration: what it added
 MAX_CITES = 6  # citations printed per claim; the JSON result lists them all
 
 
@@ -75,13 +76,17 @@ def render_final_report(result: ConsensusResearchResult) -> str:
 
     lines += ["## Key findings by iteration", ""]
     by_iteration: dict[int, list[EvidencedClaim]] = defaultdict(list)
-    for claim in result.claims:
+    for claim in distinct_claims(result.claims):
         for number in claim.iterations:
             by_iteration[number].append(claim)
     for iteration in result.iterations:
         lines += [f"### Iteration {iteration.iteration} (consensus: agent {iteration.selected_agent_id})", ""]
         found = by_iteration.get(iteration.iteration, [])
-        lines += [f"- {c.text} {refs.cite_all(c.supporting)}" for c in found[:8]] or ["- (no verified findings)"]
+        new = [c for c in found if min(c.iterations) == iteration.iteration]
+        lines += [f"- {c.text} {refs.cite_all(c.supporting)}" for c in new[:MAX_NEW_FINDINGS]]
+        if len(found) > len(new):
+            lines.append(f"- ({len(found) - len(new)} finding(s) of earlier iterations confirmed again)")
+        lines += [] if found else ["- (no verified findings)"]
         lines.append("")
 
     lines += ["## Claims, confidence and sources", ""]

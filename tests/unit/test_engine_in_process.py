@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from core.errors import ResearchError
-from core.events import AgentCompleted, ConsensusSelected, ListSink
+from core.events import AgentCompleted, ConsensusSelected, ListSink, ResearchCompleted
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from research.engine import run_research
@@ -62,6 +62,8 @@ def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
     assert kinds.count("iterationStarted") == kinds.count("consensusSelected") == kinds.count("iterationCompleted") == 2
     progress = [e.progress for e in events.events if e.progress is not None]
     assert progress == sorted(progress) and progress[-1] == 100
+    done = events.events[-1]
+    assert isinstance(done, ResearchCompleted) and (done.iterations, done.claims) == (2, len(result.claims))
     selected = [e for e in events.events if isinstance(e, ConsensusSelected)]
     assert [e.selected_agent_id for e in selected] == [it.selected_agent_id for it in result.iterations]
 
