@@ -65,6 +65,7 @@ class Settings(BaseSettings):
     ddgs_region: str = Field("jp-jp", description="DuckDuckGo region, e.g. jp-jp, us-en, wt-wt.")
     ddgs_backend: str = Field("auto", description="ddgs backend(s), e.g. auto, duckduckgo, bing,brave.")
     searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON API enabled.")
+    searxng_timeout_s: float = Field(10.0, gt=0, le=300, description="Time for one SearXNG answer (tried twice).")
 
     fetch_allow_private: bool = Field(
         False, description="Allow fetching private/loopback/link-local addresses (SSRF guard off). Tests only."

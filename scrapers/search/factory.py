@@ -47,7 +47,7 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
         elif name == "ddgs":
             providers.append(DdgsSearchProvider(region=settings.ddgs_region, backend=settings.ddgs_backend))
         elif name == "searxng":
-            providers.append(SearxngSearchProvider(settings.searxng_url,
+            providers.append(SearxngSearchProvider(settings.searxng_url, timeout_s=settings.searxng_timeout_s,
                                                    language=searxng_language(settings.ddgs_region)))
         else:
             raise ConfigError(f"unknown search provider {name!r}; use one of {', '.join(PROVIDERS)}")

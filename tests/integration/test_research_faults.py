@@ -41,8 +41,9 @@ def searxng_holding(*words: str, delay_s: float) -> Iterator[str]:
 
 
 def _settings(tmp_path: Path, searxng_url: str, **overrides: object) -> Settings:
+    # The SearXNG client waits longer than the hold, so only the agent's own timeout can end it.
     return load_settings(data_dir=tmp_path / "data", search_provider="searxng", search_fallbacks=["local"],
-                         searxng_url=searxng_url, research_iterations=1, **overrides)
+                         searxng_url=searxng_url, searxng_timeout_s=120, research_iterations=1, **overrides)
 
 
 class _Watch:
