@@ -66,9 +66,9 @@ class ResearchAgent:
         self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
         self._decisions = []
         started = self._started = time.perf_counter()
-        self._snapshot.queries = self.queries(topic, brief)
+        queries = self._snapshot.queries = self.queries(topic, brief)
         self._progress("search", 0, 1)
-        results, queries = await self._search(open_search(self.settings).provider, topic, brief)
+        results = await self._search(open_search(self.settings).provider, topic, queries, set(brief.covered_sources))
         self._snapshot.urls = [r.url for r in results]
         self._progress("search", 1, 1)
         self._progress("fetch", 0, len(results))
@@ -106,12 +106,10 @@ class ResearchAgent:
             other = cross_language_query(topic, "en" if topic.isascii() else "ja")
         return list(dict.fromkeys([topic, *(f"{topic} {m}" for m in modifiers), *focus, *([other] if other else [])]))
 
-    async def _search(self, provider: SearchProvider, topic: str,
-                      brief: AgentBrief) -> tuple[list[SearchResult], list[str]]:
+    async def _search(self, provider: SearchProvider, topic: str, queries: list[str],
+                      covered: set[str]) -> list[SearchResult]:
         """Each query's hits merged by URL: higher ranks, preferred source types and unread sources first."""
         wanted = self.settings.research_results_per_agent
-        queries = self.queries(topic, brief)
-        covered = set(brief.covered_sources)
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
         widened = 0
@@ -142,7 +140,7 @@ class ResearchAgent:
         if widened:
             self._decisions.append(f"time range '{self.strategy.time_range}' left too few results for {widened} "
                                    "queries; those were repeated without it")
-        return chosen, queries
+        return chosen
 
     def _findings(self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult]) -> list[Finding]:
         """The claims most on-topic, at most a few per source, preferred source types first."""

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import date
 from functools import cache
+from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import BaseModel
@@ -43,13 +44,18 @@ class TextAnalysis(BaseModel):
     claims: list[Claim]
 
 
-@cache
-def analyser_fingerprint() -> str:
-    """The analyser's version and the contents of the rule files it reads (read once per process)."""
-    digest = hashlib.sha256(str(ANALYSER_VERSION).encode())
-    for path in (VOCABULARY_PATH, EN_RULES_PATH):
+def fingerprint(version: int, rule_files: Sequence[Path]) -> str:
+    """A short hash of an analyser version and the contents of its rule files."""
+    digest = hashlib.sha256(str(version).encode())
+    for path in rule_files:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+@cache
+def analyser_fingerprint() -> str:
+    """This analyser's fingerprint (the rule files are read once per process)."""
+    return fingerprint(ANALYSER_VERSION, (VOCABULARY_PATH, EN_RULES_PATH))
 
 
 def analysis_key(text: str, lang: str, published: date | None = None) -> str:

@@ -290,11 +290,9 @@ class _Run:
             self.documents[url] = SourceDocument(source=ref, text=item.page.text, claims=item.analysis.claims)
 
     def next_context(self, done: IterationResult) -> IterationContext:
-        consensus = next(r for r in done.agent_reports if r.report_id == done.selected_report_id)
-        score = next(s for s in done.scores if s.report_id == done.selected_report_id)
-        single = [f.key for f in unconfirmed(consensus, index_claims(self.documents)) if f.key]
-        return next_context(self.topic, done.iteration + 1, consensus, score, sorted(self.documents),
-                            list(dict.fromkeys(single)))
+        single = [f.key for f in unconfirmed(done.consensus, index_claims(self.documents)) if f.key]
+        return next_context(self.topic, done.iteration + 1, done.consensus, done.consensus_score,
+                            sorted(self.documents), list(dict.fromkeys(single)))
 
     def partial(self) -> dict[str, Any]:
         """Everything produced so far, JSON-ready (kept with a failed run for debugging)."""
@@ -332,8 +330,7 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
         while True:
             done = run.run_iteration(context)
             run.iterations.append(done)
-            consistencies = [next(s.consistency_score for s in it.scores if s.report_id == it.selected_report_id)
-                             for it in run.iterations]
+            consistencies = [it.consensus_score.consistency_score for it in run.iterations]
             if done.iteration >= run.config.iteration_count:
                 break
             if should_stop_early(consistencies):
@@ -372,8 +369,7 @@ def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str 
     claims_all = [c for url, doc in run.documents.items()
                   for c in sourced_claims(first_report.get(url), [doc.source], run.documents)]
     conflicts = detect_conflicts(claims_all)
-    findings = [(it.iteration, f) for it in run.iterations
-                for r in it.agent_reports if r.report_id == it.selected_report_id for f in r.findings]
+    findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
     evidence, check = build_evidence(findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
     summary = _run_async(lambda: write_summary(run.topic, verified, make_llm(run.settings), lang=_lang(run.topic)))
@@ -382,7 +378,7 @@ def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str 
         final_report="", iterations=run.iterations,
         total_duration_ms=int((time.perf_counter() - started) * 1000),
         total_agent_runs=sum(len(it.agent_reports) + len(it.agent_failures) for it in run.iterations),
-        final_score=next(s for s in last.scores if s.report_id == last.selected_report_id),
+        final_score=last.consensus_score,
         metadata=ResultMetadata(topic=run.topic, started_at=started_at, completed_at=datetime.now(UTC),
                                 config=run.config),
         run_id=run.run_id, executive_summary=summary, claims=verified, disputed=conflicts, citation_check=check,

@@ -70,6 +70,15 @@ class IterationResult(CamelModel):
     flagged_for_review: bool = False  # every report's conflict rate was above conflictThreshold
     source_overlap: float = 0.0  # mean pairwise Jaccard overlap of the agents' source URLs
 
+    @property
+    def consensus(self) -> AgentReport:
+        """The selected report."""
+        return next(r for r in self.agent_reports if r.report_id == self.selected_report_id)
+
+    @property
+    def consensus_score(self) -> ReportScore:
+        return next(s for s in self.scores if s.report_id == self.selected_report_id)
+
 
 class ResultMetadata(CamelModel):
     topic: str
@@ -101,8 +110,7 @@ class ConsensusResearchResult(CamelModel):
     @property
     def entities(self) -> list[EntityMention]:
         """Entities of the last consensus report."""
-        last = self.iterations[-1]
-        return next((r.entities for r in last.agent_reports if r.report_id == last.selected_report_id), [])
+        return self.iterations[-1].consensus.entities
 
 
 def source_overlap(reports: list[AgentReport]) -> float:

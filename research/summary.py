@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -44,7 +43,7 @@ from core.llm.base import LLMClient, Message, generate
 from core.models import CamelModel
 from nlp.findings import split_sentences
 from nlp.language import detect_language
-from nlp.values import Value, parse_values, values_agree
+from nlp.values import Value, fold, parse_values, values_agree
 from research.evidence import EvidencedClaim
 
 log = logging.getLogger(__name__)
@@ -127,7 +126,7 @@ def extractive_summary(topic: str, claims: Sequence[EvidencedClaim], *, max_sent
 
 
 def _norm(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
+    return fold(text).lower()
 
 
 def _terms(text: str) -> set[str]:
