@@ -16,16 +16,18 @@ from pydantic import BaseModel, Field
 
 from actors.nlp_pool import BATCH_CHARS, NlpPool
 from core.errors import ExtractionError, FetchError
-from core.models import CamelModel, SourceFailure
+from core.models import CamelModel
 from core.settings import Settings
 from core.store import Store
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
+from research.models import SourceFailure
 from scrapers.extract import ExtractedPage, extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.near_duplicates import NearDuplicateIndex
 from scrapers.page_cache import PageCache
 from scrapers.search.factory import open_search
+from scrapers.settings import FetchSettings
 
 BATCH_WAIT_S = 0.05  # how long a lone text waits for company before it is sent to the pool
 
@@ -68,7 +70,7 @@ class Collector:
         self._settings = settings
         self._pool = pool
         store = Store(settings.data_dir)
-        self._pages = PageCache(store, settings.page_cache_ttl_s)
+        self._pages = PageCache(store, FetchSettings.of(settings).page_cache_ttl_s)
         self._analyses = AnalysisCache(store)
         self._fetcher: Fetcher | None = None
         self._tasks: dict[str, asyncio.Task[Collected]] = {}

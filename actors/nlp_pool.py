@@ -9,10 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from actors.nlp_worker import AnalysedBatch, NlpWorker
-from core.runtime import Runtime, acall
+from core.runtime import Handle, Runtime
 from nlp.analysis import AnalysisInput, TextAnalysis
 
 BATCH_CHARS = 2500  # ~0.6 s of NLP: small enough to balance 2-8 workers, large enough to amortise calls
@@ -32,7 +31,7 @@ def batches(items: list[AnalysisInput], max_chars: int = BATCH_CHARS) -> list[li
 
 
 class NlpPool:
-    def __init__(self, workers: list[Any]) -> None:
+    def __init__(self, workers: list[Handle[NlpWorker]]) -> None:
         if not workers:
             raise ValueError("an NLP pool needs at least one worker")
         self.workers = list(workers)
@@ -63,7 +62,7 @@ class NlpPool:
             worker = min(self.workers, key=lambda w: self._load[id(w)])
             self._load[id(worker)] += chars
             try:
-                result: AnalysedBatch = await acall(worker, "analyse", batch)
+                result = await worker.call(NlpWorker.analyse, batch)
             except Exception as exc:
                 error = exc
                 if worker in self.workers:

@@ -17,20 +17,30 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
-from typing import Any
 
-from actors.collector import Collected
+from actors.collector import Collected, Collector
 from core.errors import SearchError
-from core.events import EventSink, StageProgress
-from core.models import AgentBrief, AgentReport, AgentSnapshot, AgentStrategy, EntityMention, Finding, SourceReference
-from core.runtime import acall
+from core.events import EventSink
+from core.runtime import Handle
 from core.settings import Settings
 from nlp.conflicts import claim_key
 from nlp.entities import Entity
 from nlp.findings import relevance, topic_terms
 from nlp.glossary import cross_language_query
+from research.events import StageProgress
+from research.models import (
+    AgentBrief,
+    AgentReport,
+    AgentSnapshot,
+    AgentStrategy,
+    EntityMention,
+    Finding,
+    SourceReference,
+)
+from research.settings import ResearchSettings
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search
+from scrapers.settings import SearchSettings
 
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
 PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types up, already-read sources down
@@ -38,7 +48,7 @@ MAX_FOCUS_QUERIES = 4
 
 
 class ResearchAgent:
-    def __init__(self, agent_id: int, strategy: AgentStrategy, settings: Settings, collector: Any,
+    def __init__(self, agent_id: int, strategy: AgentStrategy, settings: Settings, collector: Handle[Collector],
                  events: EventSink | None = None, run_id: str = "") -> None:
         self.agent_id = agent_id
         self.strategy = strategy
@@ -72,8 +82,8 @@ class ResearchAgent:
         self._snapshot.urls = [r.url for r in results]
         self._progress("search", 1, 1)
         self._progress("fetch", 0, len(results))
-        collected: list[Collected] = await acall(
-            self._collector, "collect", [r.url for r in results], {r.url: r.lang for r in results if r.lang}
+        collected: list[Collected] = await self._collector.call(
+            Collector.collect, [r.url for r in results], {r.url: r.lang for r in results if r.lang}
         )
         self._progress("entities", len(results), len(results))
         failures = [c.failure for c in collected if c.failure is not None]
@@ -109,7 +119,7 @@ class ResearchAgent:
     async def _search(self, provider: SearchProvider, topic: str, queries: list[str],
                       covered: set[str]) -> list[SearchResult]:
         """Each query's hits merged by URL: higher ranks, preferred source types and unread sources first."""
-        wanted = self.settings.research_results_per_agent
+        wanted = ResearchSettings.of(self.settings).results_per_agent
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
         widened = 0
@@ -124,7 +134,8 @@ class ResearchAgent:
                 if hit.url not in best or best[hit.url][0] < score:
                     best[hit.url] = (score, hit)
         if not best:
-            raise SearchError(f"no search results for {topic!r} from provider {self.settings.search_provider}")
+            name = SearchSettings.of(self.settings).provider
+            raise SearchError(f"no search results for {topic!r} from provider {name}")
         ranked = [hit for _, hit in sorted(best.values(), key=lambda pair: -pair[0])]
         chosen = ranked[:wanted]
         preferred = self.strategy.preferred_sources

@@ -22,9 +22,10 @@ def shared_options() -> argparse.ArgumentParser:
     return parent
 
 
-def settings_from(args: argparse.Namespace, **flags: Any) -> Settings:
-    """Effective settings: file < environment < the flags given on this command line."""
-    return load_settings(getattr(args, "config", None), output_format=getattr(args, "format", None), **flags)
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Effective settings: file < environment < ``--format`` (a command applies its own options after)."""
+    return load_settings(getattr(args, "config", None), {"output_format": getattr(args, "format", None)},
+                         origin="command-line flag")
 
 
 def emit(settings: Settings, data: dict[str, Any], markdown: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from cli.common import emit, settings_from
 from core.errors import first_line
 from core.settings import Settings, describe
+from scrapers.settings import SearchSettings
 
 
 @dataclass
@@ -42,7 +43,7 @@ def check_ray(settings: Settings) -> Check:
         nodes = len([n for n in ray.nodes() if n.get("Alive")])  # type: ignore[no-untyped-call]
     finally:
         stop_ray()
-    where = settings.ray_address or "local single-node Ray"
+    where = settings.ray.address or "local single-node Ray"
     return Check("ray", "ok", f"ray {ray.__version__}: {where}, {nodes} node(s), {cpus:g} CPUs, "
                              f"started in {time.perf_counter() - started:.1f} s")
 
@@ -59,8 +60,9 @@ def check_ginza(settings: Settings) -> Check:
 def check_local_search(settings: Settings) -> Check:
     from scrapers.search.local import LocalCorpus
 
-    corpus = LocalCorpus(settings.corpus_dir)
-    return Check("search:local", "ok", f"{len(corpus.documents)} documents in {settings.corpus_dir}")
+    corpus_dir = SearchSettings.of(settings).corpus_dir
+    corpus = LocalCorpus(corpus_dir)
+    return Check("search:local", "ok", f"{len(corpus.documents)} documents in {corpus_dir}")
 
 
 def check_ddgs(settings: Settings) -> Check:
@@ -77,9 +79,10 @@ def check_ddgs(settings: Settings) -> Check:
 def check_searxng(settings: Settings) -> Check:
     import httpx
 
-    if not settings.searxng_url:
-        return Check("search:searxng", "warn", "not configured", "set MAGI_SEARXNG_URL to a SearXNG instance")
-    url = settings.searxng_url.rstrip("/") + "/search"
+    searxng_url = SearchSettings.of(settings).searxng_url
+    if not searxng_url:
+        return Check("search:searxng", "warn", "not configured", "set MAGI_SEARCH_SEARXNG_URL to a SearXNG instance")
+    url = searxng_url.rstrip("/") + "/search"
     response = httpx.get(url, params={"q": "test", "format": "json"}, timeout=10)
     if response.status_code == 403:
         return Check("search:searxng", "fail", f"{url} refuses the JSON format (HTTP 403)",
@@ -93,19 +96,19 @@ def check_llm(settings: Settings, send: bool) -> Check:
 
     from core.llm import Generated, Message, generate, require_llm
 
-    if not settings.llm_provider:
+    if not settings.llm.provider:
         return Check("llm", "warn", "no LLM provider configured (research runs extractively)",
                      "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION")
     client = require_llm(settings, "magi doctor --llm")
     if not send:
-        return Check("llm", "ok", f"provider {settings.llm_provider}, model {settings.llm_model} (not contacted; "
+        return Check("llm", "ok", f"provider {settings.llm.provider}, model {settings.llm.model} (not contacted; "
                                   "use --llm to send a test request)")
     started = time.perf_counter()
     request = generate(client, system="You are a health check. Answer with one word.",
                        messages=[Message(role="user", content="Reply with: ok")], max_tokens=16)
     generated: Generated[BaseModel] = asyncio.run(request)
     answer = generated.response.text.strip()[:40]
-    return Check("llm", "ok", f"provider {settings.llm_provider} answered {answer!r} in "
+    return Check("llm", "ok", f"provider {settings.llm.provider} answered {answer!r} in "
                               f"{time.perf_counter() - started:.2f} s")
 
 
@@ -133,7 +136,12 @@ def run(args: argparse.Namespace) -> int:
     if args.llm and checks[-1].status != "ok":
         checks[-1].status = "fail"
     lines = ["# magi doctor", "", "## Settings", ""]
-    lines += [f"- {key}: {value}" for key, value in describe(settings).items()]
+    for key, value in describe(settings).items():
+        if isinstance(value, dict):
+            lines.append(f"- {key}:")
+            lines += [f"  - {sub}: {shown}" for sub, shown in value.items()]
+        else:
+            lines.append(f"- {key}: {value}")
     lines += ["", "## Checks", ""]
     for check in checks:
         lines.append(f"- [{check.status}] {check.name}: {check.detail}" + (f" — fix: {check.fix}" if check.fix else ""))

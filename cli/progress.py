@@ -8,11 +8,11 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from core.events import (
+from core.events import Event
+from research.events import (
     AgentCompleted,
     AgentStarted,
     ConsensusSelected,
-    Event,
     IterationStarted,
     ResearchCompleted,
     StageProgress,

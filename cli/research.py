@@ -7,6 +7,7 @@ folder and keeps it with the run record, then exits with the error.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import uuid
 from pathlib import Path
@@ -35,26 +36,28 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def run(args: argparse.Namespace) -> int:
+    return asyncio.run(research(args))
+
+
+async def research(args: argparse.Namespace) -> int:
     # Heavy imports (Ray, spaCy, trafilatura) only when the command runs: `magi --help` stays instant.
     from cli.progress import ProgressBars
     from core.errors import ResearchError
-    from core.events import FanoutSink, ListSink, ResearchCompleted
+    from core.events import FanoutSink, ListSink
     from core.runtime import ray_runtime
     from core.store import Store
     from research import runs
     from research.engine import preflight, run_research
+    from research.events import ResearchCompleted
+    from research.options import ResearchOptions, apply_options
     from research.result import write_outputs, write_partial
 
-    settings = settings_from(
-        args,
-        corpus_dir=args.corpus,
-        search_provider=args.provider or ("local" if args.corpus else None),
-        research_agents=args.agents,
-        research_iterations=args.iterations,
-        research_conflict_threshold=args.conflict_threshold,
-        research_agent_timeout_s=args.timeout,
-        research_results_per_agent=args.results_per_agent,
+    options = ResearchOptions(
+        agents=args.agents, iterations=args.iterations, timeout_s=args.timeout,
+        conflict_threshold=args.conflict_threshold, results_per_agent=args.results_per_agent,
+        provider=args.provider, corpus=args.corpus,
     )
+    settings = apply_options(settings_from(args), options, origin="command-line option")
     preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
     run_id = uuid.uuid4().hex[:12]
     out_dir = args.out or Path("out") / "research" / run_id
@@ -62,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
     events = ListSink()
     with ProgressBars(enabled=not args.no_progress and sys.stderr.isatty()) as bars:
         sink = FanoutSink(events, bars)
-        with ray_runtime(settings, address=args.address) as runtime:
+        async with ray_runtime(settings, address=args.address) as runtime:
             runs.record_started(store, run_id, args.topic)
             try:
-                result = run_research(args.topic, settings, runtime, sink, run_id=run_id)
+                result = await run_research(args.topic, settings, runtime, sink, run_id=run_id)
             except Exception as exc:
                 partial = exc.partial if isinstance(exc, ResearchError) else None
                 runs.finish_failed(store, run_id, str(exc), partial=partial)

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from core.runtime import start_ray, stop_ray
 
     settings = settings_from(args)
-    owned = not ray.is_initialized() and not (args.address or settings.ray_address)
+    owned = not ray.is_initialized() and not (args.address or settings.ray.address)
     start_ray(settings, address=args.address)
     try:
         try:

@@ -1,17 +1,18 @@
-"""Typed progress events: actors emit them, the driver consumes them (CLI progress bars, SSE).
+"""Typed progress events: the base every system's events extend, and the sinks that carry them.
 
-Event ``type`` names follow the KATASHIRO spec; ``stageProgress`` is ours, for the per-agent pipeline
-stages that progress bars need. In JSON (the store, SSE, the Ray queue) fields are camelCase like the
-spec's (``runId``, ``agentId``, ``durationMs``); :func:`parse_event` reads either spelling.
+Each system declares its own events (``research/events.py`` ...) as subclasses of :class:`Event` with a
+``type: Literal[...]`` default; subclasses register themselves, so :func:`parse_event` rebuilds any
+of them from JSON (after a Ray queue, the store or SSE) without core knowing the system. On the wire
+fields are camelCase (``runId``, ``durationMs``); either spelling parses.
 """
 
 from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -19,105 +20,32 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+class Event(BaseModel):
+    """Base of every event: when, which run, how far (percent, when known) and its ``type`` name."""
 
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+    registry: ClassVar[dict[str, type[Event]]] = {}
+
+    type: str
     ts: datetime = Field(default_factory=_now)
     run_id: str = ""
     progress: float | None = Field(None, ge=0, le=100, description="Run progress in percent, when known.")
 
-
-class ResearchStarted(_Event):
-    type: Literal["researchStarted"] = "researchStarted"
-    topic: str
-    config: dict[str, Any] = Field(default_factory=dict)
-
-
-class IterationStarted(_Event):
-    type: Literal["iterationStarted"] = "iterationStarted"
-    iteration: int
-    context: dict[str, Any] = Field(default_factory=dict)
-
-
-class AgentStarted(_Event):
-    type: Literal["agentStarted"] = "agentStarted"
-    iteration: int
-    agent_id: int
-    strategy: dict[str, Any] = Field(default_factory=dict)
-
-
-class StageProgress(_Event):
-    type: Literal["stageProgress"] = "stageProgress"
-    iteration: int
-    agent_id: int
-    stage: str
-    done: int
-    total: int
-
-
-class AgentCompleted(_Event):
-    type: Literal["agentCompleted"] = "agentCompleted"
-    iteration: int
-    agent_id: int
-    duration_ms: int
-    success: bool
-    error: str | None = None
-
-
-class ScoringCompleted(_Event):
-    type: Literal["scoringCompleted"] = "scoringCompleted"
-    iteration: int
-    scores: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class ConsensusSelected(_Event):
-    type: Literal["consensusSelected"] = "consensusSelected"
-    iteration: int
-    selected_agent_id: int
-    reason: str
-
-
-class IterationCompleted(_Event):
-    type: Literal["iterationCompleted"] = "iterationCompleted"
-    iteration: int
-    duration_ms: int
-    retried: bool = False
-
-
-class ResearchRequeued(_Event):
-    """Ours: the service restarted while the run was pending or running; it will run again from the start."""
-
-    type: Literal["researchRequeued"] = "researchRequeued"
-    attempts: int  # times it had started before
-
-
-class ResearchCompleted(_Event):
-    """The spec sends the whole result here; ours carries its headline figures (the result is one GET away)."""
-
-    type: Literal["researchCompleted"] = "researchCompleted"
-    report_path: str | None = None
-    iterations: int | None = None
-    overall_score: float | None = None
-    claims: int | None = None
-    disputed: int | None = None
-
-
-class ResearchFailed(_Event):
-    type: Literal["researchFailed"] = "researchFailed"
-    error: str
-
-
-Event = Annotated[
-    ResearchStarted | IterationStarted | AgentStarted | StageProgress | AgentCompleted | ScoringCompleted
-    | ConsensusSelected | IterationCompleted | ResearchRequeued | ResearchCompleted | ResearchFailed,
-    Field(discriminator="type"),
-]
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        name = cls.model_fields["type"].default
+        if isinstance(name, str) and name:
+            known = Event.registry.get(name)
+            if known is not None and known.__qualname__ != cls.__qualname__:
+                raise TypeError(f"event type {name!r} is declared twice ({known.__module__} and {cls.__module__})")
+            Event.registry[name] = cls
 
 
 def parse_event(data: dict[str, Any]) -> Event:
-    """Rebuild a typed event from its JSON form (e.g. after crossing a Ray queue)."""
-    return EVENT_ADAPTER.validate_python(data)
+    """Rebuild a typed event from its JSON form; an unknown type stays a plain :class:`Event`."""
+    cls = Event.registry.get(str(data.get("type", "")), Event)
+    return cls.model_validate(data)
 
 
 class EventSink(Protocol):
@@ -145,3 +73,6 @@ class FanoutSink:
     def emit(self, event: Event) -> None:
         for sink in self._sinks:
             sink.emit(event)
+
+
+__all__ = ["Event", "EventSink", "FanoutSink", "ListSink", "parse_event"]

@@ -1,7 +1,12 @@
-"""Where agents run: a Ray cluster, or in this process for tests and tiny jobs.
+"""Where agents run: a Ray cluster, or this process (tests and tiny jobs), behind one async seam.
 
-Engines depend only on :class:`Runtime` (``spawn`` an agent, ``call`` a method, ``gather`` with a
-timeout, ``kill``), so their coordination logic is tested in-process and runs unchanged on Ray.
+Systems coordinate agents only through :class:`Runtime`: ``spawn`` an agent or ``get_or_create`` a keyed
+one (one actor per session id), ``call`` a method by reference (``runtime.call(handle, Agent.run, x)``,
+so a renamed method is a type error, not a string that fails at run time), ``gather`` calls with a
+timeout, ``kill``, ``close``. The in-process runtime gives the same semantics with plain objects on
+the caller's event loop, so protocol logic is tested without Ray and runs unchanged on a cluster.
+
+Inside an agent, another agent's handle is used the same way: ``await handle.call(Collector.collect, urls)``.
 """
 
 from __future__ import annotations
@@ -10,15 +15,10 @@ import asyncio
 import inspect
 import logging
 import os
-import threading
-import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures import wait as wait_futures
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from core.errors import RuntimeSetupError
 from core.events import Event, EventSink, parse_event
@@ -26,6 +26,10 @@ from core.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
+DEFAULT_NAMESPACE = "magi"
+EVENT_POLL_S = 0.05
 
 
 @dataclass
@@ -41,86 +45,200 @@ class Outcome(Generic[T]):
         return self.error is None and not self.timed_out
 
 
+class Call(Generic[R]):
+    """One pending method call: await it for the result, or cancel it."""
+
+    def __init__(self, future: asyncio.Future[R], cancel: Callable[[], None]) -> None:
+        self.future = future
+        self._cancel = cancel
+
+    def __await__(self) -> Generator[Any, None, R]:
+        return self.future.__await__()
+
+    def cancel(self) -> None:
+        self._cancel()
+
+
+class Handle(Generic[T]):
+    """A typed reference to an agent: a Ray actor handle or, in process, the object itself. Picklable
+    when remote, so handles can be passed to other agents."""
+
+    def __init__(self, target: Any, *, remote: bool, name: str | None = None) -> None:
+        self.target = target
+        self.remote = remote
+        self.name = name
+
+    @overload
+    def call(
+        self, method: Callable[Concatenate[T, P], Coroutine[Any, Any, R]], *args: P.args, **kwargs: P.kwargs
+    ) -> Call[R]: ...
+
+    @overload
+    def call(self, method: Callable[Concatenate[T, P], R], *args: P.args, **kwargs: P.kwargs) -> Call[R]: ...
+
+    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Call[Any]:
+        """Call ``method`` (a function of the agent's class) on this agent; must run inside an event loop."""
+        if self.remote:
+            return _ray_call(self.target, method.__name__, args, kwargs)
+        return _local_call(self.target, method.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"Handle({self.name or type(self.target).__name__}, remote={self.remote})"
+
+
+def _ray_call(actor: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call[Any]:
+    import ray
+
+    ref = getattr(actor, method).remote(*args, **kwargs)
+    # Not recursive: calls this one made into shared actors (a run's collector) serve other callers too.
+    return Call(asyncio.wrap_future(ref.future()), lambda: ray.cancel(ref, force=False, recursive=False))
+
+
+def _local_call(target: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call[Any]:
+    bound = getattr(target, method)
+
+    async def run() -> Any:
+        if inspect.iscoroutinefunction(bound):
+            return await bound(*args, **kwargs)
+        # A sync method is blocking work (a model, a parser): off the loop, as in its own Ray process.
+        result = await asyncio.to_thread(bound, *args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    task = asyncio.ensure_future(run())
+    return Call(task, lambda: None if task.cancel() else None)
+
+
 class Runtime(Protocol):
-    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
-              max_concurrency: int | None = None, name: str | None = None, **kwargs: Any) -> Any:
-        """Start an agent; ``spread`` asks for placement across nodes (pools); ``name`` makes it findable
-        (Ray: ``ray.get_actor(name)``, e.g. to inspect or stop one agent of a run)."""
+    def spawn(
+        self,
+        cls: type[T],
+        *args: Any,
+        num_cpus: float = 1.0,
+        spread: bool = False,
+        max_concurrency: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> Handle[T]:
+        """Start an agent; ``spread`` asks for placement across nodes (pools); ``name`` makes it findable."""
 
-    def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    async def get_or_create(
+        self,
+        cls: type[T],
+        *args: Any,
+        key: str,
+        namespace: str = DEFAULT_NAMESPACE,
+        detached: bool = False,
+        num_cpus: float = 0.0,
+        **kwargs: Any,
+    ) -> Handle[T]:
+        """The agent of ``cls`` for ``key`` in ``namespace``, created with ``args`` only if it does not exist.
+        ``detached`` agents outlive the process that created them (Ray: until killed)."""
 
-    def gather(self, pending: Sequence[Any], timeout_s: float | None) -> list[Outcome[Any]]: ...
+    def call(self, handle: Handle[T], method: Callable[Concatenate[T, P], Any], *args: Any, **kwargs: Any) -> Call[Any]:
+        """``handle.call(method, ...)``: here for symmetry with the rest of the seam."""
 
-    def kill(self, handle: Any) -> None: ...
+    async def gather(self, calls: Sequence[Call[R]], timeout_s: float | None) -> list[Outcome[R]]:
+        """Wait for every call; those still running after ``timeout_s`` are cancelled and time out."""
 
-    def event_sink(self, sink: EventSink) -> EventSink: ...
+    def kill(self, handle: Handle[Any]) -> None: ...
+
+    def event_sink(self, sink: EventSink) -> EventSink:
+        """A sink agents can emit into (it may cross processes) that ends in ``sink``."""
+
+    async def flush_events(self) -> None:
+        """Deliver every event agents have emitted so far, before the caller emits its own."""
 
     def total_cpus(self) -> float: ...
 
-    def flush_events(self) -> None:
-        """Deliver every event agents have emitted so far, before the caller emits its own."""
+    async def close(self) -> None:
+        """Deliver pending events and release what the runtime holds (not the agents' cluster)."""
 
 
-async def acall(handle: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``method`` on an agent from inside another agent: Ray actor handle or plain object."""
-    bound = getattr(handle, method)
-    remote = getattr(bound, "remote", None)
-    if remote is not None:
-        return await remote(*args, **kwargs)
-    result = bound(*args, **kwargs)
-    return await result if inspect.isawaitable(result) else result
+async def gather_calls(calls: Sequence[Call[R]], timeout_s: float | None) -> list[Outcome[R]]:
+    """Both runtimes' ``gather``: all settle (like Promise.allSettled); late ones are cancelled."""
+    if calls:
+        await asyncio.wait([c.future for c in calls], timeout=timeout_s)
+    outcomes: list[Outcome[R]] = []
+    for call in calls:
+        if not call.future.done():
+            call.cancel()
+            call.future.cancel()
+            outcomes.append(Outcome(error=TimeoutError(f"timed out after {timeout_s} s"), timed_out=True))
+        elif call.future.cancelled():
+            outcomes.append(Outcome(error=asyncio.CancelledError("the call was cancelled")))
+        elif (error := call.future.exception()) is not None:
+            outcomes.append(Outcome(error=error))
+        else:
+            outcomes.append(Outcome(value=call.future.result()))
+    return outcomes
 
 
 class InProcessRuntime:
-    """Agents as plain objects sharing one event loop thread: the seam's reference implementation.
+    """Agents as plain objects on the caller's event loop: the seam's reference implementation.
 
-    One loop (not a thread per call) lets agents await each other as they do on Ray; blocking work
-    inside an agent must go to a thread (``asyncio.to_thread``), exactly as in a Ray async actor.
+    Async methods run as tasks on the loop (agents await each other as on Ray); sync methods run in a
+    thread, as blocking work would in an actor's own process.
     """
 
     def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="magi-agents", daemon=True)
-        self._thread.start()
+        self._keyed: dict[tuple[str, str, str], Handle[Any]] = {}
+        self._lock = asyncio.Lock()
 
-    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
-              max_concurrency: int | None = None, name: str | None = None, **kwargs: Any) -> Any:
-        return cls(*args, **kwargs)
+    def spawn(
+        self,
+        cls: type[T],
+        *args: Any,
+        num_cpus: float = 1.0,
+        spread: bool = False,
+        max_concurrency: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> Handle[T]:
+        return Handle(cls(*args, **kwargs), remote=False, name=name)
 
-    def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
-        return asyncio.run_coroutine_threadsafe(acall(handle, method, *args, **kwargs), self._loop)
+    async def get_or_create(
+        self,
+        cls: type[T],
+        *args: Any,
+        key: str,
+        namespace: str = DEFAULT_NAMESPACE,
+        detached: bool = False,
+        num_cpus: float = 0.0,
+        **kwargs: Any,
+    ) -> Handle[T]:
+        async with self._lock:
+            found = self._keyed.get((namespace, cls.__qualname__, key))
+            if found is None:
+                found = Handle(cls(*args, **kwargs), remote=False, name=keyed_name(cls, key))
+                self._keyed[(namespace, cls.__qualname__, key)] = found
+            return found
 
-    def gather(self, pending: Sequence[Future[Any]], timeout_s: float | None) -> list[Outcome[Any]]:
-        wait_futures(pending, timeout=timeout_s)
-        outcomes: list[Outcome[Any]] = []
-        for fut in pending:
-            if not fut.done():
-                fut.cancel()  # cancels the coroutine: the agent sees CancelledError at its next await
-                outcomes.append(Outcome(error=TimeoutError(f"timed out after {timeout_s} s"), timed_out=True))
-                continue
-            try:
-                outcomes.append(Outcome(value=fut.result(timeout=0)))
-            except FutureTimeout as exc:  # pragma: no cover - done() was checked
-                outcomes.append(Outcome(error=exc, timed_out=True))
-            except Exception as exc:
-                outcomes.append(Outcome(error=exc))
-        return outcomes
+    def call(self, handle: Handle[T], method: Callable[Concatenate[T, P], Any], *args: Any, **kwargs: Any) -> Call[Any]:
+        return handle.call(method, *args, **kwargs)
 
-    def kill(self, handle: Any) -> None:
-        """Objects in this process cannot be killed; their calls were cancelled by ``gather``."""
+    async def gather(self, calls: Sequence[Call[R]], timeout_s: float | None) -> list[Outcome[R]]:
+        return await gather_calls(calls, timeout_s)
+
+    def kill(self, handle: Handle[Any]) -> None:
+        """Objects in this process cannot be killed; a keyed one is forgotten (the next get creates anew)."""
+        self._keyed = {k: h for k, h in self._keyed.items() if h is not handle}
 
     def event_sink(self, sink: EventSink) -> EventSink:
         return sink
 
+    async def flush_events(self) -> None:
+        """Agents in this process emit straight into the sink: nothing is ever pending."""
+
     def total_cpus(self) -> float:
         return float(os.cpu_count() or 1)
 
-    def flush_events(self) -> None:
-        """Agents in this process emit straight into the sink: nothing is ever pending."""
+    async def close(self) -> None:
+        self._keyed.clear()
 
-    def shutdown(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+
+def keyed_name(cls: type[Any], key: str) -> str:
+    """The Ray actor name of the keyed agent ``cls`` for ``key``, e.g. ``SessionActor:abc``."""
+    return f"{cls.__name__}:{key}"
 
 
 class _QueueSink:
@@ -137,7 +255,7 @@ class _QueueSink:
 
 
 class RayRuntime:
-    """Agents as Ray actors. Events cross a ``ray.util.queue.Queue`` pumped by a driver thread."""
+    """Agents as Ray actors. Events cross a ``ray.util.queue.Queue`` drained by a task on the caller's loop."""
 
     def __init__(self) -> None:
         import ray
@@ -145,12 +263,20 @@ class RayRuntime:
         if not ray.is_initialized():
             raise RuntimeSetupError("Ray is not initialised; call core.runtime.start_ray() first")
         self._ray = ray
-        self._pumps: list[tuple[threading.Event, threading.Thread, Any]] = []
-        self._pump_lock = threading.Lock()  # one reader at a time keeps events in order
-        self._sinks: list[tuple[Any, EventSink]] = []
+        self._queues: list[tuple[Any, EventSink]] = []
+        self._pump: asyncio.Task[None] | None = None
+        self._deliver_lock = asyncio.Lock()  # one reader at a time keeps events in order
 
-    def spawn(self, cls: type[Any], *args: Any, num_cpus: float = 1.0, spread: bool = False,
-              max_concurrency: int | None = None, name: str | None = None, **kwargs: Any) -> Any:
+    def spawn(
+        self,
+        cls: type[T],
+        *args: Any,
+        num_cpus: float = 1.0,
+        spread: bool = False,
+        max_concurrency: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> Handle[T]:
         options: dict[str, Any] = {"num_cpus": num_cpus}
         if name is not None:
             options["name"] = name
@@ -158,29 +284,34 @@ class RayRuntime:
             options["scheduling_strategy"] = "SPREAD"
         if max_concurrency is not None:
             options["max_concurrency"] = max_concurrency
-        return self._ray.remote(cls).options(**options).remote(*args, **kwargs)
+        actor = self._ray.remote(cls).options(**options).remote(*args, **kwargs)
+        return Handle(actor, remote=True, name=name)
 
-    def call(self, handle: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        return getattr(handle, method).remote(*args, **kwargs)
+    async def get_or_create(
+        self,
+        cls: type[T],
+        *args: Any,
+        key: str,
+        namespace: str = DEFAULT_NAMESPACE,
+        detached: bool = False,
+        num_cpus: float = 0.0,
+        **kwargs: Any,
+    ) -> Handle[T]:
+        name = keyed_name(cls, key)
+        options: dict[str, Any] = {"name": name, "namespace": namespace, "get_if_exists": True, "num_cpus": num_cpus}
+        if detached:
+            options["lifetime"] = "detached"
+        actor = self._ray.remote(cls).options(**options).remote(*args, **kwargs)
+        return Handle(actor, remote=True, name=name)
 
-    def gather(self, pending: Sequence[Any], timeout_s: float | None) -> list[Outcome[Any]]:
-        ready, _ = self._ray.wait(list(pending), num_returns=len(pending), timeout=timeout_s)
-        ready_set = set(ready)
-        outcomes: list[Outcome[Any]] = []
-        for ref in pending:
-            if ref not in ready_set:
-                # Not recursive: calls the task made into shared actors (the run's collector) serve others too.
-                self._ray.cancel(ref, force=False, recursive=False)
-                outcomes.append(Outcome(error=TimeoutError(f"timed out after {timeout_s} s"), timed_out=True))
-                continue
-            try:
-                outcomes.append(Outcome(value=self._ray.get(ref)))
-            except Exception as exc:
-                outcomes.append(Outcome(error=exc))
-        return outcomes
+    def call(self, handle: Handle[T], method: Callable[Concatenate[T, P], Any], *args: Any, **kwargs: Any) -> Call[Any]:
+        return handle.call(method, *args, **kwargs)
 
-    def kill(self, handle: Any) -> None:
-        self._ray.kill(handle, no_restart=True)
+    async def gather(self, calls: Sequence[Call[R]], timeout_s: float | None) -> list[Outcome[R]]:
+        return await gather_calls(calls, timeout_s)
+
+    def kill(self, handle: Handle[Any]) -> None:
+        self._ray.kill(handle.target, no_restart=True)
 
     def total_cpus(self) -> float:
         return float(self._ray.cluster_resources().get("CPU", 1.0))  # type: ignore[no-untyped-call]
@@ -189,45 +320,38 @@ class RayRuntime:
         from ray.util.queue import Queue
 
         queue = Queue(maxsize=10_000, actor_options={"num_cpus": 0})
-        stop = threading.Event()
-
-        def pump() -> None:
-            while True:
-                stopping = stop.is_set()
-                self._deliver(queue, sink)
-                if stopping:
-                    return
-                time.sleep(0.05)
-
-        thread = threading.Thread(target=pump, name="magi-event-pump", daemon=True)
-        thread.start()
-        self._pumps.append((stop, thread, queue))
-        self._sinks.append((queue, sink))
+        self._queues.append((queue, sink))
+        if self._pump is None:
+            self._pump = asyncio.get_running_loop().create_task(self._pump_forever())
         return _QueueSink(queue)
 
-    def _deliver(self, queue: Any, sink: EventSink) -> None:
-        with self._pump_lock:
-            for item in _drain(queue):
-                sink.emit(parse_event(item))
+    async def _pump_forever(self) -> None:
+        while True:
+            await self.flush_events()
+            await asyncio.sleep(EVENT_POLL_S)
 
-    def flush_events(self) -> None:
-        for queue, sink in self._sinks:
-            self._deliver(queue, sink)
+    async def flush_events(self) -> None:
+        async with self._deliver_lock:
+            for queue, sink in list(self._queues):
+                for item in await _drain(queue):
+                    sink.emit(parse_event(item))
 
-    def close(self) -> None:
-        """Deliver every queued event, then stop the pumps and their queues."""
-        for stop, thread, queue in self._pumps:
-            stop.set()
-            thread.join(timeout=10)
+    async def close(self) -> None:
+        """Deliver every queued event, then stop the pump and the queues."""
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+            self._pump = None
+        await self.flush_events()
+        for queue, _ in self._queues:
             queue.shutdown()
-        self._pumps.clear()
-        self._sinks.clear()
+        self._queues.clear()
 
 
-def _drain(queue: Any) -> list[dict[str, Any]]:
+async def _drain(queue: Any) -> list[dict[str, Any]]:
     try:
-        size = queue.qsize()
-        return list(queue.get_nowait_batch(size)) if size else []
+        size = await queue.actor.qsize.remote()
+        return list(await queue.actor.get_nowait_batch.remote(size)) if size else []
     except Exception as exc:
         log.warning("could not read progress events: %s", exc)
         return []
@@ -241,7 +365,7 @@ def current_node_id() -> str:
 
 
 def local_cpus(settings: Settings) -> int:
-    return settings.ray_num_cpus or os.cpu_count() or 1
+    return settings.ray.num_cpus or os.cpu_count() or 1
 
 
 def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = True) -> None:
@@ -255,10 +379,11 @@ def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = T
 
     if ray.is_initialized():
         return
-    target = address or settings.ray_address
+    target = address or settings.ray.address
     common: dict[str, Any] = {
         "logging_level": logging.WARNING if quiet else logging.INFO,
         "log_to_driver": not quiet,
+        "namespace": DEFAULT_NAMESPACE,
     }
     try:
         if target:
@@ -285,17 +410,41 @@ def stop_ray() -> None:
         ray.shutdown()
 
 
-@contextmanager
-def ray_runtime(settings: Settings, *, address: str | None = None) -> Iterator[RayRuntime]:
+@asynccontextmanager
+async def ray_runtime(settings: Settings, *, address: str | None = None) -> AsyncIterator[RayRuntime]:
     """Start (or attach to) Ray for the duration of a command, and shut a local one down after."""
     import ray
 
     owned = not ray.is_initialized()
-    start_ray(settings, address=address)
+    await asyncio.to_thread(start_ray, settings, address=address)
     runtime = RayRuntime()
     try:
         yield runtime
     finally:
-        runtime.close()
+        await runtime.close()
         if owned:
             stop_ray()
+
+
+async def maybe_await(value: Awaitable[T] | T) -> T:
+    """The value, awaited when it is awaitable (callbacks that may be sync or async)."""
+    return await value if inspect.isawaitable(value) else value
+
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "Call",
+    "Handle",
+    "InProcessRuntime",
+    "Outcome",
+    "RayRuntime",
+    "Runtime",
+    "current_node_id",
+    "gather_calls",
+    "keyed_name",
+    "local_cpus",
+    "maybe_await",
+    "ray_runtime",
+    "start_ray",
+    "stop_ray",
+]

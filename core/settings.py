@@ -1,128 +1,370 @@
-"""Effective settings: ``magi.yaml`` < environment (``MAGI_*``) < CLI flags.
+"""Effective settings, one section per system: ``magi.yaml`` < environment < options (CLI flags, HTTP fields).
 
-The YAML path comes from ``--config`` or ``MAGI_CONFIG``; ``./magi.yaml`` is read when present.
-A bad value raises :class:`ConfigError` naming the key, where it came from and what is allowed.
+``magi.yaml`` (or ``--config`` / ``MAGI_CONFIG``) holds top-level keys (``data_dir``, ``store_url`` ...)
+and one mapping per section (``llm:``, ``ray:``, ``search:``, ``research:``, ``magi:`` ...). The
+environment sets ``MAGI_<KEY>`` for top-level keys and ``MAGI_<SECTION>_<KEY>`` for section keys.
+
+Core owns only its own sections (``ray``, ``llm``); every other layer or system declares a
+:class:`Section` subclass in its own package and registers it under the ``magi.settings`` entry-point
+group, so core knows no system. A section is read with ``settings.section(ResearchSettings)``
+(or ``ResearchSettings.of(settings)``); a section whose entry point is missing (e.g. code run from a
+checkout that was never installed) is still validated on first access.
+
+Keys renamed when settings became sections (``corpus_dir`` -> ``search.corpus_dir`` ...) are still
+read from the environment and from flat ``magi.yaml`` keys, with a warning naming the new key
+(:data:`RENAMED`). A bad value raises :class:`ConfigError` naming the key, where it came from and what
+is allowed.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import (
-    BaseSettings,
-    InitSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
 from core.errors import ConfigError
 from core.yamlfile import read_yaml
 
+log = logging.getLogger(__name__)
+
 ENV_PREFIX = "MAGI_"
 DEFAULT_CONFIG_NAME = "magi.yaml"
-BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+SECTION_GROUP = "magi.settings"
+ROOT = ""  # the section name of top-level keys
+
+# Environment variables that are not MAGI_<...>: (variable, section, key); the first one set wins.
+FOREIGN_ENV: tuple[tuple[str, str, str], ...] = (
+    ("ANTHROPIC_API_KEY", "llm", "anthropic_api_key"),
+    ("ANTHROPIC_BASE_URL", "llm", "anthropic_base_url"),
+    ("RAY_ADDRESS", "ray", "address"),
+)
+# Flat keys (and their MAGI_ variables) from before sections, whose new name is not <section>_<key>.
+RENAMED: dict[str, tuple[str, str]] = {
+    "corpus_dir": ("search", "corpus_dir"),
+    "ddgs_region": ("search", "ddgs_region"),
+    "ddgs_backend": ("search", "ddgs_backend"),
+    "searxng_url": ("search", "searxng_url"),
+    "searxng_timeout_s": ("search", "searxng_timeout_s"),
+    "page_cache_ttl_s": ("fetch", "page_cache_ttl_s"),
+}
+ENV_ONLY = frozenset({("llm", "anthropic_api_key")})  # secrets: never from a file or an option
 
 
-class Settings(BaseSettings):
-    """Every knob of the platform, flat so that env names stay obvious (``MAGI_<KEY>``)."""
+def _absolute(path: Path | None) -> Path | None:
+    """Resolved in the driver, so actors on other nodes or in other folders see the same path."""
+    return path.expanduser().absolute() if path is not None else None
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_default=True)
 
-    data_dir: Path = Field(Path(".magi"), description="Where the SQLite store and caches live.")
-    output_format: Literal["json", "markdown"] = Field("markdown", description="Default CLI output format.")
+AbsolutePath = Annotated[Path, AfterValidator(_absolute)]
 
-    llm_provider: str | None = Field(
+
+class Section(BaseModel):
+    """Base of a settings section: a named group of keys with strict validation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    name: ClassVar[str]
+
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        return settings.section(cls)
+
+
+S = TypeVar("S", bound=Section)
+
+
+class RaySettings(Section):
+    name: ClassVar[str] = "ray"
+
+    address: str | None = Field(None, description="Attach to this Ray cluster (also RAY_ADDRESS); unset: local.")
+    num_cpus: int | None = Field(None, ge=1, description="CPUs of a local Ray (default: all).")
+
+
+class LLMSettings(Section):
+    name: ClassVar[str] = "llm"
+
+    provider: str | None = Field(
         None, description="anthropic | replay | record | python:MODULE_OR_FILE:FUNCTION (unset: no LLM)."
     )
-    llm_model: str = Field("claude-sonnet-4-6", description="Model name sent to the provider.")
-    llm_cassette: Path | None = Field(None, description="Cassette file for the replay/record providers.")
-    llm_max_retries: int = Field(2, ge=0, le=10, description="Retries on 408/409/429/5xx/connection errors.")
-    llm_backoff_initial_s: float = Field(1.0, gt=0, description="First retry delay in seconds.")
-    llm_backoff_max_s: float = Field(10.0, gt=0, description="Cap on one retry delay in seconds.")
-    llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM request in seconds.")
-    anthropic_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"), description="Secret: environment only."
-    )
-    anthropic_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL"), description="Anthropic-compatible server."
-    )
-
-    ray_address: str | None = Field(
-        None,
-        validation_alias=AliasChoices("RAY_ADDRESS", "MAGI_RAY_ADDRESS", "ray_address"),
-        description="Attach to this Ray cluster; unset starts a local single-node Ray.",
-    )
-    ray_num_cpus: int | None = Field(None, ge=1, description="CPUs of the local Ray (default: all).")
-
-    search_provider: Literal["local", "ddgs", "searxng"] = Field("local", description="First search provider.")
-    search_fallbacks: list[Literal["local", "ddgs", "searxng"]] = Field(
-        default_factory=list, description="Providers tried in order when the first fails (e.g. [searxng])."
-    )
-    search_cache_ttl_s: float = Field(86_400.0, ge=0, description="Reuse cached search results this long (0: off).")
-    ddgs_region: str = Field("jp-jp", description="DuckDuckGo region, e.g. jp-jp, us-en, wt-wt.")
-    ddgs_backend: str = Field("auto", description="ddgs backend(s), e.g. auto, duckduckgo, bing,brave.")
-    searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON API enabled.")
-    searxng_timeout_s: float = Field(10.0, gt=0, le=300, description="Time for one SearXNG answer (tried twice).")
-
-    fetch_allow_private: bool = Field(
-        False, description="Allow fetching private/loopback/link-local addresses (SSRF guard off). Tests only."
-    )
-    fetch_respect_robots: bool = Field(True, description="Obey robots.txt.")
-    fetch_concurrency: int = Field(16, ge=1, le=256, description="Concurrent fetches in one process.")
-    fetch_per_host_concurrency: int = Field(2, ge=1, le=32, description="Concurrent fetches per host.")
-    fetch_politeness_delay_s: float = Field(0.5, ge=0, description="Pause between requests to one host.")
-    fetch_timeout_s: float = Field(20.0, gt=0, description="Total time for one page, redirects included.")
-    fetch_max_bytes: int = Field(5_000_000, ge=1024, description="Largest body accepted (after decompression).")
-    fetch_retries: int = Field(2, ge=0, le=10, description="Retries on 5xx and timeouts.")
-    page_cache_ttl_s: float = Field(7 * 86_400.0, ge=0, description="Reuse fetched pages this long (0: off).")
-    nlp_workers: int | None = Field(None, ge=1, description="NLP pool size (default: the cluster's CPUs).")
-    corpus_dir: Path = Field(BUNDLED_CORPUS, description="Folder searched by the local provider.")
-    research_agents: int = Field(3, ge=1, le=16, description="Parallel research agents.")
-    research_results_per_agent: int = Field(12, ge=1, le=100, description="Search results per agent.")
-    research_agent_timeout_s: float = Field(300.0, gt=0, le=3600, description="Timeout of one agent in seconds.")
-    research_iterations: int = Field(3, ge=1, le=10, description="Refinement iterations (may stop early).")
-    research_conflict_threshold: float = Field(
-        0.1, ge=0, le=1, description="Share of conflicting claims above which every report flags for review."
-    )
-
-    @field_validator("data_dir", "corpus_dir", "llm_cassette")
-    @classmethod
-    def _absolute(cls, path: Path | None) -> Path | None:
-        """Resolved here, in the driver: actors on other nodes or in other folders see the same path."""
-        return path.expanduser().absolute() if path is not None else None
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # init = CLI flags, then env, then the YAML mapping handed over by load_settings.
-        yaml_values = getattr(cls, "_yaml_values", {})
-        return (init_settings, env_settings, InitSettingsSource(settings_cls, yaml_values))
+    model: str = Field("claude-sonnet-4-6", description="Model name sent to the provider.")
+    cassette: AbsolutePath | None = Field(None, description="Cassette file for the replay/record providers.")
+    max_retries: int = Field(2, ge=0, le=10, description="Retries on 408/409/429/5xx/connection errors.")
+    backoff_initial_s: float = Field(1.0, gt=0, description="First retry delay in seconds.")
+    backoff_max_s: float = Field(10.0, gt=0, description="Cap on one retry delay in seconds.")
+    timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM request in seconds.")
+    anthropic_api_key: SecretStr | None = Field(None, description="Secret: ANTHROPIC_API_KEY, environment only.")
+    anthropic_base_url: str | None = Field(None, description="Anthropic-compatible server (ANTHROPIC_BASE_URL).")
 
 
-SECRET_KEYS = frozenset({"anthropic_api_key"})
+CORE_SECTIONS: dict[str, type[Section]] = {"ray": RaySettings, "llm": LLMSettings}
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+class Settings(BaseModel):
+    """Top-level keys, core's sections, and every registered section (validated at load)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    data_dir: AbsolutePath = Field(Path(".magi"), description="Where the embedded store, caches and artifacts live.")
+    output_format: Literal["json", "markdown"] = Field("markdown", description="Default CLI output format.")
+    ray: RaySettings = Field(default_factory=RaySettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+
+    _sections: dict[str, Section] = PrivateAttr(default_factory=dict)
+    _raw: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
+    _origins: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
+
+    def section(self, cls: type[S]) -> S:
+        """The validated section ``cls`` (validated now if its entry point was not registered)."""
+        found = self._sections.get(cls.name)
+        if not isinstance(found, cls):
+            found = _validate_section(cls, self._raw.get(cls.name, {}), self._origins)
+            self._sections[cls.name] = found
+        return found
+
+    def updated(
+        self, overrides: Mapping[str, Any], origin: str = "option", names: Mapping[str, str] | None = None
+    ) -> Settings:
+        """A copy with ``overrides`` (``magi.yaml``-shaped; None = not given) on top; ``names`` maps a
+        dotted key to the name the caller used (``research.agents`` -> ``agents``) for error messages."""
+        return _build([(self._validated_values(), dict(self._origins)), _layer(overrides, _namer(origin, names))])
+
+    def _validated_values(self) -> dict[str, dict[str, Any]]:
+        """What was set, as validated (paths already absolute: the copy may be made in another folder)."""
+        values = {name: dict(raw) for name, raw in self._raw.items()}
+        values[ROOT] = self.model_dump(include=set(_root_keys()), exclude_unset=True)
+        for name in CORE_SECTIONS:
+            values[name] = getattr(self, name).model_dump(exclude_unset=True)
+        for name, section in self._sections.items():
+            values[name] = section.model_dump(exclude_unset=True)
+        return values
+
+
+def registered_sections() -> dict[str, type[Section]]:
+    """Core's sections plus those registered by installed packages (entry-point group ``magi.settings``)."""
+    return {**CORE_SECTIONS, **_entry_point_sections()}
+
+
+@cache
+def _entry_point_sections() -> dict[str, type[Section]]:
+    found: dict[str, type[Section]] = {}
+    for point in entry_points(group=SECTION_GROUP):
+        cls = point.load()
+        if not (isinstance(cls, type) and issubclass(cls, Section)) or cls.name != point.name:
+            raise ConfigError(
+                f"entry point {point.value} in group {SECTION_GROUP} must be a Section named {point.name!r}"
+            )
+        found[point.name] = cls
+    return found
+
+
+# --- layers: {section: {key: value}} plus where each value came from ---------------------------------
+
+Values = dict[str, dict[str, Any]]
+Origins = dict[tuple[str, str], str]
+Layer = tuple[Values, Origins]
+
+
+def _root_keys() -> list[str]:
+    return [k for k in Settings.model_fields if k not in CORE_SECTIONS]
+
+
+def _namer(origin: str, names: Mapping[str, str] | None) -> Callable[[str], str]:
+    return lambda dotted: f"{origin} '{(names or {}).get(dotted, dotted)}'"
+
+
+def _dotted(section: str, key: str) -> str:
+    return f"{section}.{key}" if section else key
+
+
+def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
+    """Split a ``magi.yaml``-shaped mapping into section values; ``origin_of(dotted key)`` names the source."""
+    values: Values = {}
+    origins: Origins = {}
+    sections = registered_sections()
+    for key, value in tree.items():
+        if value is None:
+            continue
+        if key in sections or (isinstance(value, Mapping) and key not in Settings.model_fields):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{origin_of(key)}: section '{key}' must be a mapping of keys, not {value!r}")
+            for sub, subvalue in value.items():
+                if subvalue is not None:
+                    values.setdefault(key, {})[sub] = subvalue
+                    origins[(key, sub)] = origin_of(_dotted(key, sub))
+            continue
+        section, name = _legacy(key) or (ROOT, key)
+        if section != ROOT:
+            log.warning("setting '%s' is now '%s.%s'; the old name still works but will go away", key, section, name)
+        values.setdefault(section, {})[name] = value
+        origins[(section, name)] = origin_of(_dotted(section, name))
+    return values, origins
+
+
+def _legacy(flat: str) -> tuple[str, str] | None:
+    """The (section, key) of a pre-section flat key such as ``research_agents`` or ``corpus_dir``."""
+    if flat in RENAMED:
+        return RENAMED[flat]
+    for section in sorted(registered_sections(), key=len, reverse=True):
+        if flat.startswith(section + "_"):
+            return section, flat[len(section) + 1 :]
+    return None
+
+
+def _file_layer(path: Path) -> Layer:
     raw = read_yaml(path, "config file")
     if raw is None:
-        return {}
+        return {}, {}
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(raw).__name__}")
-    secrets = SECRET_KEYS.intersection(raw)
+    values, origins = _layer(raw, lambda k: f"key '{k}' in {path}")
+    secrets = [_dotted(s, k) for s, keys in values.items() for k in keys if (s, k) in ENV_ONLY]
     if secrets:
+        raise ConfigError(f"config file {path} sets {', '.join(secrets)}: secrets are read from the environment only")
+    return values, origins
+
+
+def _field_kind(section: str, key: str) -> type | None:
+    model: type[BaseModel] | None = Settings if section == ROOT else registered_sections().get(section)
+    field = model.model_fields.get(key) if model is not None else None
+    if field is None:
+        return None
+    for candidate in (field.annotation, *get_args(field.annotation)):
+        origin = get_origin(candidate) or candidate
+        if origin in (list, dict):
+            return origin  # type: ignore[no-any-return]
+    return str
+
+
+def _env_value(section: str, key: str, text: str) -> Any:
+    """Environment text as the field wants it: JSON for lists and mappings (or ``a,b`` for lists)."""
+    kind = _field_kind(section, key)
+    if kind in (list, dict):
+        try:
+            return json.loads(text)
+        except ValueError:
+            if kind is list:
+                return [item.strip() for item in text.split(",") if item.strip()]
+            raise ConfigError(f"{ENV_PREFIX}{_env_suffix(section, key)} must be a JSON object, got {text!r}") from None
+    return text
+
+
+def _env_suffix(section: str, key: str) -> str:
+    return (f"{section}_{key}" if section else key).upper()
+
+
+def _env_layer() -> Layer:
+    values: Values = {}
+    origins: Origins = {}
+    sections = registered_sections()
+
+    def put(section: str, key: str, text: str, origin: str) -> None:
+        if (section, key) in origins:
+            return
+        values.setdefault(section, {})[key] = _env_value(section, key, text)
+        origins[(section, key)] = origin
+
+    for variable, section, key in FOREIGN_ENV:
+        if variable in os.environ:
+            put(section, key, os.environ[variable], f"environment variable {variable}")
+    for variable in sorted(os.environ):
+        if not variable.startswith(ENV_PREFIX) or variable == "MAGI_CONFIG":
+            continue
+        name = variable[len(ENV_PREFIX) :].lower()
+        where = f"environment variable {variable}"
+        if name in Settings.model_fields and name not in sections:
+            put(ROOT, name, os.environ[variable], where)
+            continue
+        prefix = next((s for s in sorted(sections, key=len, reverse=True) if name.startswith(s + "_")), None)
+        key = name[len(prefix) + 1 :] if prefix else ""
+        if prefix and key in sections[prefix].model_fields:
+            if (prefix, key) in ENV_ONLY:
+                continue  # secrets come from their own variable only
+            put(prefix, key, os.environ[variable], where)
+        elif name in RENAMED:
+            new_section, new_key = RENAMED[name]
+            log.warning("%s is now %s%s; the old name still works but will go away", variable, ENV_PREFIX,
+                        _env_suffix(new_section, new_key))
+            put(new_section, new_key, os.environ[variable], where)
+        elif prefix:
+            known = ", ".join(ENV_PREFIX + _env_suffix(prefix, k) for k in sections[prefix].model_fields)
+            raise ConfigError(f"{where} names no '{prefix}' setting; known: {known}")
+    return values, origins
+
+
+def _merge(layers: list[Layer]) -> Layer:
+    values: Values = {}
+    origins: Origins = {}
+    for layer_values, layer_origins in layers:
+        for section, keys in layer_values.items():
+            values.setdefault(section, {}).update(keys)
+        origins.update(layer_origins)
+    return values, origins
+
+
+# --- validation ------------------------------------------------------------------------------------
+
+
+def _problems(exc: ValidationError, section: str, origins: Origins) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        if section == ROOT and loc and loc[0] in CORE_SECTIONS and len(loc) > 1:
+            sec, key = loc[0], loc[1]
+        else:
+            sec, key = section, loc[0] if loc else "?"
+        where = origins.get((sec, key), f"default of '{_dotted(sec, key)}'")
+        label = _dotted(sec, key)
+        shown = "" if err["type"] == "extra_forbidden" else f" (got {err.get('input')!r})"
+        message = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        problems.append(f"{label} from {where}: {message}{shown}")
+    return problems
+
+
+def _validate_section(cls: type[S], raw: Mapping[str, Any], origins: Origins) -> S:
+    try:
+        return cls.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise ConfigError("invalid setting: " + "; ".join(_problems(exc, cls.name, origins))) from exc
+
+
+def _build(layers: list[Layer]) -> Settings:
+    values, origins = _merge(layers)
+    sections = registered_sections()
+    unknown = sorted(s for s in values if s != ROOT and s not in sections)
+    if unknown:
+        where = "; ".join(origins[next(k for k in origins if k[0] == s)] for s in unknown)
         raise ConfigError(
-            f"config file {path} sets {', '.join(sorted(secrets))}: secrets are read from the environment only"
+            f"unknown settings section(s) {', '.join(unknown)} ({where}); known sections: {', '.join(sorted(sections))}"
         )
-    return raw
+    problems: list[str] = []
+    root: dict[str, Any] = dict(values.get(ROOT, {}))
+    for name in CORE_SECTIONS:
+        root[name] = values.get(name, {})
+    try:
+        settings = Settings.model_validate(root)
+    except ValidationError as exc:
+        problems += _problems(exc, ROOT, origins)
+        settings = None
+    validated: dict[str, Section] = {}
+    for name, cls in sections.items():
+        if name in CORE_SECTIONS:
+            continue
+        try:
+            validated[name] = _validate_section(cls, values.get(name, {}), origins)
+        except ConfigError as exc:
+            problems.append(str(exc).removeprefix("invalid setting: "))
+    if problems or settings is None:
+        raise ConfigError("invalid setting: " + "; ".join(problems))
+    settings._sections = validated
+    settings._raw = values
+    settings._origins = origins
+    return settings
 
 
 def config_path(explicit: str | Path | None = None) -> Path | None:
@@ -136,49 +378,36 @@ def config_path(explicit: str | Path | None = None) -> Path | None:
     return default if default.is_file() else None
 
 
-def _origin(key: str, flags: dict[str, Any], path: Path | None) -> str:
-    if key in flags:
-        return f"command-line flag for '{key}'"
-    env_name = ENV_PREFIX + key.upper()
-    if env_name in os.environ:
-        return f"environment variable {env_name}"
-    if key in {"anthropic_api_key", "anthropic_base_url", "ray_address"}:
-        return f"environment variable {key.upper()}"
-    return f"key '{key}' in {path}" if path else f"default of '{key}'"
-
-
-def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
-    """Build the effective settings; ``flags`` are CLI values (``None`` means not given)."""
+def load_settings(
+    config: str | Path | None = None, overrides: Mapping[str, Any] | None = None, *, origin: str = "option"
+) -> Settings:
+    """The effective settings: file < environment < ``overrides`` (``magi.yaml``-shaped; None = not given)."""
     path = config_path(config)
+    if path is not None and path.exists() and not path.is_file():
+        raise ConfigError(f"config file {path} is a directory, not a file; pass a YAML file to --config")
     if config is not None and path is not None and not path.is_file():
         raise ConfigError(f"config file {path} does not exist; pass an existing file to --config")
-    values = _read_yaml(path) if path and path.is_file() else {}
-    given = {k: v for k, v in flags.items() if v is not None}
-    unknown = sorted(set(values) - set(Settings.model_fields))
-    if unknown:
-        raise ConfigError(
-            f"unknown setting(s) {', '.join(unknown)} in {path}; known settings: "
-            + ", ".join(sorted(Settings.model_fields))
-        )
-    Settings._yaml_values = values  # type: ignore[attr-defined]
-    try:
-        return Settings(**given)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            key = str(err["loc"][0]) if err["loc"] else "?"
-            problems.append(f"{_origin(key, given, path)}: {err['msg']} (got {err.get('input')!r})")
-        raise ConfigError("invalid setting: " + "; ".join(problems)) from exc
-    finally:
-        Settings._yaml_values = {}  # type: ignore[attr-defined]
+    file_layer = _file_layer(path) if path and path.is_file() else ({}, {})
+    option_layer = _layer(overrides or {}, _namer(origin, None))
+    return _build([file_layer, _env_layer(), option_layer])
 
 
 def describe(settings: Settings) -> dict[str, Any]:
-    """Settings as a plain dict with secrets masked, for ``magi doctor``."""
-    out: dict[str, Any] = {}
-    for key, value in settings.model_dump().items():
-        if key in SECRET_KEYS:
-            out[key] = "****" if value else None
-        else:
-            out[key] = str(value) if isinstance(value, Path) else value
+    """Settings as plain nested data with secrets masked, for ``magi doctor``."""
+    out: dict[str, Any] = settings.model_dump(mode="json", exclude={"ray", "llm"})
+    for name in registered_sections():
+        section = getattr(settings, name) if name in CORE_SECTIONS else settings.section(registered_sections()[name])
+        shown = section.model_dump(mode="json")
+        for secret_section, key in ENV_ONLY:
+            if secret_section == name and key in shown:
+                shown[key] = "****" if shown[key] else None
+        out[name] = shown
     return out
+
+
+def env_table() -> list[tuple[str, str]]:
+    """(dotted key, environment variable) of every known setting, for documentation and doctor."""
+    rows = [(k, ENV_PREFIX + k.upper()) for k in _root_keys()]
+    for name, cls in registered_sections().items():
+        rows += [(_dotted(name, k), ENV_PREFIX + _env_suffix(name, k)) for k in cls.model_fields]
+    return rows

@@ -1,16 +1,16 @@
 """Serve app ``research``: submit a research over HTTP, follow its events (SSE), fetch its result.
 
 - ``POST /research`` ``{topic, agents?, timeout?, provider?, corpus?}`` -> ``202 {runId, status, links}``.
-  The run is stored as ``accepted`` before the answer, then runs in this replica's worker thread
-  (one run at a time: a run's NLP pool takes the machine's CPUs; later runs wait as ``accepted``).
+  The run is stored as ``accepted`` before the answer, then runs on this replica's event loop (one
+  run at a time: a run's NLP pool takes the machine's CPUs; later runs wait as ``accepted``).
 - ``GET /research/{id}`` -> status (``accepted|running|completed|failed``), error, result when completed.
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
   from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
 
-Runs and events live in the SQLite store under ``settings.data_dir``, so they survive a replica
-restart. A run that was ``accepted``/``running`` when its replica died is not re-run (it may have
-been what killed the replica): the next replica marks it ``failed`` ("interrupted by a restart;
-resubmit") and ends its event stream with ``researchFailed``. The app runs one replica.
+Runs and events live in the store, so they survive a replica restart: a run that was
+``accepted``/``running`` when its replica died runs again from the start (``researchRequeued``), at
+most ``MAX_ATTEMPTS`` times in all, since it may be what brings the replica down. The app runs one
+replica.
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
@@ -19,7 +19,6 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,10 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
-from core.errors import MagiError, ResearchError, first_line
+from core.errors import ConfigError, MagiError, ResearchError, first_line
 from core.settings import Settings, load_settings
 from research import runs
 from research.engine import preflight, validate_topic
+from research.options import OPTION_NAMES, ResearchOptions, apply_options
 
 log = logging.getLogger(__name__)
 APP_NAME = "research"
@@ -47,16 +47,23 @@ api = FastAPI(title="MAGI research", description="Consensus research runs over H
 
 
 class ResearchRequest(BaseModel):
+    """The body of ``POST /research``; bounds come from the settings (research/options.py)."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     topic: str = Field(description="What to research, in Japanese or English.")
-    agents: int | None = Field(None, ge=1, le=16, description="Parallel research agents (default 3).")
-    iterations: int | None = Field(None, ge=1, le=10, description="Refinement iterations (default 3).")
-    timeout: float | None = Field(None, gt=0, le=3600, description="Timeout of one agent in seconds.")
-    conflict_threshold: float | None = Field(None, alias="conflictThreshold", ge=0, le=1,
+    agents: int | None = Field(None, description="Parallel research agents (default 3).")
+    iterations: int | None = Field(None, description="Refinement iterations (default 3).")
+    timeout: float | None = Field(None, description="Timeout of one agent in seconds.")
+    conflict_threshold: float | None = Field(None, alias="conflictThreshold",
                                              description="Conflict share above which reports are flagged.")
     provider: Literal["local", "ddgs", "searxng"] | None = None
     corpus: str | None = Field(None, description="Folder on the server searched by the local provider.")
+
+    def options(self) -> ResearchOptions:
+        return ResearchOptions(agents=self.agents, iterations=self.iterations, timeout_s=self.timeout,
+                               conflict_threshold=self.conflict_threshold, provider=self.provider,
+                               corpus=Path(self.corpus) if self.corpus is not None else None)
 
     @field_validator("topic")
     @classmethod
@@ -108,7 +115,8 @@ class ResearchService:
             raise RuntimeError("the research replica must run inside Ray")
         self._settings = settings
         self._store = Store(settings.data_dir)
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="research-run")
+        self._queue: asyncio.Queue[tuple[str, str, Settings]] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
         requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
         if failed:
             log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
@@ -116,30 +124,37 @@ class ResearchService:
             log.warning("run %s was interrupted by a restart; running it again", run.run_id)
             try:
                 body = ResearchRequest.model_validate(run.request)
-                self._worker.submit(self._execute, run.run_id, run.topic, self._settings_for(body))
+                self._queue.put_nowait((run.run_id, run.topic, self._settings_for(body)))
             except (ValueError, MagiError) as exc:
                 runs.finish_failed(self._store, run.run_id, f"cannot run again: {first_line(exc)}")
+        self._ensure_worker()
+
+    def _ensure_worker(self) -> None:
+        """The task that runs queued runs one at a time, on this replica's event loop."""
+        if self._worker is not None and not self._worker.done():
+            return
+        try:
+            self._worker = asyncio.get_running_loop().create_task(self._work())
+        except RuntimeError:  # constructed outside the loop: the first request starts it
+            self._worker = None
+
+    async def _work(self) -> None:
+        while True:
+            run_id, topic, settings = await self._queue.get()
+            await self._execute(run_id, topic, settings)
 
     def _settings_for(self, body: ResearchRequest) -> Settings:
-        """The service's settings with the request's options (validated by the request model)."""
-        updates: dict[str, Any] = {}
-        if body.agents is not None:
-            updates["research_agents"] = body.agents
-        if body.iterations is not None:
-            updates["research_iterations"] = body.iterations
-        if body.conflict_threshold is not None:
-            updates["research_conflict_threshold"] = body.conflict_threshold
-        if body.timeout is not None:
-            updates["research_agent_timeout_s"] = body.timeout
-        if body.corpus is not None:
-            updates["corpus_dir"] = Path(body.corpus).expanduser().absolute()
-        if body.provider is not None or body.corpus is not None:
-            updates["search_provider"] = body.provider or "local"
-        return self._settings.model_copy(update=updates)
+        """The service's settings with the request's options; a bad option is a ConfigError naming it."""
+        return apply_options(self._settings, body.options(), origin="request field",
+                             names={**OPTION_NAMES, "research.conflict_threshold": "conflictThreshold"})
 
     @api.post("/research", status_code=202)
     async def submit(self, body: ResearchRequest) -> JSONResponse:
-        settings = self._settings_for(body)
+        self._ensure_worker()
+        try:
+            settings = self._settings_for(body)
+        except ConfigError as exc:
+            return _error(422, f"invalid request: {first_line(exc).removeprefix('invalid setting: ')}")
         try:  # a bad corpus fails now, not in the background; loading a corpus may take a moment
             await asyncio.to_thread(preflight, body.topic, settings)
         except MagiError as exc:
@@ -147,11 +162,10 @@ class ResearchService:
         run_id = uuid.uuid4().hex[:12]
         runs.record_started(self._store, run_id, body.topic, status="accepted",  # stored before answering
                             request=body.model_dump(mode="json", by_alias=True, exclude_none=True))
-        self._worker.submit(self._execute, run_id, body.topic, settings)
+        self._queue.put_nowait((run_id, body.topic, settings))
         return JSONResponse({"runId": run_id, "status": "accepted", "links": _links(run_id)}, status_code=202)
 
-    def _execute(self, run_id: str, topic: str, settings: Settings) -> None:
-        """Worker thread: the engine is synchronous and blocks on Ray."""
+    async def _execute(self, run_id: str, topic: str, settings: Settings) -> None:
         from core.runtime import RayRuntime
         from research.engine import run_research
 
@@ -161,9 +175,9 @@ class ResearchService:
         try:
             runtime = RayRuntime()
             try:
-                result = run_research(topic, settings, runtime, sink, run_id=run_id)
+                result = await run_research(topic, settings, runtime, sink, run_id=run_id)
             finally:
-                runtime.close()
+                await runtime.close()
         except Exception as exc:
             message = first_line(exc)
             log.warning("run %s failed: %s", run_id, message)
@@ -175,6 +189,7 @@ class ResearchService:
 
     @api.get("/research/{run_id}")
     async def status(self, run_id: str) -> JSONResponse:
+        self._ensure_worker()
         run = runs.load_run(self._store, run_id)
         if run is None:
             return _error(404, f"no research run {run_id!r}; POST /research to start one")
@@ -227,8 +242,8 @@ def build_app(settings: Settings) -> Application:
 def app(args: dict[str, Any]) -> Application:
     """Application builder for ``serve.yaml`` (``import_path: deployments.research:app``).
 
-    ``args`` are settings keys (``data_dir``, ``research_agents``, ...) over ``magi.yaml`` and the
-    environment; ``config`` names another settings file.
+    ``args`` are settings in ``magi.yaml`` shape (``data_dir``, ``research: {agents: 2}``, ...) over
+    ``magi.yaml`` and the environment; ``config`` names another settings file.
     """
     args = dict(args or {})
-    return build_app(load_settings(args.pop("config", None), **args))
+    return build_app(load_settings(args.pop("config", None), args, origin="serve.yaml argument"))

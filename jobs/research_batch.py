@@ -12,6 +12,7 @@ if any topic failed, 2 for a bad topics file or setting. ``OUT/summary.json`` li
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
@@ -19,8 +20,7 @@ import re
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +28,7 @@ from typing import Any, Literal
 from core.errors import InputError, MagiError, RuntimeSetupError
 from core.files import atomic_write_text, remove_stale_temp_files
 from core.settings import Settings, load_settings
+from research.options import ResearchOptions, apply_options
 
 MARKER = "done.json"
 ERROR = "error.json"
@@ -112,7 +113,10 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def run_topic(topic: Topic, out: Path, research: Callable[[str], Any]) -> TopicOutcome:
+Research = Callable[[str], Awaitable[Any]]
+
+
+async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome:
     """Research one topic (``research`` returns a ``ConsensusResearchResult``) and record it: reports, then the
     marker; or ``error.json``. Never raises for a failed research."""
     from research.result import write_outputs
@@ -121,8 +125,8 @@ def run_topic(topic: Topic, out: Path, research: Callable[[str], Any]) -> TopicO
     remove_stale_temp_files(folder)  # a job stopped mid-write leaves them; this topic owns the folder
     started = time.perf_counter()
     try:
-        result = research(topic.text)
-        write_outputs(result, folder)
+        result = await research(topic.text)
+        await asyncio.to_thread(write_outputs, result, folder)
     except Exception as exc:
         seconds = round(time.perf_counter() - started, 1)
         error = one_line(exc)
@@ -137,8 +141,8 @@ def run_topic(topic: Topic, out: Path, research: Callable[[str], Any]) -> TopicO
     return TopicOutcome(topic.text, topic.id, "done", sources=len(result.sources), seconds=seconds)
 
 
-def run_batch(topics: Sequence[Topic], out: Path, research: Callable[[str], Any], concurrency: int,
-              report: Callable[[TopicOutcome], None] = lambda _: None) -> list[TopicOutcome]:
+async def run_batch(topics: Sequence[Topic], out: Path, research: Research, concurrency: int,
+                    report: Callable[[TopicOutcome], None] = lambda _: None) -> list[TopicOutcome]:
     """Skip finished topics, research the rest ``concurrency`` at a time; outcomes in file order."""
     outcomes: dict[str, TopicOutcome] = {}
     todo: list[Topic] = []
@@ -151,12 +155,14 @@ def run_batch(topics: Sequence[Topic], out: Path, research: Callable[[str], Any]
                                           seconds=float(marker.get("seconds", 0.0)))
         report(outcomes[topic.id])
 
-    def work(topic: Topic) -> None:
-        outcomes[topic.id] = run_topic(topic, out, research)
+    slots = asyncio.Semaphore(max(1, concurrency))
+
+    async def work(topic: Topic) -> None:
+        async with slots:
+            outcomes[topic.id] = await run_topic(topic, out, research)
         report(outcomes[topic.id])
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="topic") as pool:
-        list(pool.map(work, todo))
+    await asyncio.gather(*(work(t) for t in todo))
     return [outcomes[t.id] for t in topics]
 
 
@@ -203,8 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
-    return load_settings(research_agents=args.agents, research_iterations=args.iterations, corpus_dir=args.corpus,
-                         search_provider="local" if args.corpus else None)
+    options = ResearchOptions(agents=args.agents, iterations=args.iterations, corpus=args.corpus)
+    return apply_options(load_settings(), options, origin="job argument")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,50 +223,55 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "pass an absolute folder")
         topics = read_topics(args.topics_file)
         settings = settings_for(args)
-        return drive(topics, args.out.absolute(), settings, args.concurrency)
+        return asyncio.run(drive(topics, args.out.absolute(), settings, args.concurrency))
     except MagiError as exc:
         sys.stderr.write(f"research_batch: error: {str(exc).splitlines()[0]}\n")
         return exc.exit_code
 
 
-def drive(topics: Sequence[Topic], out: Path, settings: Settings, concurrency: int) -> int:
+async def drive(topics: Sequence[Topic], out: Path, settings: Settings, concurrency: int) -> int:
     import ray
 
     import research
     from core.events import ListSink
     from core.runtime import RayRuntime, start_ray, stop_ray
+    from nlp.settings import NlpSettings
     from research.engine import preflight, run_research
 
     preflight(topics[0].text, settings)  # a bad corpus fails before Ray starts
     if all(finished(out, t) is not None for t in topics):  # nothing to do: no Ray needed
-        return report_and_exit(out, run_batch(topics, out, lambda _: None, concurrency))
-    if in_ray_job() and not settings.ray_address:
+        return report_and_exit(out, await run_batch(topics, out, _nothing, concurrency))
+    if in_ray_job() and not settings.ray.address:
         raise RuntimeSetupError("running as a Ray job but RAY_ADDRESS is unset; refusing to start a second Ray")
-    owned = not ray.is_initialized() and not settings.ray_address
+    owned = not ray.is_initialized() and not settings.ray.address
     start_ray(settings)  # attaches to the job's cluster (RAY_ADDRESS), else starts a local Ray
     cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
     print(f"research_batch: {len(topics)} topics, concurrency {concurrency}, cluster CPUs {cpus}, "
           f"project code from {Path(research.__file__).parent.parent}", flush=True)
-    if settings.nlp_workers is None:  # NLP workers hold one CPU each: share the cluster's CPUs across topics
-        settings = settings.model_copy(update={"nlp_workers": max(1, cpus // concurrency)})
+    if NlpSettings.of(settings).workers is None:  # NLP workers hold one CPU each: share the CPUs across topics
+        settings = settings.updated({"nlp": {"workers": max(1, cpus // concurrency)}})
 
-    def research_one(topic: str) -> Any:
+    async def research_one(topic: str) -> Any:
         runtime = RayRuntime()
         try:
-            return run_research(topic, settings, runtime, ListSink())
+            return await run_research(topic, settings, runtime, ListSink())
         finally:
-            runtime.close()
+            await runtime.close()
 
     def report(o: TopicOutcome) -> None:
         detail = o.error if o.error else f"{o.sources} sources, {o.seconds:.1f} s"
         print(f"[{o.status}] {o.id}: {detail}", flush=True)
 
     try:
-        outcomes = run_batch(topics, out, research_one, concurrency, report)
+        outcomes = await run_batch(topics, out, research_one, concurrency, report)
     finally:
         if owned:
             stop_ray()
     return report_and_exit(out, outcomes)
+
+
+async def _nothing(_topic: str) -> None:
+    """Never called: every topic is finished."""
 
 
 def report_and_exit(out: Path, outcomes: Sequence[TopicOutcome]) -> int:

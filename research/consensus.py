@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from core.models import AgentReport, Finding, SourceReference
 from nlp.claims import Claim
 from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, sourced
 from nlp.values import values_agree
 from research.evidence import SourceDocument
+from research.models import AgentReport, Finding, SourceReference
 from research.reliability import origin_of
 from research.scoring import ReportScore, facets_for, flag_for_review, score_report, select_best
 

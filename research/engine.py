@@ -23,7 +23,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,12 +31,17 @@ from actors.collector import CollectionStats, Collector
 from actors.nlp_pool import NlpPool
 from actors.research_agent import ResearchAgent
 from core.errors import InputError, ResearchError, first_line
-from core.events import (
+from core.events import Event, EventSink
+from core.llm.factory import make_llm
+from core.runtime import Handle, Outcome, Runtime
+from core.settings import Settings
+from nlp.conflicts import detect_conflicts
+from nlp.settings import NlpSettings
+from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
+from research.events import (
     AgentCompleted,
     AgentStarted,
     ConsensusSelected,
-    Event,
-    EventSink,
     IterationCompleted,
     IterationStarted,
     ResearchCompleted,
@@ -46,14 +50,9 @@ from core.events import (
     ScoringCompleted,
     StageProgress,
 )
-from core.llm.factory import make_llm
-from core.models import AgentReport, AgentSnapshot, SourceReference
-from core.runtime import Outcome, Runtime
-from core.settings import Settings
-from nlp.conflicts import detect_conflicts
-from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
 from research.evidence import SourceDocument, build_evidence
 from research.iteration import IterationContext, initial_context, next_context, should_stop_early
+from research.models import AgentReport, AgentSnapshot, SourceReference
 from research.reliability import reliability_for
 from research.report import render_final_report
 from research.result import (
@@ -65,9 +64,11 @@ from research.result import (
     SearchConfig,
     source_overlap,
 )
+from research.settings import ResearchSettings
 from research.strategies import strategy_for
 from research.summary import write_summary
 from scrapers.search.factory import open_search
+from scrapers.settings import SearchSettings
 
 log = logging.getLogger(__name__)
 MAX_TOPIC_CHARS = 500
@@ -103,12 +104,13 @@ def agent_name(run_id: str, iteration: int, agent_id: int, attempt: int = 1) -> 
 
 
 def build_config(topic: str, settings: Settings) -> ConsensusResearchConfig:
+    research = ResearchSettings.of(settings)
     return ConsensusResearchConfig(
-        topic=topic, agent_count=settings.research_agents, iteration_count=settings.research_iterations,
-        agent_timeout_ms=int(settings.research_agent_timeout_s * 1000),
-        conflict_threshold=settings.research_conflict_threshold,
-        search_config=SearchConfig(provider=settings.search_provider,
-                                   max_results_per_agent=settings.research_results_per_agent),
+        topic=topic, agent_count=research.agents, iteration_count=research.iterations,
+        agent_timeout_ms=int(research.agent_timeout_s * 1000),
+        conflict_threshold=research.conflict_threshold,
+        search_config=SearchConfig(provider=SearchSettings.of(settings).provider,
+                                   max_results_per_agent=research.results_per_agent),
     )
 
 
@@ -137,12 +139,13 @@ class _Run:
     def __init__(self, topic: str, settings: Settings, runtime: Runtime, events: EventSink, run_id: str) -> None:
         self.topic, self.settings, self.runtime, self.events, self.run_id = topic, settings, runtime, events, run_id
         self.config = build_config(topic, settings)
+        self.agent_timeout_s = ResearchSettings.of(settings).agent_timeout_s
         self.tracker = _StageTracker(events)
         self.iterations: list[IterationResult] = []
         self.failed_attempts: list[_Attempt] = []
         self.documents: dict[str, SourceDocument] = {}
-        self.collector: Any = None
-        self.agents: dict[int, Any] = {}
+        self.collector: Handle[Collector] | None = None
+        self.agents: dict[int, Handle[ResearchAgent]] = {}
 
     def progress(self, iteration: int, fraction: float) -> float:
         done = (iteration - 1 + fraction) / self.config.iteration_count
@@ -150,7 +153,7 @@ class _Run:
 
     # --- agents ---------------------------------------------------------------------------
 
-    def _agent(self, agent_id: int, iteration: int, attempt: int) -> Any:
+    def _agent(self, agent_id: int, iteration: int, attempt: int) -> Handle[ResearchAgent]:
         """The agent's actor: kept across iterations (agents hold no research state between runs, and a
         new process costs seconds), replaced after it failed, timed out or died."""
         if agent_id not in self.agents:
@@ -166,7 +169,7 @@ class _Run:
             if handle is not None:
                 self.runtime.kill(handle)
 
-    def run_agents(self, context: IterationContext, attempt: int) -> _Attempt:
+    async def run_agents(self, context: IterationContext, attempt: int) -> _Attempt:
         """Run N agents, let all settle within the timeout, record each outcome; failed agents are retired."""
         ids = list(range(1, self.config.agent_count + 1))
         handles = {i: self._agent(i, context.iteration, attempt) for i in ids}
@@ -178,14 +181,14 @@ class _Run:
                 self.events.emit(AgentStarted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
                                               strategy=strategy_for(i).model_dump(by_alias=True),
                                               progress=self.progress(context.iteration, 0)))
-                calls.append(self.runtime.call(handles[i], "run", self.topic,
-                                               context.brief(i, self.config.agent_count)))
-            outcomes = self.runtime.gather(calls, timeout_s=self.settings.research_agent_timeout_s)
+                calls.append(handles[i].call(ResearchAgent.run, self.topic,
+                                             context.brief(i, self.config.agent_count)))
+            outcomes = await self.runtime.gather(calls, timeout_s=self.agent_timeout_s)
             elapsed_ms = int((time.perf_counter() - started) * 1000)
-            snapshots = self._snapshots(handles, outcomes)
+            snapshots = await self._snapshots(handles, outcomes)
         finally:  # stop stragglers before the engine emits its own events
             self.retire([i for i, o in zip(ids, outcomes, strict=False) if not o.ok] if outcomes else ids)
-        self.runtime.flush_events()
+        await self.runtime.flush_events()
         result = _Attempt()
         for done, (i, outcome) in enumerate(zip(ids, outcomes, strict=True), start=1):
             fraction = 0.8 * done / len(ids)
@@ -202,12 +205,14 @@ class _Run:
                                             progress=self.progress(context.iteration, fraction)))
         return result
 
-    def _snapshots(self, handles: dict[int, Any], outcomes: list[Outcome[Any]]) -> dict[int, AgentSnapshot]:
+    async def _snapshots(self, handles: dict[int, Handle[ResearchAgent]],
+                         outcomes: list[Outcome[AgentReport]]) -> dict[int, AgentSnapshot]:
         """Ask each timed-out (already cancelled) agent how far it got, briefly."""
         late = [i for i, o in zip(handles, outcomes, strict=True) if o.timed_out]
         if not late:
             return {}
-        answers = self.runtime.gather([self.runtime.call(handles[i], "snapshot") for i in late], SNAPSHOT_TIMEOUT_S)
+        answers = await self.runtime.gather([handles[i].call(ResearchAgent.snapshot) for i in late],
+                                            SNAPSHOT_TIMEOUT_S)
         return {i: a.value for i, a in zip(late, answers, strict=True) if isinstance(a.value, AgentSnapshot)}
 
     def _failure(self, agent_id: int, iteration: int, attempt: int, outcome: Outcome[Any], elapsed_ms: int,
@@ -218,7 +223,7 @@ class _Run:
             stage = f"{snapshot.stage} {snapshot.stage_done}/{snapshot.stage_total}"
         message = first_line(cause)
         if outcome.timed_out:
-            message = f"timed out after {self.settings.research_agent_timeout_s:g} s in stage {stage or 'starting'}"
+            message = f"timed out after {self.agent_timeout_s:g} s in stage {stage or 'starting'}"
         log.warning("run %s iteration %d agent %d failed after %d ms (last stage: %s): %s",
                     self.run_id, iteration, agent_id, elapsed_ms, stage or "none", message)
         return AgentFailure(agent_id=agent_id, iteration=iteration, attempt=attempt, error=message,
@@ -227,18 +232,18 @@ class _Run:
 
     # --- iterations -----------------------------------------------------------------------
 
-    def run_iteration(self, context: IterationContext) -> IterationResult:
+    async def run_iteration(self, context: IterationContext) -> IterationResult:
         started = time.perf_counter()
         self.events.emit(IterationStarted(run_id=self.run_id, iteration=context.iteration,
                                           context=context.model_dump(mode="json", by_alias=True),
                                           progress=self.progress(context.iteration, 0)))
-        attempt = self.run_agents(context, 1)
+        attempt = await self.run_agents(context, 1)
         failures, retried = list(attempt.failures), False
         if self._majority_failed(attempt):
             self.failed_attempts.append(attempt)
             log.warning("run %s iteration %d: %d of %d agents failed; retrying the iteration once", self.run_id,
                         context.iteration, len(attempt.failures), self.config.agent_count)
-            retried, attempt = True, self.run_agents(context, 2)
+            retried, attempt = True, await self.run_agents(context, 2)
             failures += attempt.failures
             if self._majority_failed(attempt):
                 self.failed_attempts.append(attempt)
@@ -248,9 +253,11 @@ class _Run:
                     f"failed twice (first error: {first}); partial results are kept with the run",
                     partial=self.partial(),
                 )
-        self._read_documents(attempt.reports)
+        await self._read_documents(attempt.reports)
         reports = [self._with_reliability(r) for r in attempt.reports]
-        scoring = score_iteration(self.topic, reports, self.documents, self.config.conflict_threshold)
+        # CPU-bound: off the event loop, which also serves progress events (and HTTP in a Serve replica).
+        scoring = await asyncio.to_thread(score_iteration, self.topic, reports, self.documents,
+                                          self.config.conflict_threshold)
         it = context.iteration
         self.events.emit(ScoringCompleted(run_id=self.run_id, iteration=it, progress=self.progress(it, 0.9),
                                           scores=[s.model_dump(mode="json", by_alias=True) for s in scoring.scores]))
@@ -277,12 +284,13 @@ class _Run:
     def _majority_failed(self, attempt: _Attempt) -> bool:
         return not attempt.reports or len(attempt.failures) * 2 > self.config.agent_count
 
-    def _read_documents(self, reports: list[AgentReport]) -> None:
+    async def _read_documents(self, reports: list[AgentReport]) -> None:
         """Fetch the text and claims of newly cited pages from the collector (already collected there)."""
         refs = {s.url: s for r in reports for s in r.sources if s.url not in self.documents}
         if not refs:
             return
-        [outcome] = self.runtime.gather([self.runtime.call(self.collector, "read", list(refs))], 60)
+        assert self.collector is not None
+        [outcome] = await self.runtime.gather([self.collector.call(Collector.read, list(refs))], 60)
         for url, item in (outcome.value or {}).items():
             if item.page is None or item.analysis is None:
                 continue
@@ -313,22 +321,22 @@ def _stop_reason(consistencies: list[float]) -> str:
             "further iterations would not change the result")
 
 
-def run_research(topic: str, settings: Settings, runtime: Runtime, events: EventSink,
-                 *, run_id: str | None = None) -> ConsensusResearchResult:
+async def run_research(topic: str, settings: Settings, runtime: Runtime, events: EventSink,
+                       *, run_id: str | None = None) -> ConsensusResearchResult:
     """Run the whole workflow; raises :class:`ResearchError` (with ``partial``) when an iteration cannot finish."""
-    topic = preflight(topic, settings)
+    topic = await asyncio.to_thread(preflight, topic, settings)
     run = _Run(topic, settings, runtime, events, run_id or uuid.uuid4().hex[:12])
     started_at, started = datetime.now(UTC), time.perf_counter()
     events.emit(ResearchStarted(run_id=run.run_id, topic=topic, progress=0,
                                 config=run.config.model_dump(mode="json", by_alias=True)))
     # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
-    pool = NlpPool.start(runtime, settings.nlp_workers or max(1, int(runtime.total_cpus())))
-    run.collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
+    pool = NlpPool.start(runtime, NlpSettings.of(settings).workers or max(1, int(runtime.total_cpus())))
+    run.collector = collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
     stopped_early: str | None = None
     try:
         context = initial_context()
         while True:
-            done = run.run_iteration(context)
+            done = await run.run_iteration(context)
             run.iterations.append(done)
             consistencies = [it.consensus_score.consistency_score for it in run.iterations]
             if done.iteration >= run.config.iteration_count:
@@ -338,9 +346,9 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
                 log.info("run %s: stopping after iteration %d: %s", run.run_id, done.iteration, stopped_early)
                 break
             context = run.next_context(done)
-        stats, _closed = runtime.gather([runtime.call(run.collector, "stats"), runtime.call(run.collector, "aclose")],
-                                        30)
-        result = _finish(run, started_at, started, stopped_early, stats.value)
+        [stats] = await runtime.gather([collector.call(Collector.stats)], 30)
+        await runtime.gather([collector.call(Collector.aclose)], 30)
+        result = await _finish(run, started_at, started, stopped_early, stats.value)
     except ResearchError as exc:
         events.emit(ResearchFailed(run_id=run.run_id, error=str(exc)))
         raise
@@ -350,16 +358,18 @@ def run_research(topic: str, settings: Settings, runtime: Runtime, events: Event
         raise error from exc
     finally:
         run.retire(list(run.agents))
-        for handle in [run.collector, *pool.workers]:
-            runtime.kill(handle)
+        for worker in pool.workers:
+            runtime.kill(worker)
+        runtime.kill(collector)
+        await runtime.flush_events()
     events.emit(ResearchCompleted(run_id=run.run_id, progress=100, iterations=len(result.iterations),
                                   overall_score=round(result.final_score.overall_score, 3),
                                   claims=len(result.claims), disputed=len(result.disputed)))
     return result
 
 
-def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str | None,
-            collection: CollectionStats | None) -> ConsensusResearchResult:
+async def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str | None,
+                  collection: CollectionStats | None) -> ConsensusResearchResult:
     """Claims with evidence, disputes, summary and the final report, from every iteration."""
     first_report: dict[str, str] = {}
     for it in run.iterations:
@@ -368,11 +378,11 @@ def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str 
                 first_report.setdefault(s.url, r.report_id)
     claims_all = [c for url, doc in run.documents.items()
                   for c in sourced_claims(first_report.get(url), [doc.source], run.documents)]
-    conflicts = detect_conflicts(claims_all)
+    conflicts = await asyncio.to_thread(detect_conflicts, claims_all)
     findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
-    evidence, check = build_evidence(findings, run.documents, conflicts)
+    evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
-    summary = _run_async(lambda: write_summary(run.topic, verified, make_llm(run.settings), lang=_lang(run.topic)))
+    summary = await write_summary(run.topic, verified, make_llm(run.settings), lang=_lang(run.topic))
     last = run.iterations[-1]
     result = ConsensusResearchResult(
         final_report="", iterations=run.iterations,
@@ -396,7 +406,3 @@ def _source_order(s: SourceReference) -> tuple[float, str]:
 def _lang(topic: str) -> str:
     return "en" if topic.isascii() else "ja"
 
-
-def _run_async(make: Callable[[], Any]) -> Any:
-    """Run a coroutine from this synchronous engine (the CLI thread, a Serve worker thread or a job)."""
-    return asyncio.run(make())

@@ -74,7 +74,7 @@ from datetime import date
 
 from pydantic import Field
 
-from core.models import CamelModel, Finding, SourceReference
+from core.models import CamelModel
 from nlp.claims import Claim
 from nlp.conflicts import (
     Conflict,
@@ -88,6 +88,7 @@ from nlp.conflicts import (
     figures_related,
 )
 from nlp.values import fold
+from research.models import Finding, SourceReference
 from research.reliability import origin_of, reliability_for
 
 RECENCY_GRACE_YEARS = 2.0

@@ -28,8 +28,9 @@ from itertools import pairwise
 
 from pydantic import Field
 
-from core.models import AgentBrief, AgentReport, CamelModel
+from core.models import CamelModel
 from nlp.conflicts import Conflict
+from research.models import AgentBrief, AgentReport
 from research.scoring import ReportScore, covered_facets, facets_for, topic_terms
 
 MIN_RELATIVE_GAIN = 0.05

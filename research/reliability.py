@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from core.errors import ConfigError
-from core.models import SourceReference
 from core.yamlfile import read_yaml
+from research.models import SourceReference
 
 RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "source_reliability.yaml"
 

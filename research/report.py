@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from core.models import SourceReference
 from nlp.values import fold
 from research.evidence import Citation, EvidencedClaim
+from research.models import SourceReference
 
 if TYPE_CHECKING:
     from research.result import ConsensusResearchResult

@@ -18,10 +18,11 @@ from pydantic import Field
 
 from actors.collector import CollectionStats
 from core.files import atomic_write_text
-from core.models import AgentReport, AgentSnapshot, CamelModel, EntityMention, SourceReference
+from core.models import CamelModel
 from nlp.conflicts import Conflict
 from research.evidence import CitationCheck, EvidencedClaim
 from research.iteration import IterationContext
+from research.models import AgentReport, AgentSnapshot, EntityMention, SourceReference
 from research.scoring import ReportScore
 from research.summary import ExecutiveSummary
 from research.transparency import transparency_json, transparency_markdown

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from core.events import Event, ResearchFailed, ResearchRequeued
+from core.events import Event
 from core.store import Store, register_migration
+from research.events import ResearchFailed, ResearchRequeued
 from research.result import ConsensusResearchResult
 
 

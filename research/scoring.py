@@ -30,9 +30,10 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
 from core.errors import ConfigError
-from core.models import CamelModel, Finding, SourceReference
+from core.models import CamelModel
 from core.yamlfile import read_yaml
 from nlp.values import fold
+from research.models import Finding, SourceReference
 from research.reliability import ReliabilityRules, load_rules, origin_of
 
 FACETS_PATH = Path(__file__).resolve().parent.parent / "data" / "research" / "facets.yaml"

@@ -8,8 +8,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from core.errors import ConfigError
-from core.models import AgentStrategy
 from core.yamlfile import read_yaml
+from research.models import AgentStrategy
 
 STRATEGIES_FILE = Path(__file__).resolve().parent.parent / "data" / "research" / "strategies.yaml"
 

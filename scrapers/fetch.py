@@ -48,6 +48,7 @@ from core.settings import Settings
 from scrapers.charset import SNIFF_BYTES, decode_body, sniff_binary
 from scrapers.net_guard import DEFAULT_PORTS, NetGuard, PinnedTransport, Resolver, parse_networks
 from scrapers.robots import RobotsRules, product_token, rules_from_status, unreachable
+from scrapers.settings import FetchSettings
 
 USER_AGENT = "MAGI-Cluster-Research/0.1 (+https://github.com/magi-cluster; research bot)"
 ALLOWED_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/markdown")
@@ -58,7 +59,7 @@ _STEP = 64 * 1024  # most decoded bytes produced per decompression step
 
 
 class FetchPolicy(BaseModel):
-    """Every knob of the fetcher; defaults match :class:`core.settings.Settings`."""
+    """Every knob of the fetcher; defaults match :class:`scrapers.settings.FetchSettings`."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -94,18 +95,19 @@ class FetchPolicy(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FetchPolicy:
+        fetch = FetchSettings.of(settings)
         return cls(
-            timeout_s=settings.fetch_timeout_s,
-            connect_timeout_s=min(5.0, settings.fetch_timeout_s),
-            read_timeout_s=min(10.0, settings.fetch_timeout_s),
-            max_bytes=settings.fetch_max_bytes,
-            max_decoded_bytes=settings.fetch_max_bytes,
-            retries=settings.fetch_retries,
-            concurrency=settings.fetch_concurrency,
-            per_host_concurrency=settings.fetch_per_host_concurrency,
-            politeness_delay_s=settings.fetch_politeness_delay_s,
-            respect_robots=settings.fetch_respect_robots,
-            allow_private=settings.fetch_allow_private,
+            timeout_s=fetch.timeout_s,
+            connect_timeout_s=min(5.0, fetch.timeout_s),
+            read_timeout_s=min(10.0, fetch.timeout_s),
+            max_bytes=fetch.max_bytes,
+            max_decoded_bytes=fetch.max_bytes,
+            retries=fetch.retries,
+            concurrency=fetch.concurrency,
+            per_host_concurrency=fetch.per_host_concurrency,
+            politeness_delay_s=fetch.politeness_delay_s,
+            respect_robots=fetch.respect_robots,
+            allow_private=fetch.allow_private,
         )
 
 

@@ -76,14 +76,14 @@ class AnthropicClient:
         sleep: Sleep = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
-        key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else ""
-        if not key and not settings.anthropic_base_url:
+        key = settings.llm.anthropic_api_key.get_secret_value() if settings.llm.anthropic_api_key else ""
+        if not key and not settings.llm.anthropic_base_url:
             raise LLMNotConfiguredError(
                 "MAGI_LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (for api.anthropic.com) or "
                 "ANTHROPIC_BASE_URL (for an Anthropic-compatible server such as llama.cpp, vLLM or Ollama)"
             )
         self.settings = settings
-        self.base_url = settings.anthropic_base_url or DEFAULT_BASE_URL
+        self.base_url = settings.llm.anthropic_base_url or DEFAULT_BASE_URL
         self.usage = UsageMeter()
         self.structured_mode: StructuredMode = "unknown"
         self._send_temperature = True
@@ -94,7 +94,7 @@ class AnthropicClient:
             api_key=key or PLACEHOLDER_KEY,
             base_url=self.base_url,
             max_retries=0,
-            timeout=settings.llm_timeout_s,
+            timeout=settings.llm.timeout_s,
             http_client=http_client,
         )
 
@@ -107,13 +107,13 @@ class AnthropicClient:
         await self._sdk.close()
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        timeout = request.timeout_s or self.settings.llm_timeout_s
+        timeout = request.timeout_s or self.settings.llm.timeout_s
         try:
             response = await self._complete(request, timeout)
         except TimeoutError as exc:
             raise LLMError(
-                f"LLM request to {self.base_url} (model {self.settings.llm_model}) timed out after {timeout:g} s "
-                f"({self.settings.llm_max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server"
+                f"LLM request to {self.base_url} (model {self.settings.llm.model}) timed out after {timeout:g} s "
+                f"({self.settings.llm.max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server"
             ) from exc
         except anthropic.APIError as exc:
             raise self._error(exc) from exc
@@ -154,7 +154,7 @@ class AnthropicClient:
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": self.settings.llm_model,
+            "model": self.settings.llm.model,
             "max_tokens": request.max_tokens,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
@@ -193,7 +193,7 @@ class AnthropicClient:
     async def _send_with_retries(
         self, params: dict[str, Any], timeout: float, *, parse: bool
     ) -> anthropic.types.Message:
-        max_retries = self.settings.llm_max_retries
+        max_retries = self.settings.llm.max_retries
         for attempt in range(max_retries + 1):
             try:
                 async with asyncio.timeout(timeout):
@@ -215,8 +215,8 @@ class AnthropicClient:
             asked = retry_after_s(exc.response.headers)
             if asked is not None:
                 return min(asked, RETRY_AFTER_CAP_S)
-        s = self.settings
-        base = min(s.llm_backoff_initial_s * 2.0**attempt, s.llm_backoff_max_s)
+        s = self.settings.llm
+        base = min(s.backoff_initial_s * 2.0**attempt, s.backoff_max_s)
         return base * (1.0 - 0.25 * self._jitter())  # within [0.75, 1] x base
 
     def _convert(self, message: anthropic.types.Message, output: dict[str, Any] | None) -> LLMResponse:
@@ -255,7 +255,7 @@ class AnthropicClient:
         )
 
     def _error(self, exc: anthropic.APIError) -> LLMError:
-        where = f"{self.base_url} (model {self.settings.llm_model})"
+        where = f"{self.base_url} (model {self.settings.llm.model})"
         if isinstance(exc, anthropic.APIStatusError):
             hint = {
                 401: "check ANTHROPIC_API_KEY",
@@ -269,6 +269,6 @@ class AnthropicClient:
         if isinstance(exc, anthropic.APIConnectionError):
             return LLMError(
                 f"cannot connect to the LLM server {self.base_url} "
-                f"(after {self.settings.llm_max_retries} retries): {exc}; check ANTHROPIC_BASE_URL"
+                f"(after {self.settings.llm.max_retries} retries): {exc}; check ANTHROPIC_BASE_URL"
             )
         return LLMError(f"LLM request to {where} failed: {exc}")

@@ -17,14 +17,14 @@ ALLOWED = "anthropic, replay, record, or python:MODULE_OR_FILE:FUNCTION"
 
 
 def _cassette(settings: Settings, provider: str) -> Path:
-    if settings.llm_cassette is None:
+    if settings.llm.cassette is None:
         raise ConfigError(f"MAGI_LLM_PROVIDER={provider} needs MAGI_LLM_CASSETTE (path of the cassette file)")
-    return settings.llm_cassette
+    return settings.llm.cassette
 
 
 def make_llm(settings: Settings) -> LLMClient | None:
     """The client for ``llm_provider``, or None when no provider is set."""
-    raw = (settings.llm_provider or "").strip()
+    raw = (settings.llm.provider or "").strip()
     provider = raw.lower()
     if not raw:
         return None

@@ -117,7 +117,7 @@ class DdgsSearchProvider:
         raise SearchError(
             f"{self.name} search for {query!r} (backend {self.backend}, region {region}) failed after "
             f"{self._attempts} attempts: {problem}; wait a few minutes (search engines rate-limit scrapers), "
-            "try another MAGI_DDGS_BACKEND, add a fallback provider (search_fallbacks: [searxng]), "
+            "try another MAGI_SEARCH_DDGS_BACKEND, add a fallback provider (search: {fallbacks: [searxng]}), "
             "or search a local folder with --corpus DIR"
         )
 

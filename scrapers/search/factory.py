@@ -18,6 +18,7 @@ from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.ddgs import DdgsSearchProvider
 from scrapers.search.local import LocalCorpus, LocalSearchProvider
 from scrapers.search.searxng import SearxngSearchProvider, searxng_language
+from scrapers.settings import SearchSettings
 
 PROVIDERS = ("local", "ddgs", "searxng")
 
@@ -31,30 +32,31 @@ class SearchSetup:
 
 
 def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetup:
-    """``[search_provider, *search_fallbacks]`` (deduplicated) as one provider, cached when configured.
+    """``[search.provider, *search.fallbacks]`` (deduplicated) as one provider, cached when configured.
 
-    The cache (``search_cache_ttl_s > 0``) uses ``store`` when given, else this process's shared
+    The cache (``search.cache_ttl_s > 0``) uses ``store`` when given, else this process's shared
     store under ``settings.data_dir``, opened on the first search. A chain of only ``local`` is not
     cached: it is deterministic and fast, and caching would hide edits to the corpus.
     """
-    names = tuple(dict.fromkeys([settings.search_provider, *settings.search_fallbacks]))
+    search = SearchSettings.of(settings)
+    names = tuple(dict.fromkeys([search.provider, *search.fallbacks]))
     corpus: LocalCorpus | None = None
     providers: list[SearchProvider] = []
     for name in names:
         if name == "local":
-            corpus = LocalCorpus(settings.corpus_dir)
+            corpus = LocalCorpus(search.corpus_dir)
             providers.append(LocalSearchProvider(corpus))
         elif name == "ddgs":
-            providers.append(DdgsSearchProvider(region=settings.ddgs_region, backend=settings.ddgs_backend))
+            providers.append(DdgsSearchProvider(region=search.ddgs_region, backend=search.ddgs_backend))
         elif name == "searxng":
-            providers.append(SearxngSearchProvider(settings.searxng_url, timeout_s=settings.searxng_timeout_s,
-                                                   language=searxng_language(settings.ddgs_region)))
+            providers.append(SearxngSearchProvider(search.searxng_url, timeout_s=search.searxng_timeout_s,
+                                                   language=searxng_language(search.ddgs_region)))
         else:
             raise ConfigError(f"unknown search provider {name!r}; use one of {', '.join(PROVIDERS)}")
     provider: SearchProvider = providers[0] if len(providers) == 1 else FallbackSearchProvider(providers)
-    cached = settings.search_cache_ttl_s > 0 and names != ("local",)
+    cached = search.cache_ttl_s > 0 and names != ("local",)
     if cached:
         data_dir = settings.data_dir.expanduser().resolve()  # fixed now, not at the first search
         provider = CachedSearchProvider(provider, store or (lambda: shared_store(data_dir)),
-                                        settings.search_cache_ttl_s)
+                                        search.cache_ttl_s)
     return SearchSetup(provider, corpus, names, cached)

@@ -67,11 +67,13 @@ class SearxngSearchProvider:
         url = (base_url or "").strip().rstrip("/")
         if not url:
             raise ConfigError(
-                "the searxng search provider needs an instance URL; set MAGI_SEARXNG_URL "
+                "the searxng search provider needs an instance URL; set MAGI_SEARCH_SEARXNG_URL "
                 "(or searxng_url in magi.yaml), e.g. http://127.0.0.1:8888"
             )
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"searxng_url {base_url!r} must start with http:// or https:// (MAGI_SEARXNG_URL)")
+            raise ConfigError(
+                f"search.searxng_url {base_url!r} must start with http:// or https:// (MAGI_SEARCH_SEARXNG_URL)"
+            )
         self.base_url = url.removesuffix("/search")
         self.language = language
         self.categories = categories
@@ -148,7 +150,7 @@ class SearxngSearchProvider:
                 await self._sleep(delay)
         raise SearchError(
             f"SearXNG at {self.base_url} failed after {self._attempts} attempts: {problem}; check that the "
-            "instance is running and that MAGI_SEARXNG_URL points at it"
+            "instance is running and that MAGI_SEARCH_SEARXNG_URL points at it"
         )
 
     def _refuse(self, response: httpx.Response) -> None:
@@ -167,7 +169,7 @@ class SearxngSearchProvider:
             )
         if status < 500:
             raise SearchError(
-                f"SearXNG at {self.base_url} answered HTTP {status} to /search; check MAGI_SEARXNG_URL "
+                f"SearXNG at {self.base_url} answered HTTP {status} to /search; check MAGI_SEARCH_SEARXNG_URL "
                 "(the base URL of the instance)"
             )
 
@@ -177,7 +179,7 @@ class SearxngSearchProvider:
         except ValueError as exc:
             raise SearchError(
                 f"SearXNG at {self.base_url} did not answer JSON ({response.headers.get('content-type', '?')}); "
-                "check MAGI_SEARXNG_URL and that json is in search.formats of its settings.yml"
+                "check MAGI_SEARCH_SEARXNG_URL and that json is in search.formats of its settings.yml"
             ) from exc
         if not isinstance(data, dict):
             raise SearchError(f"SearXNG at {self.base_url} answered JSON without a results object")

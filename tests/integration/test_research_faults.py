@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from core.errors import ResearchError
-from core.events import Event, ListSink, StageProgress
+from core.events import Event, ListSink
 from core.runtime import InProcessRuntime, RayRuntime
 from core.settings import Settings, load_settings
 from research.engine import agent_name, run_research
+from research.events import StageProgress
 from tests.unit.test_search_server import Reply, SearxngServer
 
 TOPIC = "中小企業の価格転嫁の現状"

@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from core.errors import ResearchError
-from core.events import AgentCompleted, AgentStarted, ListSink, ResearchCompleted, StageProgress
+from core.events import ListSink
 from core.runtime import RayRuntime
 from core.settings import load_settings
 from research.engine import run_research
+from research.events import AgentCompleted, AgentStarted, ResearchCompleted, StageProgress
 from research.result import ConsensusResearchResult as Result
 from research.result import write_outputs
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cli.progress import ProgressBars
-from core.events import (
+from research.events import (
     AgentCompleted,
     AgentStarted,
     ConsensusSelected,

@@ -1,8 +1,9 @@
 import asyncio
 import time
 
-from core.events import AgentCompleted, ListSink, StageProgress, parse_event
+from core.events import ListSink, parse_event
 from core.runtime import InProcessRuntime
+from research.events import AgentCompleted, StageProgress
 
 
 def test_events_round_trip_through_json() -> None:

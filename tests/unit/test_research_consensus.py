@@ -10,11 +10,11 @@ import pytest
 import trafilatura
 import yaml
 
-from core.models import AgentReport, AgentStrategy, Finding, SourceReference
 from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.conflicts import claim_key
 from research.consensus import index_claims, score_iteration, unconfirmed
 from research.evidence import SourceDocument
+from research.models import AgentReport, AgentStrategy, Finding, SourceReference
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"  # conftest chdirs: locate from this file
 OFFICIAL = "https://sme-price-survey.example/2024/autumn"

@@ -11,11 +11,11 @@ import pytest
 import trafilatura
 import yaml
 
-from core.models import Finding, SourceReference
 from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.claims import Claim, extract_claims
 from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, sourced
 from research.evidence import EvidencedClaim, SourceDocument, build_evidence
+from research.models import Finding, SourceReference
 
 # tests/conftest.py chdirs into tmp_path, so locate the corpus from this file.
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"

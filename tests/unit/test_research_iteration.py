@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from core.errors import ConfigError
-from core.models import AgentReport, AgentStrategy, Finding
 from nlp.conflicts import Conflict, Statement
 from nlp.glossary import cross_language_query, parse_glossary
 from research.iteration import IterationContext, initial_context, next_context, relative_gain, should_stop_early
+from research.models import AgentReport, AgentStrategy, Finding
 from research.scoring import ReportScore
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from core.errors import ConfigError
-from core.models import SourceReference
+from research.models import SourceReference
 from research.reliability import RULES_PATH, explain, load_rules, origin_of, parse_rules, reliability_for
 
 MANIFEST = Path(__file__).resolve().parents[2] / "data" / "corpus" / "manifest.yaml"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core.models import SourceReference
 from research.evidence import Citation, EvidencedClaim
+from research.models import SourceReference
 from research.report import MAX_CITES, SourceNumbers, distinct_claims
 
 

@@ -12,7 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from core.errors import ConfigError
-from core.models import CamelModel, Finding, SourceReference
+from core.models import CamelModel
+from research.models import Finding, SourceReference
 from research.reliability import reliability_for
 from research.scoring import (
     ConflictSummary,

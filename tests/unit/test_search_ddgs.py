@@ -88,7 +88,7 @@ def test_all_attempts_failing_is_a_search_error_that_says_what_to_do() -> None:
         run(provider)
     message = str(info.value)
     assert "failed after 3 attempts" in message and "rate-limited" in message
-    assert "MAGI_DDGS_BACKEND" in message and "--corpus" in message and "\n" not in message
+    assert "MAGI_SEARCH_DDGS_BACKEND" in message and "--corpus" in message and "\n" not in message
     assert len(fake.calls) == 3 and len(sleeps) == 2 and sleeps[1] <= 3.0  # capped
 
 

@@ -40,7 +40,7 @@ def test_missing_corpus_fails_fast(tmp_path: Path) -> None:
 
 
 def test_searxng_without_url_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="MAGI_SEARXNG_URL"):
+    with pytest.raises(ConfigError, match="MAGI_SEARCH_SEARXNG_URL"):
         open_search(Settings(search_provider="searxng"))
 
 

@@ -150,7 +150,7 @@ def test_a_server_that_fails_first_answers_on_retry() -> None:
 
 
 def test_connection_refused_is_a_search_error() -> None:
-    with pytest.raises(SearchError, match=r"cannot connect.*MAGI_SEARXNG_URL"):
+    with pytest.raises(SearchError, match=r"cannot connect.*MAGI_SEARCH_SEARXNG_URL"):
         search(provider(closed_port_url(), attempts=2))
 
 
@@ -167,7 +167,7 @@ def test_html_instead_of_json_is_a_search_error() -> None:
 
 @pytest.mark.parametrize("url", [None, "", "  "])
 def test_missing_url_is_a_config_error(url: str | None) -> None:
-    with pytest.raises(ConfigError, match="MAGI_SEARXNG_URL"):
+    with pytest.raises(ConfigError, match="MAGI_SEARCH_SEARXNG_URL"):
         SearxngSearchProvider(url)
 
 

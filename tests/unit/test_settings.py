@@ -14,7 +14,7 @@ def write(path: Path, text: str) -> Path:
 def test_defaults_without_file(tmp_path: Path) -> None:
     settings = load_settings()
     assert settings.research_agents == 3
-    assert settings.llm_provider is None
+    assert settings.llm.provider is None
     assert settings.data_dir == tmp_path / "magi-data"  # from the isolating fixture's MAGI_DATA_DIR
 
 
@@ -23,7 +23,7 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest
     assert load_settings(config).research_agents == 5
     monkeypatch.setenv("MAGI_RESEARCH_AGENTS", "6")
     settings = load_settings(config)
-    assert settings.research_agents == 6 and settings.llm_model == "from-file"
+    assert settings.research_agents == 6 and settings.llm.model == "from-file"
     assert load_settings(config, research_agents=7).research_agents == 7
     assert load_settings(config, research_agents=None).research_agents == 6  # flag not given
 
