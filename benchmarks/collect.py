@@ -85,8 +85,7 @@ def build_site(root: Path, generated: int, seed: int = 7) -> list[str]:
 
 def bench_settings(data_dir: Path) -> Settings:
     # The server is on 127.0.0.1 (the SSRF guard must allow it) and is ours, so no politeness delay.
-    return load_settings(data_dir=data_dir, fetch_allow_private=True, fetch_politeness_delay_s=0.0,
-                         fetch_per_host_concurrency=16, page_cache_ttl_s=0)
+    return load_settings(overrides={"data_dir": data_dir, "fetch": {"allow_private": True, "politeness_delay_s": 0.0, "per_host_concurrency": 16, "page_cache_ttl_s": 0}})
 
 
 async def sequential(urls: list[str], settings: Settings) -> tuple[float, int, list[str]]:

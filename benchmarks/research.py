@@ -122,12 +122,7 @@ def web(latency_s: float) -> Iterator[str]:
 
 
 def bench_settings(data_dir: Path, searxng_url: str, agents: int, iterations: int, cpus: int) -> Settings:
-    return load_settings(
-        data_dir=data_dir, search_provider="searxng", search_fallbacks=[], searxng_url=searxng_url,
-        search_cache_ttl_s=0, page_cache_ttl_s=0, fetch_allow_private=True, fetch_respect_robots=False,
-        fetch_politeness_delay_s=0.0, research_agents=agents, research_iterations=iterations,
-        ray_num_cpus=cpus, nlp_workers=cpus,
-    )
+    return load_settings(overrides={"data_dir": data_dir, "search": {"provider": "searxng", "fallbacks": [], "searxng_url": searxng_url, "cache_ttl_s": 0}, "fetch": {"page_cache_ttl_s": 0, "allow_private": True, "respect_robots": False, "politeness_delay_s": 0.0}, "research": {"agents": agents, "iterations": iterations}, "ray": {"num_cpus": cpus}, "nlp": {"workers": cpus}})
 
 
 def urls_by_iteration(result: Any) -> list[list[list[str]]]:

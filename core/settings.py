@@ -8,7 +8,7 @@ Core owns only its own sections (``ray``, ``llm``); every other layer or system 
 :class:`Section` subclass in its own package and registers it under the ``magi.settings`` entry-point
 group, so core knows no system. A section is read with ``settings.section(ResearchSettings)``
 (or ``ResearchSettings.of(settings)``); a section whose entry point is missing (e.g. code run from a
-checkout that was never installed) is still validated on first access.
+checkout that was never installed) still gets its defaults.
 
 Keys renamed when settings became sections (``corpus_dir`` -> ``search.corpus_dir`` ...) are still
 read from the environment and from flat ``magi.yaml`` keys, with a warning naming the new key
@@ -202,7 +202,7 @@ def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
         if section != ROOT:
             log.warning("setting '%s' is now '%s.%s'; the old name still works but will go away", key, section, name)
         values.setdefault(section, {})[name] = value
-        origins[(section, name)] = origin_of(_dotted(section, name))
+        origins[(section, name)] = origin_of(key) + (f" (now '{section}.{name}')" if section != ROOT else "")
     return values, origins
 
 

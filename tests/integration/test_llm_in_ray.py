@@ -23,7 +23,7 @@ def ask_in_worker(settings: Settings, question: str) -> tuple[str, int]:
 def test_python_provider_from_a_file_inside_workers(ray_cluster: None, tmp_path: Path) -> None:
     model = tmp_path / "scripted_model.py"
     model.write_text("def reply(request):\n    return request.messages[-1].content.upper()\n", encoding="utf-8")
-    settings = load_settings(llm_provider=f"python:{model}:reply")
+    settings = load_settings(overrides={"llm": {"provider": f"python:{model}:reply"}})
     answers = ray.get([ask_in_worker.remote(settings, q) for q in ("ja", "en", "magi")])
     assert [text for text, _ in answers] == ["JA", "EN", "MAGI"]
     assert all(pid != os.getpid() for _, pid in answers)  # really ran in worker processes

@@ -139,8 +139,7 @@ def test_every_search_provider_failing_is_a_clear_error(tmp_path: Path, monkeypa
     """SearXNG refuses, DuckDuckGo (ddgs) cannot connect: each agent fails, the retry fails, the error says why."""
     monkeypatch.setenv("DDGS_PROXY", "http://127.0.0.1:9")  # nothing listens: fails at once, network or not
     with SearxngServer(lambda _params: Reply(403, "<h1>Forbidden</h1>")) as server:
-        settings = load_settings(data_dir=tmp_path / "data", search_provider="searxng", search_fallbacks=["ddgs"],
-                                 searxng_url=server.url, research_iterations=1, search_cache_ttl_s=0)
+        settings = load_settings(overrides={"data_dir": tmp_path / "data", "search": {"provider": "searxng", "fallbacks": ["ddgs"], "searxng_url": server.url, "cache_ttl_s": 0}, "research": {"iterations": 1}})
         runtime = InProcessRuntime()
         try:
             with pytest.raises(ResearchError) as caught:

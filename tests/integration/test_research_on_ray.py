@@ -36,7 +36,7 @@ def _source_numbers(report: str) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def ray_result(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, ListSink]:
     # Module-scoped: runs before the per-test isolation, so the data directory is set explicitly.
-    settings = load_settings(data_dir=tmp_path_factory.mktemp("data"))
+    settings = load_settings(overrides={"data_dir": tmp_path_factory.mktemp("data")})
     runtime = RayRuntime()
     events = ListSink()
     try:
@@ -174,7 +174,7 @@ def test_outputs_written_atomically(ray_result: tuple[Result, ListSink], tmp_pat
 
 
 def test_all_agents_timing_out_is_a_typed_error(ray_cluster: None) -> None:
-    settings = load_settings(research_agent_timeout_s=0.01, research_agents=2, research_iterations=1)
+    settings = load_settings(overrides={"research": {"agent_timeout_s": 0.01, "agents": 2, "iterations": 1}})
     runtime = RayRuntime()
     try:
         with pytest.raises(ResearchError, match=r"2 of 2 agents failed twice.*timed out"):

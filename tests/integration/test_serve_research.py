@@ -33,7 +33,7 @@ def _deploy(data_dir: Path) -> None:
 
     from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
 
-    serve.run(build_app(load_settings(data_dir=data_dir)), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+    serve.run(build_app(load_settings(overrides={"data_dir": data_dir})), name=APP_NAME, route_prefix=ROUTE_PREFIX)
 
 
 def _read_sse(client: httpx.Client, path: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:

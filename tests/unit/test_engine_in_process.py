@@ -30,18 +30,20 @@ def write_corpus(root: Path) -> Path:
     return root
 
 
-def _run(tmp_path: Path, topic: str = "中小企業の価格転嫁率", **overrides: Any) -> tuple[Any, ListSink]:
-    settings = load_settings(corpus_dir=write_corpus(tmp_path), research_agents=2, nlp_workers=1, **overrides)
+async def _run(tmp_path: Path, topic: str = "中小企業の価格転嫁率", llm: dict[str, Any] | None = None,
+               **research: Any) -> tuple[Any, ListSink]:
+    settings = load_settings(overrides={"search": {"corpus_dir": write_corpus(tmp_path)}, "nlp": {"workers": 1},
+                                        "research": {"agents": 2, **research}, "llm": llm or {}})
     runtime = InProcessRuntime()
     events = ListSink()
     try:
-        return run_research(topic, settings, runtime, events), events
+        return await run_research(topic, settings, runtime, events), events
     finally:
-        runtime.shutdown()
+        await runtime.close()
 
 
-def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
-    result, events = _run(tmp_path, research_iterations=2)
+async def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
+    result, events = await _run(tmp_path, iterations=2)
     assert [it.iteration for it in result.iterations] == [1, 2] and result.stopped_early is None
     assert all({r.agent_id for r in it.agent_reports} == {1, 2} for it in result.iterations)
     first, second = result.iterations
@@ -69,17 +71,17 @@ def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
     assert [e.selected_agent_id for e in selected] == [it.selected_agent_id for it in result.iterations]
 
 
-def test_early_termination_fires_when_consistency_stops_improving(tmp_path: Path) -> None:
+async def test_early_termination_fires_when_consistency_stops_improving(tmp_path: Path) -> None:
     """The tiny corpus gives the same consistency every iteration: two flat steps end the run after 3 of 5."""
-    result, _ = _run(tmp_path, research_iterations=5)
+    result, _ = await _run(tmp_path, iterations=5)
     assert len(result.iterations) == 3
     assert result.stopped_early and "less than 5%" in result.stopped_early
     assert "Stopped early" in result.final_report
 
 
-def test_timeouts_retry_once_then_fail_with_the_partial_results(tmp_path: Path) -> None:
+async def test_timeouts_retry_once_then_fail_with_the_partial_results(tmp_path: Path) -> None:
     with pytest.raises(ResearchError, match="2 of 2 agents failed twice") as caught:
-        _run(tmp_path, research_agent_timeout_s=0.001)
+        await _run(tmp_path, agent_timeout_s=0.001)
     partial = caught.value.partial
     assert partial is not None and partial["iterations"] == []
     attempts = partial["failedAttempts"]
@@ -88,9 +90,9 @@ def test_timeouts_retry_once_then_fail_with_the_partial_results(tmp_path: Path) 
     assert failure["timedOut"] and "timed out after 0.001 s in stage" in failure["error"]
 
 
-def test_llm_summary_keeps_supported_sentences_and_drops_invented_ones(tmp_path: Path) -> None:
+async def test_llm_summary_keeps_supported_sentences_and_drops_invented_ones(tmp_path: Path) -> None:
     writer = Path(__file__).resolve().parent / "providers" / "summary_writer.py"
-    result, _ = _run(tmp_path, research_iterations=1, llm_provider=f"python:{writer}:write")
+    result, _ = await _run(tmp_path, iterations=1, llm={"provider": f"python:{writer}:write"})
     summary = result.executive_summary
     assert summary.written_by == "llm" and summary.sentences_kept == 1
     assert summary.sentences_removed == ["全体の99.9%が満足している。"]

@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from core.settings import load_settings
+from scrapers.settings import FetchSettings
 from scrapers.charset import decode_body, sniff_binary
 from scrapers.fetch import Fetcher, FetchPolicy, _BodyDecoder, _retry_after
 from scrapers.net_guard import blocked_reason
@@ -104,16 +105,16 @@ def test_retry_after_parsing() -> None:
     assert _retry_after("soon") is None and _retry_after(None) is None
 
 
-def test_policy_from_settings_and_overrides() -> None:
-    settings = load_settings().model_copy(update={"fetch_allow_private": True, "fetch_retries": 4,
-                                                  "fetch_max_bytes": 123_456, "fetch_respect_robots": False})
+async def test_policy_from_settings_and_overrides() -> None:
+    settings = load_settings(overrides={"fetch": {"allow_private": True, "retries": 4, "max_bytes": 123_456,
+                                                  "respect_robots": False}})
     policy = FetchPolicy.from_settings(settings)
     assert policy.allow_private and policy.retries == 4 and not policy.respect_robots
     assert policy.max_bytes == policy.max_decoded_bytes == 123_456
-    assert policy.timeout_s == settings.fetch_timeout_s
-    assert policy.politeness_delay_s == settings.fetch_politeness_delay_s
+    assert policy.timeout_s == FetchSettings.of(settings).timeout_s
+    assert policy.politeness_delay_s == FetchSettings.of(settings).politeness_delay_s
     fetcher = Fetcher(policy=policy, max_bytes=1000, allow_networks=["192.0.2.0/24"])
-    asyncio.run(fetcher.aclose())
+    await fetcher.aclose()
     assert fetcher.policy.max_bytes == 1000 and fetcher.policy.allow_networks == ("192.0.2.0/24",)
     with pytest.raises(ValidationError):
         FetchPolicy(allow_networks=("not-a-network",))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError, InputError
-from core.settings import Settings
+from core.settings import load_settings
 from core.store import DB_FILENAME, Store
 from scrapers.search.cache import CachedSearchProvider
 from scrapers.search.chain import FallbackSearchProvider
@@ -28,7 +28,7 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def test_default_is_the_local_corpus_uncached(corpus: Path) -> None:
-    setup = open_search(Settings(corpus_dir=corpus))
+    setup = open_search(load_settings(overrides={"search": {"corpus_dir": corpus}}))
     assert isinstance(setup, SearchSetup)
     assert isinstance(setup.provider, LocalSearchProvider) and isinstance(setup.resolver, LocalCorpus)
     assert setup.chain == ("local",) and setup.cached is False
@@ -36,18 +36,16 @@ def test_default_is_the_local_corpus_uncached(corpus: Path) -> None:
 
 def test_missing_corpus_fails_fast(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
-        open_search(Settings(corpus_dir=tmp_path / "nope"))
+        open_search(load_settings(overrides={"search": {"corpus_dir": tmp_path / "nope"}}))
 
 
 def test_searxng_without_url_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="MAGI_SEARCH_SEARXNG_URL"):
-        open_search(Settings(search_provider="searxng"))
+        open_search(load_settings(overrides={"search": {"provider": "searxng"}}))
 
 
 def test_chain_is_deduplicated_cached_and_keeps_the_resolver(corpus: Path) -> None:
-    settings = Settings(search_provider="searxng", search_fallbacks=["local", "searxng", "ddgs", "local"],
-                        searxng_url="http://127.0.0.1:1", corpus_dir=corpus, ddgs_region="us-en",
-                        ddgs_backend="bing")
+    settings = load_settings(overrides={"search": {"provider": "searxng", "fallbacks": ["local", "searxng", "ddgs", "local"], "searxng_url": "http://127.0.0.1:1", "corpus_dir": corpus, "ddgs_region": "us-en", "ddgs_backend": "bing"}})
     setup = open_search(settings)
     assert setup.chain == ("searxng", "local", "ddgs") and setup.cached
     assert isinstance(setup.provider, CachedSearchProvider)
@@ -60,14 +58,13 @@ def test_chain_is_deduplicated_cached_and_keeps_the_resolver(corpus: Path) -> No
 
 
 def test_zero_ttl_means_no_cache() -> None:
-    setup = open_search(Settings(search_provider="ddgs", search_cache_ttl_s=0))
+    setup = open_search(load_settings(overrides={"search": {"provider": "ddgs", "cache_ttl_s": 0}}))
     assert isinstance(setup.provider, DdgsSearchProvider) and setup.resolver is None and not setup.cached
 
 
 def test_preflight_does_not_open_the_store_the_first_search_does(corpus: Path, isolated_settings: Path) -> None:
     with serving(Reply(500, "down")) as server:
-        settings = Settings(search_provider="searxng", search_fallbacks=["local"], searxng_url=server.url,
-                            corpus_dir=corpus)
+        settings = load_settings(overrides={"search": {"provider": "searxng", "fallbacks": ["local"], "searxng_url": server.url, "corpus_dir": corpus}})
         setup = open_search(settings)
         assert not isolated_settings.exists()  # MAGI_DATA_DIR: nothing created by the preflight
         first = asyncio.run(setup.provider.search("price", max_results=3))
@@ -81,7 +78,7 @@ def test_a_given_store_is_used(tmp_path: Path) -> None:
     store = Store(tmp_path / "given")
     try:
         with serving(answer(row(1))) as server:
-            settings = Settings(search_provider="searxng", searxng_url=server.url)
+            settings = load_settings(overrides={"search": {"provider": "searxng", "searxng_url": server.url}})
             provider = open_search(settings, store=store).provider
             asyncio.run(provider.search("q", max_results=1))
             asyncio.run(provider.search("q", max_results=1))
