@@ -32,9 +32,10 @@ import yaml
 
 from actors.collector import Collector
 from actors.nlp_pool import NlpPool
+from actors.nlp_worker import NlpWorker
 from core.runtime import RayRuntime
 from core.settings import Settings, load_settings
-from nlp.analysis import analyse_texts
+from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.entities import extract_entities_batch
 from scrapers.extract import extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
@@ -103,22 +104,22 @@ async def sequential(urls: list[str], settings: Settings) -> tuple[float, int, l
     return elapsed, sum(map(len, texts)), texts
 
 
-def pipeline(urls: list[str], settings: Settings, workers: int) -> tuple[float, dict[str, Any]]:
-    import ray
-
+async def pipeline(urls: list[str], settings: Settings, workers: int) -> tuple[float, dict[str, Any]]:
     runtime = RayRuntime()
     pool = NlpPool.start(runtime, workers)
-    ray.get([w.analyse.remote([("準備", "ja")]) for w in pool.workers])  # models loaded before timing
+    warm = [AnalysisInput("準備", "ja")]
+    await asyncio.gather(*(w.call(NlpWorker.analyse, warm) for w in pool.workers))  # models loaded before timing
     collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
-    ray.get(collector.stats.remote())  # the collector process is up (imports done) before timing
+    await collector.call(Collector.stats)  # the collector process is up (imports done) before timing
     started = time.perf_counter()
-    collected = ray.get(collector.collect.remote(urls))
+    collected = await collector.call(Collector.collect, urls)
     elapsed = time.perf_counter() - started
-    stats = ray.get(collector.stats.remote()).model_dump(by_alias=True)
+    stats = (await collector.call(Collector.stats)).model_dump(by_alias=True)
     failures = [c.failure.message for c in collected if c.failure]
-    for handle in [collector, *pool.workers]:
-        runtime.kill(handle)
-    runtime.close()
+    runtime.kill(collector)
+    for worker in pool.workers:
+        runtime.kill(worker)
+    await runtime.close()
     return elapsed, {"stats": stats, "failures": failures[:5]}
 
 
@@ -144,7 +145,7 @@ def main() -> None:
         ginza_full_text_rate = chars / (time.perf_counter() - started)
 
         ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-        pipe_s, pipe = pipeline(urls, settings, args.cpus)
+        pipe_s, pipe = asyncio.run(pipeline(urls, settings, args.cpus))
         ray.shutdown()
 
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
@@ -152,7 +153,7 @@ def main() -> None:
             cluster.add_node(num_cpus=1)
         ray.init(address=cluster.address, log_to_driver=False)
         cluster_settings = bench_settings(Path(tmp) / "data-cluster")
-        cluster_s, clustered = pipeline(urls, cluster_settings, 3)
+        cluster_s, clustered = asyncio.run(pipeline(urls, cluster_settings, 3))
         ray.shutdown()
         cluster.shutdown()
 

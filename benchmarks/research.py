@@ -169,6 +169,14 @@ async def baseline(plan: list[list[list[str]]], settings: Settings, tally: Tally
     return steps[-1] - steps[0], [round(b - a, 2) for a, b in pairwise(steps)]
 
 
+async def engine(topic: str, settings: Settings) -> Any:
+    runtime = RayRuntime()
+    try:
+        return await run_research(topic, settings, runtime, ListSink())
+    finally:
+        await runtime.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", type=int, default=3)
@@ -183,14 +191,10 @@ def main() -> None:
         started = time.perf_counter()
         start_ray(settings)
         ray_start_s = time.perf_counter() - started
-        runtime = RayRuntime()
-        try:
-            started = time.perf_counter()
-            result = run_research(args.topic, settings, runtime, ListSink())
-            engine_s = time.perf_counter() - started
-        finally:
-            runtime.close()
-            stop_ray()  # before the baseline, so that it has the CPUs to itself
+        started = time.perf_counter()
+        result = asyncio.run(engine(args.topic, settings))
+        engine_s = time.perf_counter() - started
+        stop_ray()  # before the baseline, so that it has the CPUs to itself
 
         plan = urls_by_iteration(result)
         tally = Tally()

@@ -89,5 +89,3 @@ class ResearchFailed(Event):
     type: Literal["researchFailed"] = "researchFailed"
     error: str
 
-
-TERMINAL_EVENTS = frozenset({"researchCompleted", "researchFailed"})

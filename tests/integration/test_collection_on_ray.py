@@ -10,11 +10,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import ray
 import yaml
 
 from actors.collector import Collector
 from actors.nlp_pool import NlpPool
+from actors.nlp_worker import NlpWorker
+from nlp.analysis import AnalysisInput
 from core.runtime import RayRuntime
 from core.settings import load_settings
 
@@ -58,7 +59,7 @@ def site() -> Iterator[tuple[str, Counter[str]]]:
     httpd.shutdown()
 
 
-def test_each_url_fetched_and_analysed_once_across_agents(
+async def test_each_url_fetched_and_analysed_once_across_agents(
     ray_cluster: None, site: tuple[str, Counter[str]], tmp_path: Path
 ) -> None:
     base, hits = site
@@ -68,7 +69,7 @@ def test_each_url_fetched_and_analysed_once_across_agents(
     collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
     urls = [f"{base}/autumn", f"{base}/news", f"{base}/copy", f"{base}/blog", f"{base}/missing"]
     # Three "agents" ask at the same time for overlapping URLs.
-    answers = ray.get([collector.collect.remote(urls[i:] + urls[:i]) for i in range(3)])
+    answers = await asyncio.gather(*(collector.call(Collector.collect, urls[i:] + urls[:i]) for i in range(3)))
     assert all(len(a) == len(urls) for a in answers)
     by_url = {c.url: c for c in answers[0]}
     assert by_url[f"{base}/missing"].failure is not None and by_url[f"{base}/missing"].failure.kind == "http_status"
@@ -77,7 +78,7 @@ def test_each_url_fetched_and_analysed_once_across_agents(
     assert pair in ({None, f"{base}/news"}, {None, f"{base}/copy"})
     autumn = by_url[f"{base}/autumn"].analysis
     assert autumn is not None and autumn.claims and any(e.label == "PERCENT" for e in autumn.entities)
-    stats = ray.get(collector.stats.remote())
+    stats = await collector.call(Collector.stats)
     assert stats.urls_requested == 15 and stats.unique_urls == 5
     assert stats.fetches == 5 and stats.urls_fetched_more_than_once == 0
     assert stats.analyses == 4 and stats.contents_analysed_more_than_once == 0
@@ -88,25 +89,27 @@ def test_each_url_fetched_and_analysed_once_across_agents(
     # A later run reuses the page and analysis caches: no request reaches the server.
     before = sum(hits.values())
     again = runtime.spawn(Collector, settings, pool, num_cpus=0)
-    ray.get(again.collect.remote(urls[:4]))
-    stats = ray.get(again.stats.remote())
+    await again.call(Collector.collect, urls[:4])
+    stats = await again.call(Collector.stats)
     assert stats.page_cache_hits == 4 and stats.fetches == 0 and stats.analysis_cache_hits == 4
     assert stats.analyses == 0 and sum(hits.values()) == before
-    for handle in [collector, again, *pool.workers]:
+    for handle in [collector, again]:
         runtime.kill(handle)
-    runtime.close()
+    for worker in pool.workers:
+        runtime.kill(worker)
+    await runtime.close()
 
 
-def test_pool_survives_a_dead_worker(ray_cluster: None) -> None:
+async def test_pool_survives_a_dead_worker(ray_cluster: None) -> None:
     runtime = RayRuntime()
     pool = NlpPool.start(runtime, 2)
-    ray.get([w.analyse.remote([("準備", "ja")]) for w in pool.workers])
+    await asyncio.gather(*(w.call(NlpWorker.analyse, [AnalysisInput("準備", "ja")]) for w in pool.workers))
     workers = list(pool.workers)
     runtime.kill(workers[0])
     # Two texts above the batch size: two batches, so the dead worker surely gets one and hands it back.
     texts = [(f"令和6年{i}月の価格転嫁率は{40 + i}.5%だった。" * 170, "ja") for i in range(1, 3)]
-    analyses = asyncio.run(pool.analyse(texts))
+    analyses = await pool.analyse(texts)
     assert len(analyses) == 2 and all(a.claims for a in analyses)
     assert pool.workers == [workers[1]]  # the dead worker left the pool
     runtime.kill(workers[1])
-    runtime.close()
+    await runtime.close()

@@ -77,7 +77,7 @@ class _Result:
         self.run_id, self.topic, self.sources = "r1", topic, ["s"] * 3
 
 
-def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+async def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     import jobs.research_batch as rb
 
@@ -90,12 +90,15 @@ def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: Path, m
     monkeypatch.setattr("research.result.write_outputs", fake_write)
     topics = parse_topics("a\nb\nc\n")
 
-    def flaky(topic: str) -> Any:
+    async def flaky(topic: str) -> Any:
         if topic == "b":
             raise RuntimeError("search failed\nsecond line")
         return _Result(topic)
 
-    first = run_batch(topics, tmp_path, flaky, concurrency=2)
+    async def steady(topic: str) -> Any:
+        return _Result(topic)
+
+    first = await run_batch(topics, tmp_path, flaky, concurrency=2)
     assert [o.status for o in first] == ["done", "failed", "done"]
     assert first[1].error == "RuntimeError: search failed"
     assert json.loads((tmp_path / topics[1].id / "error.json").read_text())["error"] == "RuntimeError: search failed"
@@ -103,7 +106,7 @@ def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: Path, m
         (tmp_path / topics[0].id / MARKER).read_text())
 
     (tmp_path / topics[1].id / ".report.md.x1y2.tmp").write_text("half")  # a writer killed mid-write
-    second = run_batch(topics, tmp_path, _Result, concurrency=2)
+    second = await run_batch(topics, tmp_path, steady, concurrency=2)
     assert [o.status for o in second] == ["skipped", "done", "skipped"]
     assert not list((tmp_path / topics[1].id).glob("*.tmp"))  # swept before the topic was redone
     assert sorted(written) == ["a", "b", "c"]  # nothing researched twice

@@ -41,10 +41,13 @@ def searxng_holding(*words: str, delay_s: float) -> Iterator[str]:
         yield server.url
 
 
-def _settings(tmp_path: Path, searxng_url: str, **overrides: object) -> Settings:
+def _settings(tmp_path: Path, searxng_url: str, **research: object) -> Settings:
     # The SearXNG client waits longer than the hold, so only the agent's own timeout can end it.
-    return load_settings(data_dir=tmp_path / "data", search_provider="searxng", search_fallbacks=["local"],
-                         searxng_url=searxng_url, searxng_timeout_s=120, research_iterations=1, **overrides)
+    return load_settings(overrides={
+        "data_dir": tmp_path / "data",
+        "search": {"provider": "searxng", "fallbacks": ["local"], "searxng_url": searxng_url, "searxng_timeout_s": 120},
+        "research": {"iterations": 1, **research},
+    })
 
 
 class _Watch:
@@ -61,7 +64,7 @@ class _Watch:
             threading.Thread(target=self._action, args=(event,), daemon=True).start()
 
 
-def test_an_agent_killed_mid_iteration_leaves_the_others_to_finish(ray_cluster: None, tmp_path: Path) -> None:
+async def test_an_agent_killed_mid_iteration_leaves_the_others_to_finish(ray_cluster: None, tmp_path: Path) -> None:
     import ray
 
     killed: list[str] = []
@@ -80,9 +83,9 @@ def test_an_agent_killed_mid_iteration_leaves_the_others_to_finish(ray_cluster: 
         watch = _Watch(2, lambda e: (time.sleep(0.5), kill(e)))
         runtime = RayRuntime()
         try:
-            result = run_research(TOPIC, _settings(tmp_path, url), runtime, watch, run_id="kill")
+            result = await run_research(TOPIC, _settings(tmp_path, url), runtime, watch, run_id="kill")
         finally:
-            runtime.close()
+            await runtime.close()
     assert killed == ["research-kill-i1-a2-t1"]
     [iteration] = result.iterations
     assert {r.agent_id for r in iteration.agent_reports} == {1, 3} and not iteration.retried  # N-1 go on
@@ -93,16 +96,16 @@ def test_an_agent_killed_mid_iteration_leaves_the_others_to_finish(ray_cluster: 
         result.final_report)
 
 
-def test_a_timed_out_agent_is_cancelled_logged_and_the_rest_are_unaffected(
+async def test_a_timed_out_agent_is_cancelled_logged_and_the_rest_are_unaffected(
         ray_cluster: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with searxng_holding("ニュース", delay_s=90) as url:
         runtime = RayRuntime()
         try:
             started = time.perf_counter()
-            result = run_research(TOPIC, _settings(tmp_path, url, research_agent_timeout_s=30), runtime, ListSink())
+            result = await run_research(TOPIC, _settings(tmp_path, url, agent_timeout_s=30), runtime, ListSink())
             elapsed = time.perf_counter() - started
         finally:
-            runtime.close()
+            await runtime.close()
     assert elapsed < 85  # the run did not wait for the held search
     [iteration] = result.iterations
     assert {r.agent_id for r in iteration.agent_reports} == {1, 3}
@@ -113,16 +116,16 @@ def test_a_timed_out_agent_is_cancelled_logged_and_the_rest_are_unaffected(
     assert any("agent 2 failed after" in r.message and "last stage: search 0/1" in r.message for r in caplog.records)
 
 
-def test_a_majority_failure_is_retried_once_then_reported_with_partial_results(
+async def test_a_majority_failure_is_retried_once_then_reported_with_partial_results(
         ray_cluster: None, tmp_path: Path) -> None:
     with searxng_holding("最新", "分析", delay_s=90) as url:  # agents 2 and 3 never finish searching
         runtime = RayRuntime()
         events = ListSink()
         try:
             with pytest.raises(ResearchError, match="2 of 3 agents failed twice") as caught:
-                run_research(TOPIC, _settings(tmp_path, url, research_agent_timeout_s=30), runtime, events)
+                await run_research(TOPIC, _settings(tmp_path, url, agent_timeout_s=30), runtime, events)
         finally:
-            runtime.close()
+            await runtime.close()
     partial = caught.value.partial
     assert partial is not None
     attempts = partial["failedAttempts"]
@@ -135,7 +138,7 @@ def test_a_majority_failure_is_retried_once_then_reported_with_partial_results(
     assert sum(e.type == "agentStarted" for e in events.events) == 6
 
 
-def test_every_search_provider_failing_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_every_search_provider_failing_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SearXNG refuses, DuckDuckGo (ddgs) cannot connect: each agent fails, the retry fails, the error says why."""
     monkeypatch.setenv("DDGS_PROXY", "http://127.0.0.1:9")  # nothing listens: fails at once, network or not
     with SearxngServer(lambda _params: Reply(403, "<h1>Forbidden</h1>")) as server:
@@ -143,9 +146,9 @@ def test_every_search_provider_failing_is_a_clear_error(tmp_path: Path, monkeypa
         runtime = InProcessRuntime()
         try:
             with pytest.raises(ResearchError) as caught:
-                run_research(TOPIC, settings, runtime, ListSink())
+                await run_research(TOPIC, settings, runtime, ListSink())
         finally:
-            runtime.shutdown()
+            await runtime.close()
     message = str(caught.value)
     assert "3 of 3 agents failed twice" in message and "searxng" in message and "ddgs" in message
     assert caught.value.partial is not None and len(caught.value.partial["failedAttempts"]) == 2

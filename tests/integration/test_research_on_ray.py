@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 import yaml
 
 from core.errors import ResearchError
@@ -33,16 +34,16 @@ def _source_numbers(report: str) -> dict[str, int]:
     return {m.group(2): int(m.group(1)) for m in re.finditer(r"^(\d+)\. \[.*?\]\((\S+)\)", sources, re.MULTILINE)}
 
 
-@pytest.fixture(scope="module")
-def ray_result(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, ListSink]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def ray_result(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, ListSink]:
     # Module-scoped: runs before the per-test isolation, so the data directory is set explicitly.
     settings = load_settings(overrides={"data_dir": tmp_path_factory.mktemp("data")})
     runtime = RayRuntime()
     events = ListSink()
     try:
-        result = run_research(TOPIC, settings, runtime, events, run_id="itest")
+        result = await run_research(TOPIC, settings, runtime, events, run_id="itest")
     finally:
-        runtime.close()
+        await runtime.close()
     return result, events
 
 
@@ -173,21 +174,21 @@ def test_outputs_written_atomically(ray_result: tuple[Result, ListSink], tmp_pat
     assert any("read in earlier iterations" in d for a in second for d in a["decisions"])
 
 
-def test_all_agents_timing_out_is_a_typed_error(ray_cluster: None) -> None:
+async def test_all_agents_timing_out_is_a_typed_error(ray_cluster: None) -> None:
     settings = load_settings(overrides={"research": {"agent_timeout_s": 0.01, "agents": 2, "iterations": 1}})
     runtime = RayRuntime()
     try:
         with pytest.raises(ResearchError, match=r"2 of 2 agents failed twice.*timed out"):
-            run_research(TOPIC, settings, runtime, ListSink())
+            await run_research(TOPIC, settings, runtime, ListSink())
     finally:
-        runtime.close()
+        await runtime.close()
 
 
 def test_standalone_python_api_uses_the_spec_option_names(ray_cluster: None, tmp_path: Path) -> None:
     from core.errors import ConfigError
     from research.api import research
 
-    with pytest.raises(ConfigError, match="research_iterations"):
+    with pytest.raises(ConfigError, match="research.iterations from argument 'iteration_count'"):
         research(TOPIC, iteration_count=0)
     result = research(TOPIC, agent_count=2, iteration_count=1, agent_timeout_ms=120_000, conflict_threshold=0.2)
     config = result.metadata.config

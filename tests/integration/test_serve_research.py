@@ -133,7 +133,8 @@ def test_unknown_run_and_bad_input(service: tuple[httpx.Client, Path]) -> None:
         missing = client.get(path)
         assert missing.status_code == 404 and "no research run 'nope'" in missing.json()["error"]
     bad = client.post("/research", json={"topic": TOPIC, "agents": 0})
-    assert bad.status_code == 422 and bad.json()["error"].startswith("invalid request: agents:")
+    assert bad.status_code == 422 and bad.json()["error"].startswith("invalid request: research.agents")
+    assert "request field 'agents'" in bad.json()["error"] and "greater than or equal to 1" in bad.json()["error"]
     empty = client.post("/research", json={"topic": "   "})
     assert empty.status_code == 422 and "topic:" in empty.json()["error"]
     no_corpus = client.post("/research", json={"topic": TOPIC, "corpus": "/no/such/corpus"})
