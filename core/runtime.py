@@ -416,7 +416,7 @@ async def ray_runtime(settings: Settings, *, address: str | None = None) -> Asyn
     import ray
 
     owned = not ray.is_initialized()
-    await asyncio.to_thread(start_ray, settings, address=address)
+    start_ray(settings, address=address)  # in this thread: ray.init installs signal handlers in the main thread
     runtime = RayRuntime()
     try:
         yield runtime
