@@ -19,11 +19,12 @@ from pydantic_settings import (
 )
 
 from core.errors import ConfigError
+from core.resources import data_path
 from core.yamlfile import read_yaml
 
 ENV_PREFIX = "MAGI_"
 DEFAULT_CONFIG_NAME = "magi.yaml"
-BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+BUNDLED_CORPUS = data_path("corpus")
 
 
 class Settings(BaseSettings):

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import ConfigError, InputError
+from core.resources import data_path
 from core.yamlfile import read_yaml
 from nlp.findings import Sentence, split_sentences
 from nlp.values import Value, fold, parse_values, resolve_year
@@ -65,7 +66,7 @@ from nlp.values import Value, fold, parse_values, resolve_year
 if TYPE_CHECKING:
     from nlp.entities import Entity
 
-VOCABULARY_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "claim_attributes.yaml"
+VOCABULARY_PATH = data_path("rules", "claim_attributes.yaml")
 LANGS = ("ja", "en", "other")
 MIN_CHARS = 4
 Polarity = Literal["positive", "negative"]

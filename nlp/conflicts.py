@@ -77,11 +77,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import ConfigError
 from core.models import CamelModel
+from core.resources import data_path
 from core.yamlfile import read_yaml
 from nlp.claims import Claim, load_vocabulary
 from nlp.values import Value, fold, parse_values, values_agree
 
-POLICY_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "conflict_policy.yaml"
+POLICY_PATH = data_path("rules", "conflict_policy.yaml")
 ConflictType = Literal["contradiction", "inconsistency", "outdated"]
 _Period = tuple[str, str, str]  # (granularity, date_from, date_to)
 _NEGATION = {

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
+from core.resources import data_path
 from core.yamlfile import read_yaml
 from nlp.values import fold
 
-GLOSSARY_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "query_glossary.yaml"
+GLOSSARY_PATH = data_path("rules", "query_glossary.yaml")
 
 
 @dataclass(frozen=True)

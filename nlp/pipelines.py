@@ -22,10 +22,11 @@ if TYPE_CHECKING:  # spaCy is imported where a model is loaded: processes that o
     from spacy.language import Language
 
 from core.errors import ConfigError, MagiError
+from core.resources import data_path
 from core.yamlfile import read_yaml
 from nlp.labels import LABELS
 
-EN_RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "en_entity_patterns.yaml"
+EN_RULES_PATH = data_path("rules", "en_entity_patterns.yaml")
 JA_MODEL = "ja_ginza"
 EN_MODEL = "en_core_web_sm"
 JA_INSTALL = "pip install 'ginza>=5.3,<5.4' 'ja-ginza>=5.3,<5.4'"

@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 
 from core.errors import ConfigError
 from core.models import SourceReference
+from core.resources import data_path
 from core.yamlfile import read_yaml
 
-RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "source_reliability.yaml"
+RULES_PATH = data_path("rules", "source_reliability.yaml")
 
 
 @dataclass(frozen=True)

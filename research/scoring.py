@@ -31,11 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validat
 
 from core.errors import ConfigError
 from core.models import CamelModel, Finding, SourceReference
+from core.resources import data_path
 from core.yamlfile import read_yaml
 from nlp.values import fold
 from research.reliability import ReliabilityRules, load_rules, origin_of
 
-FACETS_PATH = Path(__file__).resolve().parent.parent / "data" / "research" / "facets.yaml"
+FACETS_PATH = data_path("research", "facets.yaml")
 WEIGHTS = (0.5, 0.3, 0.2)  # consistency, reliability, coverage (REQ-1.2.0-WFL-003)
 MAX_SEVERITY = 5  # ConflictDetail.severity is 1..5
 EPSILON = 1e-9  # scores closer than this are equal (float noise, not a real difference)

@@ -9,9 +9,10 @@ from pydantic import ValidationError
 
 from core.errors import ConfigError
 from core.models import AgentStrategy
+from core.resources import data_path
 from core.yamlfile import read_yaml
 
-STRATEGIES_FILE = Path(__file__).resolve().parent.parent / "data" / "research" / "strategies.yaml"
+STRATEGIES_FILE = data_path("research", "strategies.yaml")
 
 
 @cache
