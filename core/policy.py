@@ -74,6 +74,8 @@ def _problems(exc: ValidationError, data: Any, document: YamlDocument | None) ->
         message = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown key (a typo?)"
+        elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):
+            message = f"expected a mapping of keys, got {type(err['input']).__name__}"
         problems.append(f"{at}{key}: {message}")
     hidden = len(exc.errors()) - MAX_REPORTED_ERRORS
     if hidden > 0:

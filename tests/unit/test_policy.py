@@ -22,7 +22,7 @@ class Rules(PolicyModel):
     policy_name: ClassVar[str] = "test rules"
 
     default: float = 0.5
-    rules: list[Rule] = []
+    rules: tuple[Rule, ...] = ()
 
 
 class RulesV2(Rules):
@@ -38,7 +38,7 @@ def write(tmp_path: Path, text: str, name: str = "rules.yaml") -> Path:
 def test_a_valid_file_loads(tmp_path: Path) -> None:
     path = write(tmp_path, "version: 1\ndefault: 0.4\nrules:\n  - {name: gov, score: 0.9}\n")
     rules = load_policy(path, Rules)
-    assert rules == Rules(version=1, default=0.4, rules=[Rule(name="gov", score=0.9)])
+    assert rules == Rules(version=1, default=0.4, rules=(Rule(name="gov", score=0.9),))
     assert load_policy(path, RulesV2).version == 1  # older formats stay readable by newer code
 
 
