@@ -69,7 +69,7 @@ def parse_yaml(text: str, path: Path, what: str) -> YamlDocument:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{what} {path} is not valid YAML ({exc}); fix the syntax") from None
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
     return YamlDocument(path=path, data=data, root=root)
 
 

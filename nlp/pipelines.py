@@ -16,14 +16,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+from pydantic import AfterValidator, Field, StringConstraints
 
 if TYPE_CHECKING:  # spaCy is imported where a model is loaded: processes that only handle results stay light
     from spacy.language import Language
 
 from core.errors import ConfigError, MagiError
+from core.policy import PolicyModel, load_policy
 from core.resources import data_path
-from core.yamlfile import read_yaml
 from nlp.labels import LABELS
 
 EN_RULES_PATH = data_path("rules", "en_entity_patterns.yaml")
@@ -143,17 +145,31 @@ def add_entity_ruler(nlp: Language, rules_path: Path = EN_RULES_PATH) -> Languag
     return nlp
 
 
+def _known_labels(section: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(section) - LABELS)
+    if unknown:
+        raise ValueError(f"label {unknown[0]!r} is not one of {sorted(LABELS)}")
+    return section
+
+
+class EntityRulesFile(PolicyModel):
+    """The shape of ``en_entity_patterns.yaml``; spaCy checks the token patterns themselves."""
+
+    policy_name: ClassVar[str] = "entity rules"
+
+    tokens: dict[str, Any] = Field(default_factory=dict)  # only a home for the YAML anchors used below
+    patterns: Annotated[dict[str, list[list[dict[str, Any]]]], AfterValidator(_known_labels)] = Field(
+        default_factory=dict
+    )
+    gazetteer: Annotated[dict[str, list[Annotated[str, StringConstraints(min_length=1)]]],
+                         AfterValidator(_known_labels)] = Field(default_factory=dict)
+
+
 def load_en_patterns(path: Path = EN_RULES_PATH) -> list[dict[str, Any]]:
     """Turn the YAML rule file into EntityRuler patterns (see the file's header for its layout)."""
-    raw = read_yaml(path, "entity rules")
-    if not isinstance(raw, dict):
-        raise ConfigError(f"entity rules {path} must be a mapping with 'patterns' and 'gazetteer'")
+    rules = load_policy(path, EntityRulesFile)
     patterns: list[dict[str, Any]] = []
-    for section in ("patterns", "gazetteer"):
-        for label, items in (raw.get(section) or {}).items():
-            if label not in LABELS:
-                raise ConfigError(f"entity rules {path}: label {label!r} in '{section}' is not one of {sorted(LABELS)}")
-            if not isinstance(items, list):
-                raise ConfigError(f"entity rules {path}: '{section}.{label}' must be a list")
+    for section in (rules.patterns, rules.gazetteer):
+        for label, items in section.items():
             patterns.extend({"label": label, "pattern": item} for item in items)
     return patterns
