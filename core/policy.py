@@ -43,6 +43,7 @@ class PolicyModel(BaseModel):
 
 
 M = TypeVar("M", bound=PolicyModel)
+B = TypeVar("B", bound=BaseModel)
 
 
 def _label(loc: Sequence[int | str], data: Any) -> str:
@@ -83,16 +84,21 @@ def _problems(exc: ValidationError, data: Any, document: YamlDocument | None) ->
     return problems
 
 
-def validate_policy(raw: Any, model: type[M], source: Path | str, document: YamlDocument | None = None) -> M:
-    """Validate already-parsed policy data (``document`` gives line numbers when it came from a file)."""
+def validate_yaml(raw: Any, model: type[B], what: str, source: Path | str, document: YamlDocument | None = None) -> B:
+    """Validate parsed YAML with any pydantic model; a ConfigError lists each problem with its key path
+    and, when ``document`` (the file it came from) is given, its line and column."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         problems = _problems(exc, raw, document)
         raise ConfigError(
-            f"{model.policy_name} {source}: " + "; ".join(problems) + "; fix the file (its header comments describe "
-            "each key)"
+            f"{what} {source}: " + "; ".join(problems) + "; fix the file (its header comments describe each key)"
         ) from None
+
+
+def validate_policy(raw: Any, model: type[M], source: Path | str, document: YamlDocument | None = None) -> M:
+    """Validate already-parsed policy data (``document`` gives line numbers when it came from a file)."""
+    return validate_yaml(raw, model, model.policy_name, source, document)
 
 
 def check_version(document: YamlDocument, model: type[PolicyModel]) -> None:
