@@ -145,11 +145,13 @@ def add_entity_ruler(nlp: Language, rules_path: Path = EN_RULES_PATH) -> Languag
     return nlp
 
 
-def _known_labels(section: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(section) - LABELS)
-    if unknown:
-        raise ValueError(f"label {unknown[0]!r} is not one of {sorted(LABELS)}")
-    return section
+def _known_label(label: str) -> str:
+    if label not in LABELS:
+        raise ValueError(f"label {label!r} is not one of {sorted(LABELS)}")
+    return label
+
+
+Label = Annotated[str, AfterValidator(_known_label)]
 
 
 class EntityRulesFile(PolicyModel):
@@ -158,11 +160,8 @@ class EntityRulesFile(PolicyModel):
     policy_name: ClassVar[str] = "entity rules"
 
     tokens: dict[str, Any] = Field(default_factory=dict)  # only a home for the YAML anchors used below
-    patterns: Annotated[dict[str, list[list[dict[str, Any]]]], AfterValidator(_known_labels)] = Field(
-        default_factory=dict
-    )
-    gazetteer: Annotated[dict[str, list[Annotated[str, StringConstraints(min_length=1)]]],
-                         AfterValidator(_known_labels)] = Field(default_factory=dict)
+    patterns: dict[Label, list[list[dict[str, Any]]]] = Field(default_factory=dict)
+    gazetteer: dict[Label, list[Annotated[str, StringConstraints(min_length=1)]]] = Field(default_factory=dict)
 
 
 def load_en_patterns(path: Path = EN_RULES_PATH) -> list[dict[str, Any]]:
