@@ -33,6 +33,7 @@ import yaml
 from actors.collector import Collector
 from actors.nlp_pool import NlpPool
 from actors.nlp_worker import NlpWorker
+from core.resources import data_path
 from core.runtime import RayRuntime
 from core.settings import Settings, load_settings
 from nlp.analysis import AnalysisInput, analyse_texts
@@ -40,7 +41,7 @@ from nlp.entities import extract_entities_batch
 from scrapers.extract import extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
 
-CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+CORPUS = data_path("corpus")
 
 
 class QuietHandler(SimpleHTTPRequestHandler):

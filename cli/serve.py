@@ -3,32 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 from typing import Any
 
 from cli.common import settings_from
-
-# (app name, route prefix, builder taking Settings); keep in sync with serve.yaml.
-APPS: tuple[tuple[str, str, str], ...] = (
-    ("research", "/", "deployments.research:build_app"),
-)
+from deployments.apps import SERVE_CONFIG, load_serve_config
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
              shared: argparse.ArgumentParser) -> None:
     parser = commands.add_parser("serve", parents=[shared], help="serve the HTTP apps (research) with Ray Serve",
-                                 description="Deploy the HTTP apps on Ray Serve and block until Ctrl-C.")
+                                 description=f"Deploy the HTTP apps listed in {SERVE_CONFIG} on Ray Serve "
+                                             "and block until Ctrl-C.")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, metavar="N", help="HTTP port (default 8000)")
+    parser.add_argument("--host", help="HTTP host (default: http_options.host of serve.yaml, 127.0.0.1)")
+    parser.add_argument("--port", type=int, metavar="N",
+                        help="HTTP port (default: http_options.port of serve.yaml, 8000)")
     parser.set_defaults(handler=run)
-
-
-def _builder(spec: str) -> Any:
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,17 +31,23 @@ def run(args: argparse.Namespace) -> int:
     from core.runtime import start_ray, stop_ray
 
     settings = settings_from(args)
+    config = load_serve_config()
+    host = args.host or config.http_options.get("host", "127.0.0.1")
+    port = args.port or config.http_options.get("port", 8000)
+    # each builder reads the settings itself (serve.yaml's args over magi.yaml and MAGI_*), as under `serve run`
+    overrides: dict[str, Any] = {"config": args.config} if getattr(args, "config", None) else {}
+    apps = [(app, app.builder()) for app in config.applications]  # import errors before Ray starts
     owned = not ray.is_initialized() and not (args.address or settings.ray.address)
     start_ray(settings, address=args.address)
     try:
         try:
-            serve.start(http_options={"host": args.host, "port": args.port})
-            for name, prefix, builder in APPS:
-                serve.run(_builder(builder)(settings), name=name, route_prefix=prefix)
+            serve.start(http_options={"host": host, "port": port})
+            for app, builder in apps:
+                serve.run(builder({**app.args, **overrides}), name=app.name, route_prefix=app.route_prefix)
         except RuntimeError as exc:  # e.g. the port is taken, or a Serve with other HTTP options runs
-            raise RuntimeSetupError(f"could not start Ray Serve on {args.host}:{args.port}: {exc}") from exc
-        url = f"http://{args.host}:{args.port}"
-        sys.stdout.write(f"serving {', '.join(n for n, _, _ in APPS)} at {url} (data: {settings.data_dir}); "
+            raise RuntimeSetupError(f"could not start Ray Serve on {host}:{port}: {exc}") from exc
+        url = f"http://{host}:{port}"
+        sys.stdout.write(f"serving {', '.join(app.name for app, _ in apps)} at {url} (data: {settings.data_dir}); "
                          f"try: curl -X POST {url}/research -H 'content-type: application/json' "
                          "-d '{\"topic\": \"中小企業の価格転嫁\"}'\nCtrl-C to stop\n")
         sys.stdout.flush()
@@ -63,6 +61,6 @@ def run(args: argparse.Namespace) -> int:
             serve.shutdown()  # type: ignore[no-untyped-call]
             stop_ray()
         else:  # someone else's cluster: remove only our apps
-            for name, _, _ in APPS:
-                serve.delete(name)
+            for app, _ in apps:
+                serve.delete(app.name)
     return 0

@@ -105,7 +105,10 @@ def _local_call(target: Any, method: str, args: tuple[Any, ...], kwargs: dict[st
         return await result if inspect.isawaitable(result) else result
 
     task = asyncio.ensure_future(run())
-    return Call(task, lambda: None if task.cancel() else None)
+    def cancel() -> None:
+        task.cancel()
+
+    return Call(task, cancel)
 
 
 class Runtime(Protocol):

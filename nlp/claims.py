@@ -50,22 +50,24 @@ import bisect
 import datetime as dt
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from core.errors import ConfigError, InputError
-from core.yamlfile import read_yaml
+from core.errors import InputError
+from core.policy import PolicyModel, load_policy, validate_policy
+from core.resources import data_path
 from nlp.findings import Sentence, split_sentences
-from nlp.values import Value, fold, parse_values, resolve_year
+from nlp.values import Kind, Value, fold, parse_values, resolve_year
 
 if TYPE_CHECKING:
     from nlp.entities import Entity
 
-VOCABULARY_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "claim_attributes.yaml"
+VOCABULARY_PATH = data_path("rules", "claim_attributes.yaml")
 LANGS = ("ja", "en", "other")
 MIN_CHARS = 4
 Polarity = Literal["positive", "negative"]
@@ -160,86 +162,110 @@ _GENERIC_KINDS = {
 }
 
 
-def _compile(pattern: object, where: str) -> re.Pattern[str]:
-    if not isinstance(pattern, str) or not pattern:
-        raise ConfigError(f"claim vocabulary {VOCABULARY_PATH.name}: {where}: patterns must be non-empty strings")
+def _regex(pattern: str) -> re.Pattern[str]:
     body = f"(?:{pattern})"
     if pattern.isascii():  # English: whole words only
         body = f"(?<![A-Za-z0-9]){body}(?![A-Za-z0-9])"
-    try:
-        return re.compile(body, re.IGNORECASE)
-    except re.error as exc:
-        raise ConfigError(f"claim vocabulary {VOCABULARY_PATH.name}: {where}: bad pattern {pattern!r}: {exc}") from exc
+    return re.compile(body, re.IGNORECASE)
 
 
-def _words(pattern_list: object, where: str) -> tuple[re.Pattern[str], ...]:
-    if pattern_list is None:
-        return ()
-    if not isinstance(pattern_list, list):
-        raise ConfigError(f"claim vocabulary {VOCABULARY_PATH.name}: {where} must be a list")
-    return tuple(_compile(p, where) for p in pattern_list)
+def _checked(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    for p in patterns:
+        try:
+            _regex(p)
+        except re.error as exc:
+            raise ValueError(f"bad pattern {p!r}: {exc}") from exc
+    return patterns
 
 
-def _alternation(words: list[str]) -> str:
+# regular expressions as written in the file, checked to compile as :func:`_regex` compiles them
+Patterns = Annotated[tuple[Annotated[str, StringConstraints(min_length=1)], ...], AfterValidator(_checked)]
+Words = tuple[Annotated[str, StringConstraints(min_length=1)], ...]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AttributeSpec(_Entry):
+    """One ``attributes:`` entry (the file's header explains each key)."""
+
+    kinds: tuple[Kind, ...] = Field(min_length=1)
+    qualified: bool = False
+    before: Patterns = ()
+    after: Patterns = ()
+
+
+class SubjectSpec(_Entry):
+    type: SubjectType
+    patterns: Patterns = ()
+
+
+class ReferencePeriodSpec(_Entry):
+    markers: Words = ("調査",)
+    not_period: Words = ("から",)
+    anaphora: Words = ("同調査",)
+
+
+class VocabularyFile(PolicyModel):
+    """The shape of ``claim_attributes.yaml``."""
+
+    policy_name: ClassVar[str] = "claim vocabulary"
+
+    attributes: dict[str, AttributeSpec]
+    qualifiers: dict[str, Patterns] = Field(default_factory=dict)
+    subjects: dict[str, SubjectSpec] = Field(default_factory=dict)
+    reference_period: ReferencePeriodSpec = ReferencePeriodSpec()
+    generic: dict[Literal["rate", "share", "amount", "count"], Words] = Field(default_factory=dict)
+
+
+def _alternation(words: Sequence[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
-def parse_vocabulary(raw: Any) -> Vocabulary:
-    """Validate and compile the YAML mapping; raises ConfigError with the offending entry."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("attributes"), dict):
-        raise ConfigError(f"claim vocabulary {VOCABULARY_PATH.name} must be a mapping with 'attributes'")
-    attributes = []
-    for key, spec in raw["attributes"].items():
-        if not isinstance(spec, dict) or not spec.get("kinds"):
-            raise ConfigError(f"claim vocabulary {VOCABULARY_PATH.name}: attribute {key!r} needs 'kinds'")
-        attributes.append(
-            _Attribute(
-                key=str(key),
-                kinds=frozenset(spec["kinds"]),
-                qualified=bool(spec.get("qualified", False)),
-                before=_words(spec.get("before"), f"attributes.{key}.before"),
-                after=_words(spec.get("after"), f"attributes.{key}.after"),
-            )
+def _compile(spec: VocabularyFile) -> Vocabulary:
+    attributes = tuple(
+        _Attribute(
+            key=key,
+            kinds=frozenset(a.kinds),
+            qualified=a.qualified,
+            before=tuple(_regex(p) for p in a.before),
+            after=tuple(_regex(p) for p in a.after),
         )
-    qualifiers = tuple(
-        (str(key), p)
-        for key, words in (raw.get("qualifiers") or {}).items()
-        for p in _words(words, f"qualifiers.{key}")
+        for key, a in spec.attributes.items()
     )
-    subjects: list[tuple[str, SubjectType, re.Pattern[str]]] = []
-    for key, spec in (raw.get("subjects") or {}).items():
-        kind = spec.get("type") if isinstance(spec, dict) else None
-        if kind not in ("population", "sector", "overall"):
-            raise ConfigError(f"claim vocabulary {VOCABULARY_PATH.name}: subject {key!r} needs a type")
-        subjects.extend((str(key), kind, p) for p in _words(spec.get("patterns"), f"subjects.{key}"))
-    period = raw.get("reference_period") or {}
+    qualifiers = tuple((key, _regex(p)) for key, words in spec.qualifiers.items() for p in words)
+    subjects = tuple((key, s.type, _regex(p)) for key, s in spec.subjects.items() for p in s.patterns)
     generic = []
-    for cls, heads in (raw.get("generic") or {}).items():
-        if cls not in _GENERIC_KINDS:
-            raise ConfigError(
-                f"claim vocabulary {VOCABULARY_PATH.name}: generic class {cls!r} is not one of {list(_GENERIC_KINDS)}"
-            )
+    for cls, heads in spec.generic.items():
         ja = _alternation([h for h in heads if not h.isascii()])
         en = _alternation([h for h in heads if h.isascii()])
         alts = [f"[一-龥ァ-ヶー]{{1,10}}(?:{ja})"] if ja else []
         alts += [rf"\b(?:[a-z][a-z\-]*\s){{1,2}}(?:{en})\b"] if en else []
-        generic.append((str(cls), _GENERIC_KINDS[cls], re.compile("|".join(alts), re.IGNORECASE)))
+        generic.append((cls, _GENERIC_KINDS[cls], re.compile("|".join(alts), re.IGNORECASE)))
+    period = spec.reference_period
+    markers = _alternation(period.markers or ("調査",))
     return Vocabulary(
-        attributes=tuple(attributes),
+        attributes=attributes,
         qualifiers=qualifiers,
-        subjects=tuple(subjects),
-        markers=re.compile(_alternation(period.get("markers") or ["調査"]), re.IGNORECASE),
-        markers_before=re.compile(rf"(?:{_alternation(period.get('markers') or ['調査'])})\s*[（(]\s*$", re.IGNORECASE),
-        not_period=re.compile(rf"^\s*(?:{_alternation(period.get('not_period') or ['から'])})"),
-        anaphora=re.compile(_alternation(period.get("anaphora") or ["同調査"]), re.IGNORECASE),
+        subjects=subjects,
+        markers=re.compile(markers, re.IGNORECASE),
+        markers_before=re.compile(rf"(?:{markers})\s*[（(]\s*$", re.IGNORECASE),
+        not_period=re.compile(rf"^\s*(?:{_alternation(period.not_period or ('から',))})"),
+        anaphora=re.compile(_alternation(period.anaphora or ("同調査",)), re.IGNORECASE),
         generic=tuple(generic),
     )
+
+
+def parse_vocabulary(raw: Any, file: str = VOCABULARY_PATH.name) -> Vocabulary:
+    """Validate and compile already-parsed vocabulary data; a ConfigError names the offending entry."""
+    return _compile(validate_policy(raw, VocabularyFile, file))
 
 
 @cache
 def load_vocabulary(path: Path = VOCABULARY_PATH) -> Vocabulary:
     """The claim vocabulary, read once per process."""
-    return parse_vocabulary(read_yaml(path, "claim vocabulary"))
+    return _compile(load_policy(path, VocabularyFile))
 
 
 # --- pre-filter -------------------------------------------------------------------------------

@@ -71,17 +71,18 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.errors import ConfigError
+from core import policy
 from core.models import CamelModel
-from core.yamlfile import read_yaml
+from core.policy import PolicyModel
+from core.resources import data_path
 from nlp.claims import Claim, load_vocabulary
 from nlp.values import Value, fold, parse_values, values_agree
 
-POLICY_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "conflict_policy.yaml"
+POLICY_PATH = data_path("rules", "conflict_policy.yaml")
 ConflictType = Literal["contradiction", "inconsistency", "outdated"]
 _Period = tuple[str, str, str]  # (granularity, date_from, date_to)
 _NEGATION = {
@@ -92,12 +93,11 @@ _NEGATION_JA_CHARS = 8  # the predicate right after a Japanese figure: に達し
 _NEGATION_EN_CHARS = 40  # the words before an English figure, within its clause: "did not reach"
 
 
-class ConflictPolicy(BaseModel):
+class ConflictPolicy(PolicyModel):
     """The contents of ``conflict_policy.yaml`` (its comments explain each entry)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    policy_name: ClassVar[str] = "conflict policy"
 
-    version: int = 1
     contradiction_min_gap: float = Field(0.10, ge=0)
     contradiction_min_points: float = Field(1.0, ge=0)
     severity_gaps: tuple[float, ...] = (0.05, 0.15, 0.30, 0.50)
@@ -131,11 +131,7 @@ class ConflictPolicy(BaseModel):
 @cache
 def load_policy(path: Path = POLICY_PATH) -> ConflictPolicy:
     """The conflict policy, read once per process; ConfigError names the file and the bad entry."""
-    raw = read_yaml(path, "conflict policy")
-    try:
-        return ConflictPolicy.model_validate(raw or {})
-    except ValidationError as exc:
-        raise ConfigError(f"conflict policy {path}: {exc}") from exc
+    return policy.load_policy(path, ConflictPolicy)
 
 
 class SourcedClaim(BaseModel):

@@ -10,13 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from core.errors import ConfigError
-from core.yamlfile import read_yaml
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from core.policy import PolicyModel, load_policy, validate_policy
+from core.resources import data_path
 from nlp.values import fold
 
-GLOSSARY_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "query_glossary.yaml"
+GLOSSARY_PATH = data_path("rules", "query_glossary.yaml")
+Words = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class GlossaryEntry(BaseModel):
+    """One ``terms:`` item: Japanese patterns (any of them) and the English words they stand for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ja: list[Words] = Field(min_length=1)
+    en: Words
+
+
+class GlossaryFile(PolicyModel):
+    """The file's shape (its header explains how entries are used)."""
+
+    policy_name: ClassVar[str] = "query glossary"
+
+    terms: list[GlossaryEntry]
 
 
 @dataclass(frozen=True)
@@ -25,22 +45,18 @@ class Term:
     en: str
 
 
+def _compile(glossary: GlossaryFile) -> tuple[Term, ...]:
+    return tuple(Term(tuple(fold(j) for j in entry.ja), entry.en) for entry in glossary.terms)
+
+
 def parse_glossary(raw: Any, file: str = GLOSSARY_PATH.name) -> tuple[Term, ...]:
-    if not isinstance(raw, dict) or not isinstance(raw.get("terms"), list):
-        raise ConfigError(f"query glossary {file} must be a mapping with a 'terms' list")
-    terms = []
-    for i, entry in enumerate(raw["terms"]):
-        ja, en = (entry.get("ja"), entry.get("en")) if isinstance(entry, dict) else (None, None)
-        if not (isinstance(ja, list) and ja and all(isinstance(j, str) and j for j in ja)
-                and isinstance(en, str) and en.strip()):
-            raise ConfigError(f"query glossary {file}: terms[{i}] needs 'ja' (a list of words) and 'en' (words)")
-        terms.append(Term(tuple(fold(j) for j in ja), en.strip()))
-    return tuple(terms)
+    """Validate already-parsed glossary data; a ConfigError names the file and the bad entry."""
+    return _compile(validate_policy(raw, GlossaryFile, file))
 
 
 @cache
 def load_glossary(path: Path = GLOSSARY_PATH) -> tuple[Term, ...]:
-    return parse_glossary(read_yaml(path, "query glossary"), str(path))
+    return _compile(load_policy(path, GlossaryFile))
 
 
 def cross_language_query(text: str, lang: str, glossary: tuple[Term, ...] | None = None) -> str | None:

@@ -16,16 +16,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+from pydantic import AfterValidator, Field, StringConstraints
 
 if TYPE_CHECKING:  # spaCy is imported where a model is loaded: processes that only handle results stay light
     from spacy.language import Language
 
 from core.errors import ConfigError, MagiError
-from core.yamlfile import read_yaml
+from core.policy import PolicyModel, load_policy
+from core.resources import data_path
 from nlp.labels import LABELS
 
-EN_RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "en_entity_patterns.yaml"
+EN_RULES_PATH = data_path("rules", "en_entity_patterns.yaml")
 JA_MODEL = "ja_ginza"
 EN_MODEL = "en_core_web_sm"
 JA_INSTALL = "pip install 'ginza>=5.3,<5.4' 'ja-ginza>=5.3,<5.4'"
@@ -142,17 +145,30 @@ def add_entity_ruler(nlp: Language, rules_path: Path = EN_RULES_PATH) -> Languag
     return nlp
 
 
+def _known_label(label: str) -> str:
+    if label not in LABELS:
+        raise ValueError(f"label {label!r} is not one of {sorted(LABELS)}")
+    return label
+
+
+Label = Annotated[str, AfterValidator(_known_label)]
+
+
+class EntityRulesFile(PolicyModel):
+    """The shape of ``en_entity_patterns.yaml``; spaCy checks the token patterns themselves."""
+
+    policy_name: ClassVar[str] = "entity rules"
+
+    tokens: dict[str, Any] = Field(default_factory=dict)  # only a home for the YAML anchors used below
+    patterns: dict[Label, list[list[dict[str, Any]]]] = Field(default_factory=dict)
+    gazetteer: dict[Label, list[Annotated[str, StringConstraints(min_length=1)]]] = Field(default_factory=dict)
+
+
 def load_en_patterns(path: Path = EN_RULES_PATH) -> list[dict[str, Any]]:
     """Turn the YAML rule file into EntityRuler patterns (see the file's header for its layout)."""
-    raw = read_yaml(path, "entity rules")
-    if not isinstance(raw, dict):
-        raise ConfigError(f"entity rules {path} must be a mapping with 'patterns' and 'gazetteer'")
+    rules = load_policy(path, EntityRulesFile)
     patterns: list[dict[str, Any]] = []
-    for section in ("patterns", "gazetteer"):
-        for label, items in (raw.get(section) or {}).items():
-            if label not in LABELS:
-                raise ConfigError(f"entity rules {path}: label {label!r} in '{section}' is not one of {sorted(LABELS)}")
-            if not isinstance(items, list):
-                raise ConfigError(f"entity rules {path}: '{section}.{label}' must be a list")
+    for section in (rules.patterns, rules.gazetteer):
+        for label, items in section.items():
             patterns.extend({"label": label, "pattern": item} for item in items)
     return patterns

@@ -14,14 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 from urllib.parse import urlsplit
 
-from core.errors import ConfigError
-from core.yamlfile import read_yaml
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from core.policy import PolicyModel, load_policy, validate_policy
+from core.resources import data_path
 from research.models import SourceReference
 
-RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "rules" / "source_reliability.yaml"
+RULES_PATH = data_path("rules", "source_reliability.yaml")
 
 
 @dataclass(frozen=True)
@@ -98,59 +100,71 @@ def explain(source: SourceReference, rules: ReliabilityRules | None = None) -> s
 
 # --- loading ----------------------------------------------------------------------------------
 
-
-def _unit(value: Any, where: str, file: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ConfigError(f"source reliability rules {file}: {where} must be a number in 0..1, got {value!r}")
-    return float(value)
+Unit = Annotated[float, Field(ge=0, le=1, strict=True)]
+Words = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
-def _strings(value: Any, where: str, file: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(f"source reliability rules {file}: {where} must be a list of non-empty strings")
-    return [v.strip() for v in value]
+class DomainRuleSpec(BaseModel):
+    """One ``domains:`` entry as written in the file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    score: Unit
+    suffixes: list[Words] = []
+    patterns: list[Words] = []
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"bad pattern {p!r}: {exc}") from exc
+        return patterns
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> DomainRuleSpec:
+        if not self.suffixes and not self.patterns:
+            raise ValueError("needs 'suffixes' or 'patterns'")
+        return self
 
 
-def _domain_rule(i: int, entry: Any, file: str) -> DomainRule:
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-        raise ConfigError(f"source reliability rules {file}: domains[{i}] must be a mapping with a 'name'")
-    where = f"domains[{i}] ({entry['name']!r})"
-    unknown = set(entry) - {"name", "score", "suffixes", "patterns"}
-    if unknown:
-        raise ConfigError(f"source reliability rules {file}: {where} has unknown keys {sorted(unknown)}")
-    suffixes = tuple(s.lower().lstrip(".") for s in _strings(entry.get("suffixes"), f"{where}.suffixes", file))
-    patterns = []
-    for p in _strings(entry.get("patterns"), f"{where}.patterns", file):
-        try:
-            patterns.append(re.compile(p, re.IGNORECASE))
-        except re.error as exc:
-            raise ConfigError(f"source reliability rules {file}: {where}: bad pattern {p!r}: {exc}") from exc
-    if not suffixes and not patterns:
-        raise ConfigError(f"source reliability rules {file}: {where} needs 'suffixes' or 'patterns'")
-    return DomainRule(str(entry["name"]), _unit(entry.get("score"), f"{where}.score", file), suffixes, tuple(patterns))
+class ReliabilityFile(PolicyModel):
+    """The file's shape (its header explains how the scores combine)."""
+
+    policy_name: ClassVar[str] = "source reliability rules"
+
+    default: Unit
+    domain_weight: Unit
+    type_priors: dict[str, Unit] = Field(default_factory=dict)
+    domains: tuple[DomainRuleSpec, ...] = ()
+
+
+def _compile(spec: ReliabilityFile) -> ReliabilityRules:
+    return ReliabilityRules(
+        default=spec.default,
+        domain_weight=spec.domain_weight,
+        type_priors=dict(spec.type_priors),
+        domains=tuple(
+            DomainRule(
+                d.name,
+                d.score,
+                tuple(s.lower().lstrip(".") for s in d.suffixes),
+                tuple(re.compile(p, re.IGNORECASE) for p in d.patterns),
+            )
+            for d in spec.domains
+        ),
+    )
 
 
 def parse_rules(raw: Any, file: str = RULES_PATH.name) -> ReliabilityRules:
-    """Validate the YAML mapping; a ConfigError names the file and the offending entry."""
-    if not isinstance(raw, dict):
-        raise ConfigError(f"source reliability rules {file} must be a mapping")
-    priors = raw.get("type_priors") or {}
-    domains = raw.get("domains") or []
-    if not isinstance(priors, dict):
-        raise ConfigError(f"source reliability rules {file}: type_priors must map a source type to a score")
-    if not isinstance(domains, list):
-        raise ConfigError(f"source reliability rules {file}: domains must be a list")
-    return ReliabilityRules(
-        default=_unit(raw.get("default"), "default", file),
-        domain_weight=_unit(raw.get("domain_weight"), "domain_weight", file),
-        type_priors={str(k): _unit(v, f"type_priors.{k}", file) for k, v in priors.items()},
-        domains=tuple(_domain_rule(i, entry, file) for i, entry in enumerate(domains)),
-    )
+    """Validate already-parsed rules; a ConfigError names the file and the offending entry."""
+    return _compile(validate_policy(raw, ReliabilityFile, file))
 
 
 @cache
 def load_rules(path: Path = RULES_PATH) -> ReliabilityRules:
     """The rule file, read once per process."""
-    return parse_rules(read_yaml(path, "source reliability rules"), str(path))
+    return _compile(load_policy(path, ReliabilityFile))

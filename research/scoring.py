@@ -25,18 +25,27 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
-from core.errors import ConfigError
 from core.models import CamelModel
-from core.yamlfile import read_yaml
+from core.policy import PolicyModel, load_policy, validate_policy
+from core.resources import data_path
 from nlp.values import fold
 from research.models import Finding, SourceReference
 from research.reliability import ReliabilityRules, load_rules, origin_of
 
-FACETS_PATH = Path(__file__).resolve().parent.parent / "data" / "research" / "facets.yaml"
+FACETS_PATH = data_path("research", "facets.yaml")
 WEIGHTS = (0.5, 0.3, 0.2)  # consistency, reliability, coverage (REQ-1.2.0-WFL-003)
 MAX_SEVERITY = 5  # ConflictDetail.severity is 1..5
 EPSILON = 1e-9  # scores closer than this are equal (float noise, not a real difference)
@@ -228,50 +237,74 @@ class _Topic:
     facets: tuple[Facet, ...]
 
 
-def _patterns(value: Any, where: str, file: str) -> tuple[re.Pattern[str], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"facet file {file}: {where} must be a list of non-empty strings")
-    try:
-        return tuple(_keyword(v) for v in value)
-    except re.error as exc:
-        raise ConfigError(f"facet file {file}: {where}: bad pattern: {exc}") from exc
+def _checked(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    for p in patterns:
+        try:
+            _keyword(p)
+        except re.error as exc:
+            raise ValueError(f"bad pattern {p!r}: {exc}") from exc
+    return patterns
 
 
-def _facet(entry: Any, where: str, file: str) -> Facet:
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-        raise ConfigError(f"facet file {file}: {where} must be a mapping with a 'name'")
-    where = f"{where} ({entry['name']!r})"
-    keys = entry.get("claim_keys") or []
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise ConfigError(f"facet file {file}: {where}.claim_keys must be a list of strings")
-    keywords = _patterns(entry.get("keywords"), f"{where}.keywords", file)
-    if not keywords and not keys:
-        raise ConfigError(f"facet file {file}: {where} needs 'keywords' or 'claim_keys'")
-    return Facet(entry["name"], keywords, frozenset(keys), str(entry.get("label", "")))
+# regular expressions as written in the file, checked to compile as :func:`_keyword` compiles them
+Patterns = Annotated[tuple[Annotated[str, StringConstraints(min_length=1)], ...], AfterValidator(_checked)]
+
+
+class FacetSpec(BaseModel):
+    """One ``facets:`` entry as written in the file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    label: str = ""
+    keywords: Patterns = ()
+    claim_keys: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _covers_something(self) -> FacetSpec:
+        if not self.keywords and not self.claim_keys:
+            raise ValueError("needs 'keywords' or 'claim_keys'")
+        return self
+
+
+class TopicSpec(BaseModel):
+    """One ``topics:`` entry: when it applies (``match``) and what a report on it should address."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    match: Patterns = Field(min_length=1)
+    facets: tuple[FacetSpec, ...] = Field(min_length=1)
+
+
+class FacetFile(PolicyModel):
+    """The file's shape (its header explains matching and coverage)."""
+
+    policy_name: ClassVar[str] = "facet file"
+
+    topics: tuple[TopicSpec, ...]
+
+
+def _compile(spec: FacetFile) -> tuple[_Topic, ...]:
+    return tuple(
+        _Topic(
+            t.name,
+            tuple(_keyword(m) for m in t.match),
+            tuple(Facet(f.name, tuple(_keyword(k) for k in f.keywords), frozenset(f.claim_keys), f.label)
+                  for f in t.facets),
+        )
+        for t in spec.topics
+    )
 
 
 def parse_facets(raw: Any, file: str = FACETS_PATH.name) -> tuple[_Topic, ...]:
-    """Validate the YAML mapping; a ConfigError names the file and the offending entry."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("topics"), list):
-        raise ConfigError(f"facet file {file} must be a mapping with a 'topics' list")
-    topics = []
-    for i, t in enumerate(raw["topics"]):
-        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
-            raise ConfigError(f"facet file {file}: topics[{i}] must be a mapping with a 'name'")
-        where = f"topics[{i}] ({t['name']!r})"
-        match = _patterns(t.get("match"), f"{where}.match", file)
-        if not match or not isinstance(t.get("facets"), list) or not t["facets"]:
-            raise ConfigError(f"facet file {file}: {where} needs 'match' patterns and a non-empty 'facets' list")
-        facets = tuple(_facet(f, f"{where}.facets[{j}]", file) for j, f in enumerate(t["facets"]))
-        topics.append(_Topic(t["name"], match, facets))
-    return tuple(topics)
+    """Validate already-parsed facet data; a ConfigError names the file and the offending entry."""
+    return _compile(validate_policy(raw, FacetFile, file))
 
 
 @cache
 def load_facets(path: Path = FACETS_PATH) -> tuple[_Topic, ...]:
-    return parse_facets(read_yaml(path, "facet file"), str(path))
+    return _compile(load_policy(path, FacetFile))
 
 
 def facets_for(topic: str, claim_keys_seen: Iterable[str] = (), path: Path = FACETS_PATH) -> tuple[Facet, ...]:

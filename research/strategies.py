@@ -1,29 +1,31 @@
-"""Agent search strategies, loaded from ``data/research/strategies.yaml``."""
+"""Agent search strategies, loaded from the bundled ``data/research/strategies.yaml``."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import ClassVar
 
-from pydantic import ValidationError
+from pydantic import Field
 
-from core.errors import ConfigError
-from core.yamlfile import read_yaml
+from core.policy import PolicyModel, load_policy
+from core.resources import data_path
 from research.models import AgentStrategy
 
-STRATEGIES_FILE = Path(__file__).resolve().parent.parent / "data" / "research" / "strategies.yaml"
+STRATEGIES_FILE = data_path("research", "strategies.yaml")
+
+
+class StrategyFile(PolicyModel):
+    """The file's shape: the strategies agents take in turn (the file's header explains the keys)."""
+
+    policy_name: ClassVar[str] = "strategy file"
+
+    strategies: list[AgentStrategy] = Field(min_length=1)
 
 
 @cache
 def _load(path: Path) -> tuple[AgentStrategy, ...]:
-    raw = read_yaml(path, "strategy file") or {}
-    try:
-        strategies = tuple(AgentStrategy.model_validate(s) for s in raw["strategies"])
-    except (KeyError, TypeError, ValidationError) as exc:
-        raise ConfigError(f"strategy file {path} is unusable: {exc}; restore it from the repository") from exc
-    if not strategies:
-        raise ConfigError(f"strategy file {path} lists no strategies")
-    return strategies
+    return tuple(load_policy(path, StrategyFile).strategies)
 
 
 def strategy_for(agent_id: int, path: Path = STRATEGIES_FILE) -> AgentStrategy:

@@ -41,6 +41,7 @@ from typing import Literal
 from core.errors import ConfigError, MagiError, first_line
 from core.llm.base import LLMClient, Message, generate
 from core.models import CamelModel
+from core.resources import data_path
 from nlp.findings import split_sentences
 from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
@@ -48,7 +49,7 @@ from research.evidence import EvidencedClaim
 
 log = logging.getLogger(__name__)
 
-PROMPT_PATH = Path(__file__).resolve().parent.parent / "data" / "prompts" / "research_summary.md"
+PROMPT_PATH = data_path("prompts", "research_summary.md")
 MAX_LLM_CLAIMS = 20  # claims shown to the model, highest confidence first
 MAX_TOKENS = 700  # 3-5 sentences, with room for Japanese tokenisation
 MIN_SHARED_TERMS = 2  # content terms a figure-less sentence must share with one claim

@@ -10,10 +10,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from core.errors import InputError
+from core.errors import ConfigError, InputError
+from core.yamlfile import YamlDocument, read_yaml_document, where
 from scrapers.search.textfiles import SUFFIXES
 
 MANIFEST_NAME = "manifest.yaml"
@@ -40,27 +40,30 @@ class Manifest(BaseModel):
     entries: dict[Path, ManifestEntry] = {}
 
 
-def _fail(path: Path, where: str, problem: str) -> InputError:
-    return InputError(f"corpus manifest {path}, {where}: {problem}; fix or remove it")
+def _fail(document: YamlDocument, loc: tuple[int | str, ...], label: str, problem: str) -> InputError:
+    at = where(document.path, document.position(loc))
+    return InputError(f"corpus manifest {at}, {label}: {problem}; fix or remove it")
 
 
-def _entry(path: Path, directory: Path, index: int, item: Any) -> tuple[Path, ManifestEntry]:
+def _entry(document: YamlDocument, directory: Path, index: int, item: Any) -> tuple[Path, ManifestEntry]:
     label = f"pages[{index}]" + (f" (file: {item.get('file')})" if isinstance(item, dict) else "")
+    loc: tuple[int | str, ...] = ("pages", index)
     if not isinstance(item, dict):
-        raise _fail(path, label, "an entry must be a mapping with at least 'file' and 'url'")
+        raise _fail(document, loc, label, "an entry must be a mapping with at least 'file' and 'url'")
     try:
         entry = ManifestEntry.model_validate(item)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "entry"
-        raise _fail(path, label, f"{field}: {err['msg']}") from None
+        raise _fail(document, (*loc, *err["loc"]), label, f"{field}: {err['msg']}") from None
     target = (directory / entry.file).resolve()
     if not target.is_relative_to(directory):
-        raise _fail(path, label, "file points outside the corpus directory")
+        raise _fail(document, (*loc, "file"), label, "file points outside the corpus directory")
     if not target.is_file():
-        raise _fail(path, label, f"file {target} does not exist")
+        raise _fail(document, (*loc, "file"), label, f"file {target} does not exist")
     if target.suffix.lower() not in SUFFIXES:
-        raise _fail(path, label, f"file type {target.suffix or '(none)'} is not one of {sorted(SUFFIXES)}")
+        kind = target.suffix or "(none)"
+        raise _fail(document, (*loc, "file"), label, f"file type {kind} is not one of {sorted(SUFFIXES)}")
     return target, entry
 
 
@@ -70,22 +73,23 @@ def load_manifest(directory: Path) -> Manifest | None:
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise _fail(path, "file", f"not valid UTF-8 YAML ({str(exc).splitlines()[0]})") from None
+        document = read_yaml_document(path, "corpus manifest")
+    except ConfigError as exc:  # the corpus is the user's input, not the program's configuration
+        raise InputError(f"{exc}, or remove it") from None
+    data = document.data
     if data is None:
         return Manifest()
     if not isinstance(data, dict) or not isinstance(data.get("pages", []), list):
-        raise _fail(path, "top level", "expected a mapping with 'topic' and a 'pages' list")
+        raise _fail(document, (), "top level", "expected a mapping with 'topic' and a 'pages' list")
     entries: dict[Path, ManifestEntry] = {}
     urls: set[str] = set()
     for index, item in enumerate(data.get("pages") or []):
-        target, entry = _entry(path, directory, index, item)
-        where = f"pages[{index}] (file: {entry.file})"
+        target, entry = _entry(document, directory, index, item)
+        label = f"pages[{index}] (file: {entry.file})"
         if target in entries:
-            raise _fail(path, where, "the same file is listed twice")
+            raise _fail(document, ("pages", index, "file"), label, "the same file is listed twice")
         if entry.url in urls:
-            raise _fail(path, where, f"url {entry.url} is listed twice")
+            raise _fail(document, ("pages", index, "url"), label, f"url {entry.url} is listed twice")
         entries[target] = entry
         urls.add(entry.url)
     topic = data.get("topic")

@@ -15,9 +15,9 @@ import yaml
 from actors.collector import Collector
 from actors.nlp_pool import NlpPool
 from actors.nlp_worker import NlpWorker
-from nlp.analysis import AnalysisInput
 from core.runtime import RayRuntime
 from core.settings import load_settings
+from nlp.analysis import AnalysisInput
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 

@@ -188,7 +188,7 @@ def test_standalone_python_api_uses_the_spec_option_names(ray_cluster: None, tmp
     from core.errors import ConfigError
     from research.api import research
 
-    with pytest.raises(ConfigError, match="research.iterations from argument 'iteration_count'"):
+    with pytest.raises(ConfigError, match=r"research\.iterations from argument 'iteration_count'"):
         research(TOPIC, iteration_count=0)
     result = research(TOPIC, agent_count=2, iteration_count=1, agent_timeout_ms=120_000, conflict_threshold=0.2)
     config = result.metadata.config

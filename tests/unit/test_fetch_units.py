@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import zlib
 from ipaddress import ip_address
@@ -11,11 +10,11 @@ import pytest
 from pydantic import ValidationError
 
 from core.settings import load_settings
-from scrapers.settings import FetchSettings
 from scrapers.charset import decode_body, sniff_binary
 from scrapers.fetch import Fetcher, FetchPolicy, _BodyDecoder, _retry_after
 from scrapers.net_guard import blocked_reason
 from scrapers.robots import product_token, rules_from_status, unreachable
+from scrapers.settings import FetchSettings
 
 JA = "日本語のテキストです。ひらがなとカタカナと漢字。"
 

@@ -304,11 +304,11 @@ def test_vocabulary_loads_and_rejects_bad_entries(tmp_path: Path) -> None:
     assert {a.key for a in vocab.attributes} >= {"pass_through_rate", "no_pass_through_share", "survey_responses"}
     with pytest.raises(ConfigError, match="attributes"):
         parse_vocabulary({"subjects": {}})
-    with pytest.raises(ConfigError, match="needs 'kinds'"):
+    with pytest.raises(ConfigError, match=r"attributes\.x\.kinds: Field required"):
         parse_vocabulary({"attributes": {"x": {"before": ["率"]}}})
     with pytest.raises(ConfigError, match="bad pattern"):
         parse_vocabulary({"attributes": {"x": {"kinds": ["percent"], "before": ["(unclosed"]}}})
-    with pytest.raises(ConfigError, match="needs a type"):
+    with pytest.raises(ConfigError, match=r"subjects\.s\.type: Field required"):
         parse_vocabulary({"attributes": {}, "subjects": {"s": {"patterns": ["x"]}}})
     with pytest.raises(ConfigError, match="cannot read"):
         load_vocabulary(tmp_path / "missing.yaml")

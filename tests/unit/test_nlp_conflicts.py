@@ -319,11 +319,11 @@ def test_policy_file_loads_and_rejects_bad_entries(tmp_path: Path) -> None:
     policy = load_policy()
     assert policy.contradiction_min_gap == 0.10 and "pass_through_rate" in policy.headline_attributes
     bad = tmp_path / "policy.yaml"
-    bad.write_text("current_markers: ['(']\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="current_markers"):
+    bad.write_text("version: 1\ncurrent_markers: ['(']\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"policy\.yaml: line 2, column 1: current_markers: bad pattern '\('"):
         load_policy(bad)
-    bad.write_text("unknown: 1\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="unknown"):
+    bad.write_text("version: 1\nunknown: 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="line 2, column 1: unknown: unknown key"):
         load_policy(bad)
     strict = ConflictPolicy(contradiction_min_gap=0.5)
     (c,) = detect_conflicts([official(), item("価格転嫁率は約6割。", "https://a.example")], strict)

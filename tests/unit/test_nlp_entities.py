@@ -223,10 +223,10 @@ def test_bad_rule_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read entity rules"):
         pipelines.load_en_patterns(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
-    bad.write_text("patterns:\n  COMPANY: [[{LOWER: acme}]]\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="label 'COMPANY'"):
+    bad.write_text("version: 1\npatterns:\n  COMPANY: [[{LOWER: acme}]]\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: line 3, column 3: patterns\.COMPANY: label 'COMPANY' is not"):
         pipelines.load_en_patterns(bad)
-    bad.write_text("patterns:\n  ORG: [[{NOT_AN_ATTR: acme}]]\n", encoding="utf-8")
+    bad.write_text("version: 1\npatterns:\n  ORG: [[{NOT_AN_ATTR: acme}]]\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="invalid entity pattern"):
         pipelines.add_entity_ruler(spacy.blank("en"), bad)
 

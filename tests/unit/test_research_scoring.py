@@ -183,7 +183,7 @@ def test_facet_file_errors_name_the_entry(tmp_path: Path) -> None:
                      "facets.yaml")
     with pytest.raises(ConfigError, match=re.escape("topics[0] ('t').match")):
         parse_facets({"topics": [{"name": "t", "match": ["("], "facets": [good_facet]}]}, "facets.yaml")
-    with pytest.raises(ConfigError, match=r"facets\.yaml must be a mapping with a 'topics' list"):
+    with pytest.raises(ConfigError, match=r"facets\.yaml: top level: expected a mapping of keys, got list"):
         parse_facets([], "facets.yaml")
     with pytest.raises(ConfigError, match=r"nothing\.yaml"):
         load_facets(tmp_path / "nothing.yaml")

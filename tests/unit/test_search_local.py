@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import time
 from datetime import date
 from pathlib import Path
@@ -259,12 +260,13 @@ def test_bad_manifest_entry_names_file_and_entry(corpus_dir: Path, entry: str, p
         LocalCorpus(corpus_dir)
     message = str(err.value)
     assert str(manifest) in message and "pages[1]" in message and problem in message
+    assert re.search(r"manifest\.yaml, line [5-7], column [35], pages\[1\]", message)  # the entry or its key
     assert "\n" not in message
 
 
 def test_manifest_that_is_not_yaml(corpus_dir: Path) -> None:
     write(corpus_dir / "manifest.yaml", "pages: [unclosed\n")
-    with pytest.raises(InputError, match=r"manifest\.yaml"):
+    with pytest.raises(InputError, match=r"manifest\.yaml, line 2, column 1: not valid YAML"):
         LocalCorpus(corpus_dir)
 
 
