@@ -6,13 +6,14 @@ import pytest
 
 from core.errors import ConfigError
 from core.resources import data_path, resource_path
-from core.settings import BUNDLED_CORPUS
+from core.settings import load_settings
+from scrapers.settings import SearchSettings
 
 
 def test_bundled_data_is_a_real_folder() -> None:
     corpus = data_path("corpus")
     assert corpus.is_dir() and (corpus / "manifest.yaml").is_file()
-    assert corpus == BUNDLED_CORPUS
+    assert corpus == SearchSettings.of(load_settings()).corpus_dir  # the default corpus
     assert data_path("rules", "query_glossary.yaml").read_text(encoding="utf-8").count("version: 1") == 1
 
 
