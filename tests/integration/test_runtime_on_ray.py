@@ -56,7 +56,8 @@ async def test_gather_times_out_and_handles_pass_between_agents(ray_cluster: Non
     events = ListSink()
     a = runtime.spawn(Counter, 0, runtime.event_sink(events), num_cpus=0)
     b = runtime.spawn(Counter, 100, num_cpus=0)
-    fast, slow = await runtime.gather([a.call(Counter.nap, 0.0), a.call(Counter.nap, 60.0)], timeout_s=2)
+    await asyncio.gather(a.call(Counter.pid), b.call(Counter.pid))  # both processes up before the timed part
+    fast, slow = await runtime.gather([a.call(Counter.nap, 0.0), a.call(Counter.nap, 60.0)], timeout_s=5)
     assert fast.value == "awake" and slow.timed_out
     assert await a.call(Counter.ask, b) == 101  # a calls b by method reference, across processes
     await a.call(Counter.bump)
