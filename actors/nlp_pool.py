@@ -78,3 +78,9 @@ class NlpPool:
     def usage(self) -> dict[str, dict[str, int]]:
         return {node: {"batches": self.batches_by_node[node], "chars": chars}
                 for node, chars in self.chars_by_node.items()}
+
+__all__ = [
+    "BATCH_CHARS",
+    "NlpPool",
+    "batches",
+]

@@ -224,3 +224,9 @@ def render_agent_report(topic: str, strategy: AgentStrategy, findings: list[Find
     lines += [f"{number[s.url]}. [{s.title}]({s.url}) — {s.source_type or 'unknown type'}"
               + (f", {s.published}" if s.published else "") for s in sources]
     return "\n".join(lines) + "\n"
+
+__all__ = [
+    "MAX_FOCUS_QUERIES",
+    "ResearchAgent",
+    "render_agent_report",
+]

@@ -34,3 +34,9 @@ def emit(settings: Settings, data: dict[str, Any], markdown: str) -> None:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
     else:
         sys.stdout.write(markdown.rstrip() + "\n")
+
+__all__ = [
+    "emit",
+    "settings_from",
+    "shared_options",
+]

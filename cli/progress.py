@@ -77,3 +77,8 @@ class ProgressBars:
             elif isinstance(event, AgentCompleted):
                 stage = "done" if event.success else f"failed: {(event.error or '')[:40]}"
                 self._progress.update(self._task(event.iteration, event.agent_id), completed=100, stage=stage)
+
+__all__ = [
+    "STAGES",
+    "ProgressBars",
+]

@@ -31,3 +31,9 @@ def remove_stale_temp_files(folder: Path) -> list[Path]:
     for p in stale:
         p.unlink(missing_ok=True)
     return stale
+
+__all__ = [
+    "TEMP_SUFFIX",
+    "atomic_write_text",
+    "remove_stale_temp_files",
+]

@@ -132,3 +132,12 @@ def load_policy(path: Path, model: type[M]) -> M:
     document = read_yaml_document(path, model.policy_name)
     check_version(document, model)
     return validate_policy(document.data, model, path, document)
+
+__all__ = [
+    "MAX_REPORTED_ERRORS",
+    "PolicyModel",
+    "check_version",
+    "load_policy",
+    "validate_policy",
+    "validate_yaml",
+]

@@ -96,3 +96,11 @@ def read_yaml_document(path: Path, what: str) -> YamlDocument:
 def read_yaml(path: Path, what: str) -> Any:
     """Parsed YAML of ``path`` (as ``yaml.safe_load`` returns it); errors as in :func:`read_yaml_document`."""
     return read_yaml_document(path, what).data
+
+__all__ = [
+    "YamlDocument",
+    "parse_yaml",
+    "read_yaml",
+    "read_yaml_document",
+    "where",
+]

@@ -95,3 +95,10 @@ def load_serve_config(path: Path = SERVE_CONFIG) -> ServeConfig:
     """Read and check the Serve config; a ConfigError names the file, the line and the app."""
     document = read_yaml_document(path, "Serve config")
     return validate_yaml(document.data, ServeConfig, "Serve config", path, document)
+
+__all__ = [
+    "SERVE_CONFIG",
+    "ServeApp",
+    "ServeConfig",
+    "load_serve_config",
+]

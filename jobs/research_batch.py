@@ -282,3 +282,29 @@ def report_and_exit(out: Path, outcomes: Sequence[TopicOutcome]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+__all__ = [
+    "ERROR",
+    "MARKER",
+    "SUMMARY",
+    "Research",
+    "Status",
+    "Topic",
+    "TopicOutcome",
+    "build_parser",
+    "drive",
+    "finished",
+    "in_ray_job",
+    "main",
+    "normalise",
+    "one_line",
+    "parse_topics",
+    "read_topics",
+    "report_and_exit",
+    "run_batch",
+    "run_topic",
+    "settings_for",
+    "summary_table",
+    "topic_id",
+    "write_summary",
+]

@@ -90,3 +90,14 @@ def analyse_texts(raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -
         )
         for i, (item, lang) in enumerate(zip(items, langs, strict=True))
     ]
+
+__all__ = [
+    "ANALYSER_VERSION",
+    "AnalysisInput",
+    "TextAnalysis",
+    "analyse_texts",
+    "analyser_fingerprint",
+    "analysis_key",
+    "fingerprint",
+    "resolve_lang",
+]

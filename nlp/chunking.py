@@ -64,3 +64,7 @@ def split_text(text: str, max_bytes: int) -> list[tuple[int, str]]:
         cur_bytes += size
     chunks.append((cur_start, text[cur_start:cur_end]))
     return chunks
+
+__all__ = [
+    "split_text",
+]

@@ -791,3 +791,24 @@ def _group(s: Sentence, readings: list[_Reading], names: list[str], lang: str) -
         )
         for rs in groups.values()
     ]
+
+__all__ = [
+    "LANGS",
+    "MIN_CHARS",
+    "VOCABULARY_PATH",
+    "AttributeSpec",
+    "Claim",
+    "Patterns",
+    "Polarity",
+    "ReferencePeriodSpec",
+    "SubjectSpec",
+    "SubjectType",
+    "Vocabulary",
+    "VocabularyFile",
+    "Words",
+    "candidate_spans",
+    "extract_claims",
+    "is_claim_candidate",
+    "load_vocabulary",
+    "parse_vocabulary",
+]

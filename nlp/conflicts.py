@@ -636,3 +636,21 @@ def _resolution(
     if lose.approximate and not win.approximate:
         return text + f"; the {lose.item.source_type or 'other'} figure ({lose.value.raw}) is approximate"
     return text + f"; the {lose.item.source_type or 'other'} source gives {lose.value.raw}"
+
+__all__ = [
+    "POLICY_PATH",
+    "Conflict",
+    "ConflictPolicy",
+    "ConflictType",
+    "Figure",
+    "SourcedClaim",
+    "Statement",
+    "claim_figures",
+    "claim_key",
+    "claim_period",
+    "detect_conflicts",
+    "figures_agree",
+    "figures_related",
+    "load_policy",
+    "sourced",
+]

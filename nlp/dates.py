@@ -233,3 +233,15 @@ def _longest_first(dates: list[DateMatch]) -> list[DateMatch]:
         if all(d.end <= k.start or d.start >= k.end for k in kept):
             kept.append(d)
     return sorted(kept, key=lambda d: d.start)
+
+__all__ = [
+    "ERAS",
+    "ERA_DATE",
+    "FISCAL_YEAR_START_MONTH",
+    "DateMatch",
+    "Granularity",
+    "find_dates",
+    "small_int",
+    "span_of",
+    "with_year",
+]

@@ -57,3 +57,10 @@ def relevance(sentence: str, terms: set[str]) -> float:
         return 0.0
     lowered = sentence.lower()
     return sum(1 for t in terms if t in lowered) / len(terms)
+
+__all__ = [
+    "Sentence",
+    "relevance",
+    "split_sentences",
+    "topic_terms",
+]

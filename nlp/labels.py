@@ -75,3 +75,12 @@ def _ginza_table() -> dict[str, str]:
     from ginza import ENE_ONTONOTES_MAPPING
 
     return dict(ENE_ONTONOTES_MAPPING)
+
+__all__ = [
+    "ENE_OVERRIDES",
+    "LABELS",
+    "ONTONOTES_FOLD",
+    "EntityLabel",
+    "from_ene",
+    "from_ontonotes",
+]

@@ -92,3 +92,14 @@ def _looks_english(text: str) -> bool:
         return True
     markers = sum(1 for w in words if w in _ENGLISH_MARKERS)
     return markers / len(words) >= MARKER_MIN_SHARE
+
+__all__ = [
+    "EN_MIN_SHARE",
+    "HAN_ONLY_MAX",
+    "JA_MIN_SHARE",
+    "MARKER_MIN_SHARE",
+    "MARKER_MIN_WORDS",
+    "LangCode",
+    "detect_language",
+    "script_counts",
+]

@@ -172,3 +172,22 @@ def load_en_patterns(path: Path = EN_RULES_PATH) -> list[dict[str, Any]]:
         for label, items in section.items():
             patterns.extend({"label": label, "pattern": item} for item in items)
     return patterns
+
+__all__ = [
+    "EN_INSTALL",
+    "EN_MODEL",
+    "EN_RULES_PATH",
+    "JA_INSTALL",
+    "JA_MODEL",
+    "NER_COMPONENTS",
+    "EntityRulesFile",
+    "Label",
+    "ModelUnavailableError",
+    "add_entity_ruler",
+    "ginza_available",
+    "load_en_patterns",
+    "load_pipeline",
+    "ner_backend",
+    "skipped_components",
+    "using",
+]

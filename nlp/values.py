@@ -447,3 +447,17 @@ def _dates_overlap(a: Value, b: Value) -> bool:
     if a.date_from.startswith("--") or b.date_from.startswith("--"):  # no year: compare month (and day)
         return a.date_from.lstrip("-")[-5:] == b.date_from.lstrip("-")[-5:]
     return a.date_from <= b.date_to and b.date_from <= a.date_to
+
+__all__ = [
+    "APPROX_REL",
+    "Kind",
+    "Value",
+    "comparable",
+    "fold",
+    "interval",
+    "parse_number",
+    "parse_values",
+    "resolve_year",
+    "step",
+    "values_agree",
+]

@@ -96,3 +96,11 @@ def score_iteration(topic: str, reports: Sequence[AgentReport], documents: Mappi
     selected = next(r for r in reports if r.report_id == best_id)
     reason = f"agent {selected.agent_id}'s " + reason
     return IterationScoring(scores, selected, reason, flag_for_review(scores, conflict_threshold))
+
+__all__ = [
+    "IterationScoring",
+    "index_claims",
+    "score_iteration",
+    "sourced_claims",
+    "unconfirmed",
+]

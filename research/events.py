@@ -89,3 +89,16 @@ class ResearchFailed(Event):
     type: Literal["researchFailed"] = "researchFailed"
     error: str
 
+__all__ = [
+    "AgentCompleted",
+    "AgentStarted",
+    "ConsensusSelected",
+    "IterationCompleted",
+    "IterationStarted",
+    "ResearchCompleted",
+    "ResearchFailed",
+    "ResearchRequeued",
+    "ResearchStarted",
+    "ScoringCompleted",
+    "StageProgress",
+]

@@ -465,3 +465,15 @@ def _confidence(
         f" × support share {share:.2f} = {score:.2f}"
     )
     return score, text
+
+__all__ = [
+    "RECENCY_FLOOR",
+    "RECENCY_GRACE_YEARS",
+    "RECENCY_HALF_LIFE_YEARS",
+    "Citation",
+    "CitationCheck",
+    "DroppedCitation",
+    "EvidencedClaim",
+    "SourceDocument",
+    "build_evidence",
+]

@@ -124,3 +124,14 @@ def should_stop_early(consistencies: Sequence[float], min_gain: float = MIN_RELA
         return False
     recent = consistencies[-(flat_steps + 1):]
     return all(relative_gain(a, b) < min_gain for a, b in pairwise(recent))
+
+__all__ = [
+    "FLAT_STEPS_TO_STOP",
+    "MAX_QUESTIONS",
+    "MIN_RELATIVE_GAIN",
+    "IterationContext",
+    "initial_context",
+    "next_context",
+    "relative_gain",
+    "should_stop_early",
+]

@@ -96,3 +96,15 @@ class AgentReport(CamelModel):
     entities: list[EntityMention] = Field(default_factory=list)
     failures: list[SourceFailure] = Field(default_factory=list)
     decisions: list[str] = Field(default_factory=list)  # what the agent chose and why (transparency report)
+
+__all__ = [
+    "AgentBrief",
+    "AgentReport",
+    "AgentSnapshot",
+    "AgentStrategy",
+    "EntityMention",
+    "Finding",
+    "SourceFailure",
+    "SourceReference",
+    "SourceType",
+]

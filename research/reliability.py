@@ -168,3 +168,19 @@ def parse_rules(raw: Any, file: str = RULES_PATH.name) -> ReliabilityRules:
 def load_rules(path: Path = RULES_PATH) -> ReliabilityRules:
     """The rule file, read once per process."""
     return _compile(load_policy(path, ReliabilityFile))
+
+__all__ = [
+    "RULES_PATH",
+    "Assessment",
+    "DomainRule",
+    "DomainRuleSpec",
+    "ReliabilityFile",
+    "ReliabilityRules",
+    "Unit",
+    "Words",
+    "explain",
+    "load_rules",
+    "origin_of",
+    "parse_rules",
+    "reliability_for",
+]

@@ -154,3 +154,12 @@ def render_final_report(result: ConsensusResearchResult) -> str:
         lines.append(f"{n}. [{ref.title}]({ref.url}) — {ref.source_type or 'unknown type'}{date}; "
                      f"reliability {reliability}")
     return "\n".join(lines) + "\n"
+
+__all__ = [
+    "MAX_CITES",
+    "MAX_CLAIMS",
+    "MAX_NEW_FINDINGS",
+    "SourceNumbers",
+    "distinct_claims",
+    "render_final_report",
+]

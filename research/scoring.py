@@ -420,3 +420,34 @@ def flag_for_review(scores: Sequence[ReportScore], threshold: float = DEFAULT_CO
     ``threshold`` (strictly, beyond float noise). No reports: nothing to review, False.
     """
     return bool(scores) and all(1.0 - s.consistency_score > threshold + EPSILON for s in scores)
+
+__all__ = [
+    "DEFAULT_CONFLICT_THRESHOLD",
+    "EPSILON",
+    "FACETS_PATH",
+    "MAX_SEVERITY",
+    "WEIGHTS",
+    "ConflictLike",
+    "ConflictSummary",
+    "Facet",
+    "FacetFile",
+    "FacetSpec",
+    "Patterns",
+    "ReportScore",
+    "TopicSpec",
+    "conflict_rate",
+    "consistency_score",
+    "coverage_score",
+    "covered_facets",
+    "facets_for",
+    "flag_for_review",
+    "generic_facets",
+    "load_facets",
+    "origin_reliabilities",
+    "overall_score",
+    "parse_facets",
+    "reliability_score",
+    "score_report",
+    "select_best",
+    "topic_terms",
+]

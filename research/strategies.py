@@ -33,3 +33,9 @@ def strategy_for(agent_id: int, path: Path = STRATEGIES_FILE) -> AgentStrategy:
     strategies = _load(path)
     base = strategies[(agent_id - 1) % len(strategies)]
     return base.model_copy(update={"agent_id": agent_id})
+
+__all__ = [
+    "STRATEGIES_FILE",
+    "StrategyFile",
+    "strategy_for",
+]

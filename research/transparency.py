@@ -116,3 +116,9 @@ def transparency_markdown(result: ConsensusResearchResult) -> str:
     if summary["note"]:
         lines.append(f"- note: {summary['note']}")
     return "\n".join(lines) + "\n"
+
+__all__ = [
+    "transparency_data",
+    "transparency_json",
+    "transparency_markdown",
+]

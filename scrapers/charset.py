@@ -124,3 +124,12 @@ def decode_body(body: bytes, header_charset: str | None = None) -> tuple[str, st
         if text is not None:
             return text, codec
     return detect(body)
+
+__all__ = [
+    "SNIFF_BYTES",
+    "codec_for",
+    "declared_charset",
+    "decode_body",
+    "detect",
+    "sniff_binary",
+]

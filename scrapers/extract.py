@@ -50,3 +50,9 @@ def extract_page(content: bytes | str, *, url: str, content_type: str = "text/ht
         site_name=data.get("sitename"),
         lang=match.group(1).decode().lower() if match else None,
     )
+
+__all__ = [
+    "MIN_TEXT_CHARS",
+    "ExtractedPage",
+    "extract_page",
+]

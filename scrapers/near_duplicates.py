@@ -65,3 +65,13 @@ class NearDuplicateIndex:
         if original is None:
             self._entries.append(_Entry(url, fingerprint, parts))
         return original
+
+__all__ = [
+    "MIN_JACCARD",
+    "SCREEN_BITS",
+    "SHINGLE",
+    "NearDuplicateIndex",
+    "jaccard",
+    "shingles",
+    "simhash",
+]

@@ -201,3 +201,17 @@ class PinnedTransport(httpx.AsyncHTTPTransport):
             http2=http2,
             network_backend=PinnedBackend(guard.pins, httpcore.AnyIOBackend()),
         )
+
+__all__ = [
+    "DEFAULT_PORTS",
+    "METADATA_ADDRESSES",
+    "IPAddress",
+    "IPNetwork",
+    "NetGuard",
+    "PinnedBackend",
+    "PinnedTransport",
+    "Resolver",
+    "blocked_reason",
+    "parse_networks",
+    "system_resolver",
+]

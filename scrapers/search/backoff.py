@@ -13,4 +13,6 @@ def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:
     """Pause before retry number ``attempt`` (1-based): ``base * 2**(attempt-1)``, capped, times 0.5-1.0."""
     return min(max_s, base_s * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
-
+__all__ = [
+    "backoff_delay",
+]

@@ -76,3 +76,12 @@ def check_request(query: str, max_results: int) -> None:
         raise InputError("search query is empty; give some words to search for")
     if max_results < 1:
         raise InputError(f"max_results must be at least 1, got {max_results}")
+
+__all__ = [
+    "SearchProvider",
+    "SearchResult",
+    "TimeLimit",
+    "check_request",
+    "parse_date",
+    "time_limit",
+]

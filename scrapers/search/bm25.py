@@ -41,3 +41,7 @@ class BM25Index:
                 norm = k1 * (1.0 - b + b * self.lengths[doc_id] / avgdl)
                 out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
         return out
+
+__all__ = [
+    "BM25Index",
+]

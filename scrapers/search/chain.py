@@ -57,3 +57,7 @@ class FallbackSearchProvider:
             f"all {len(errors)} search providers failed for {query!r}: "
             + " | ".join(f"{name}: {message}" for name, message in errors)
         )
+
+__all__ = [
+    "FallbackSearchProvider",
+]

@@ -94,3 +94,10 @@ def load_manifest(directory: Path) -> Manifest | None:
         urls.add(entry.url)
     topic = data.get("topic")
     return Manifest(topic=str(topic) if topic is not None else None, entries=entries)
+
+__all__ = [
+    "MANIFEST_NAME",
+    "Manifest",
+    "ManifestEntry",
+    "load_manifest",
+]

@@ -52,3 +52,8 @@ def snippet(text: str, weights: Mapping[str, float], max_chars: int = MAX_CHARS)
         piece = piece[:-1]
     piece = " ".join(piece.split())
     return ("…" if start else "") + piece + ("…" if more else "")
+
+__all__ = [
+    "MAX_CHARS",
+    "snippet",
+]

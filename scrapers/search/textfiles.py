@@ -144,3 +144,15 @@ def read_file(path: Path) -> FileText:
         return _markdown(source)
     text = clean(source)
     return FileText(_first_line(text), text, None)
+
+__all__ = [
+    "HTML_SUFFIXES",
+    "MARKDOWN_SUFFIXES",
+    "SUFFIXES",
+    "TEXT_SUFFIXES",
+    "FileText",
+    "clean",
+    "decode",
+    "parse_date",
+    "read_file",
+]

@@ -124,3 +124,10 @@ def is_japanese(text: str) -> bool:
     sample = text[:4000]
     ja = len(_JAPANESE.findall(sample))
     return ja > 0 and ja * 10 >= len(sample.strip() or "x")
+
+__all__ = [
+    "MAX_CHUNK_CHARS",
+    "is_japanese",
+    "token_pairs",
+    "tokenize",
+]
