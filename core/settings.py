@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -24,6 +24,15 @@ from core.yamlfile import read_yaml
 ENV_PREFIX = "MAGI_"
 DEFAULT_CONFIG_NAME = "magi.yaml"
 BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+
+
+class LLMRoleParams(BaseModel):
+    """Sampling parameters of one LLM role (unset: the request's own value)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(None, ge=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
 
 
 class Settings(BaseSettings):
@@ -43,6 +52,14 @@ class Settings(BaseSettings):
     llm_backoff_initial_s: float = Field(1.0, gt=0, description="First retry delay in seconds.")
     llm_backoff_max_s: float = Field(10.0, gt=0, description="Cap on one retry delay in seconds.")
     llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM request in seconds.")
+    llm_models: dict[str, str] = Field(
+        default_factory=dict,
+        description="Model per role, e.g. {magi.melchior: claude-opus-4-6}; else 'default', else llm_model.",
+    )
+    llm_params: dict[str, LLMRoleParams] = Field(
+        default_factory=dict, description="temperature / max_tokens per role, e.g. {critic.worker: {temperature: 0.7}}."
+    )
+    llm_max_concurrency: int = Field(8, ge=1, le=1024, description="LLM calls in flight at once, cluster-wide.")
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"), description="Secret: environment only."
     )
