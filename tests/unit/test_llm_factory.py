@@ -15,7 +15,7 @@ from core.llm.replay import RecordingClient, ReplayClient
 from core.settings import Settings, load_settings
 
 
-def provider(client: LLMClient | None) -> LLMClient:
+def unwrap(client: LLMClient | None) -> LLMClient:
     """The provider under make_llm's wrappers (every configured client is limited)."""
     assert isinstance(client, LimitedClient)
     return provider_of(client)
@@ -42,7 +42,7 @@ def test_unknown_provider_lists_allowed_forms() -> None:
 def test_anthropic_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAGI_LLM_PROVIDER", "anthropic")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    client = provider(require_llm(load_settings(), "magi ask"))
+    client = unwrap(require_llm(load_settings(), "magi ask"))
     assert isinstance(client, AnthropicClient)
     assert client.base_url == "https://api.anthropic.com"
 
@@ -51,7 +51,7 @@ def test_anthropic_needs_key_or_base_url(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(LLMNotConfiguredError, match=r"ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
         make_llm(Settings(llm_provider="anthropic"))
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
-    client = provider(make_llm(load_settings(llm_provider="anthropic")))
+    client = unwrap(make_llm(load_settings(llm_provider="anthropic")))
     assert isinstance(client, AnthropicClient) and client.base_url == "http://127.0.0.1:8080"
 
 
@@ -62,8 +62,9 @@ def test_replay_and_record_need_a_cassette(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"does not exist; record it first"):
         make_llm(Settings(llm_provider="replay", llm_cassette=tmp_path / "none.jsonl"))
     (tmp_path / "c.jsonl").write_text("", encoding="utf-8")
-    assert isinstance(provider(make_llm(Settings(llm_provider="replay", llm_cassette=tmp_path / "c.jsonl"))), ReplayClient)
-    recorder = provider(
+    replay = unwrap(make_llm(Settings(llm_provider="replay", llm_cassette=tmp_path / "c.jsonl")))
+    assert isinstance(replay, ReplayClient)
+    recorder = unwrap(
         make_llm(Settings(llm_provider="record", llm_cassette=tmp_path / "r.jsonl", anthropic_api_key="k"))
     )
     assert isinstance(recorder, RecordingClient) and isinstance(recorder.inner, AnthropicClient)
@@ -71,7 +72,7 @@ def test_replay_and_record_need_a_cassette(tmp_path: Path) -> None:
 
 def test_python_provider_is_loaded_eagerly(tmp_path: Path) -> None:
     (tmp_path / "fake.py").write_text("def answer(request):\n    return 'ok'\n", encoding="utf-8")
-    client = provider(make_llm(Settings(llm_provider="python:fake.py:answer")))
+    client = unwrap(make_llm(Settings(llm_provider="python:fake.py:answer")))
     assert isinstance(client, PythonClient)
     with pytest.raises(ConfigError, match=r"has no function 'missing'"):
         make_llm(Settings(llm_provider="python:fake.py:missing"))
@@ -79,7 +80,7 @@ def test_python_provider_is_loaded_eagerly(tmp_path: Path) -> None:
 
 def test_settings_rebuild_the_client_in_another_process() -> None:
     settings = Settings(llm_provider="anthropic", anthropic_api_key="k")
-    rebuilt = provider(make_llm(pickle.loads(pickle.dumps(settings))))
+    rebuilt = unwrap(make_llm(pickle.loads(pickle.dumps(settings))))
     assert isinstance(rebuilt, AnthropicClient)
     wrapped = pickle.loads(pickle.dumps(make_llm(settings)))  # the whole chain pickles (Ray workers)
-    assert isinstance(provider(wrapped), AnthropicClient)
+    assert isinstance(unwrap(wrapped), AnthropicClient)
