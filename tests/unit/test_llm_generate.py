@@ -15,24 +15,13 @@ from pydantic import BaseModel
 from core.errors import LLMOutputError
 from core.llm import Generated, LLMRequest, LLMResponse, Message, Usage, UsageMeter, generate
 from core.llm.anthropic import AnthropicClient
+from core.llm.testing import ScriptedClient as Scripted
 from core.settings import Settings
 
 
 class Verdict(BaseModel):
     label: Literal["yes", "no"]
     confidence: float
-
-
-class Scripted:
-    """A test double: returns the given responses in order and keeps the requests."""
-
-    def __init__(self, *responses: LLMResponse) -> None:
-        self.responses = list(responses)
-        self.requests: list[LLMRequest] = []
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        return self.responses.pop(0)
 
 
 def out(output: dict[str, Any] | None, text: str = "", tokens: int = 10) -> LLMResponse:
