@@ -91,10 +91,6 @@ UNSUPPORTED = claim(
 CLAIMS = [RATE, RATE_VARIANT, NONE_PASSED, DISPUTED, UNSUPPORTED]
 
 
-def ScriptedClient(text: str = "", error: Exception | None = None) -> ScriptedClient:
-    """The shipped scripted client with one answer: the text, or the error."""
-    return ScriptedClient(error if error is not None else text)
-
 
 def run(topic: str, claims: list[EvidencedClaim], llm: LLMClient | None, lang: str = "ja") -> ExecutiveSummary:
     return asyncio.run(write_summary(topic, claims, llm, lang=lang))
