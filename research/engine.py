@@ -46,6 +46,7 @@ from core.events import (
     ScoringCompleted,
     StageProgress,
 )
+from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
 from core.models import AgentReport, AgentSnapshot, SourceReference
 from core.runtime import Outcome, Runtime
@@ -73,6 +74,7 @@ log = logging.getLogger(__name__)
 MAX_TOPIC_CHARS = 500
 SNAPSHOT_TIMEOUT_S = 2.0
 RESEARCH_SHARE = 90.0  # progress % the iterations cover; the final report takes the rest
+SUMMARY_ROLE = "research.summary"  # LLM role of the executive summary (model/params: llm_models, llm_params)
 
 
 def validate_topic(topic: str) -> str:
@@ -372,7 +374,9 @@ def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str 
     findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
     evidence, check = build_evidence(findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
-    summary = _run_async(lambda: write_summary(run.topic, verified, make_llm(run.settings), lang=_lang(run.topic)))
+    meter = UsageMeter()
+    llm = make_llm(run.settings, role=SUMMARY_ROLE, meter=meter)
+    summary = _run_async(lambda: write_summary(run.topic, verified, llm, lang=_lang(run.topic)))
     last = run.iterations[-1]
     result = ConsensusResearchResult(
         final_report="", iterations=run.iterations,
@@ -383,7 +387,7 @@ def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str 
                                 config=run.config),
         run_id=run.run_id, executive_summary=summary, claims=verified, disputed=conflicts, citation_check=check,
         sources=sorted((d.source for d in run.documents.values()), key=_source_order), stopped_early=stopped_early,
-        collection=collection,
+        collection=collection, usage=meter.summary() if llm is not None else None,
     )
     result.final_report = render_final_report(result)
     return result

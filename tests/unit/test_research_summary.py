@@ -91,7 +91,6 @@ UNSUPPORTED = claim(
 CLAIMS = [RATE, RATE_VARIANT, NONE_PASSED, DISPUTED, UNSUPPORTED]
 
 
-
 def run(topic: str, claims: list[EvidencedClaim], llm: LLMClient | None, lang: str = "ja") -> ExecutiveSummary:
     return asyncio.run(write_summary(topic, claims, llm, lang=lang))
 
