@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -42,7 +42,7 @@ LOCAL_POLL_S = 0.005  # how often a waiting in-process caller looks again (waits
 ACTOR_WAKE_S = 0.5  # longest sleep of a waiting acquire in the actor between checks
 PAUSE_STATUSES = frozenset({429, 529})
 
-_rate_limit_hook: ContextVar[Callable[[float], None] | None] = ContextVar("magi_llm_rate_limit_hook", default=None)
+_rate_limit_hook: ContextVar[Callable[[float], object] | None] = ContextVar("magi_llm_rate_limit_hook", default=None)
 
 
 def report_rate_limit(seconds: float) -> None:
@@ -53,7 +53,7 @@ def report_rate_limit(seconds: float) -> None:
 
 
 @contextmanager
-def rate_limit_hook(hook: Callable[[float], None]) -> Iterator[None]:
+def rate_limit_hook(hook: Callable[[float], object]) -> Iterator[None]:
     """Route :func:`report_rate_limit` calls made inside the block to ``hook``."""
     token = _rate_limit_hook.set(hook)
     try:
@@ -140,7 +140,8 @@ class Limiter(Protocol):
 
     def release(self, lease_id: str) -> None: ...
 
-    def pause(self, seconds: float) -> None: ...
+    def pause(self, seconds: float) -> Awaitable[Any] | None:
+        """Stop new acquisitions for ``seconds``; may return something to await for the pause to be in force."""
 
 
 class LocalLimiter:
@@ -256,8 +257,9 @@ class RayLimiter:
     def release(self, lease_id: str) -> None:
         self._actor.release.remote(lease_id, self.ttl_s)
 
-    def pause(self, seconds: float) -> None:
-        self._actor.pause.remote(seconds)
+    def pause(self, seconds: float) -> Awaitable[Any]:
+        ref: Awaitable[Any] = self._actor.pause.remote(seconds)
+        return ref
 
     async def state(self) -> dict[str, Any]:
         result: dict[str, Any] = await self._actor.state.remote()
@@ -306,7 +308,9 @@ async def lease(limiter: Limiter) -> AsyncIterator[str]:
             yield lease_id
     except LLMError as exc:
         if exc.status_code in PAUSE_STATUSES and exc.retry_after_s:
-            limiter.pause(exc.retry_after_s)
+            in_force = limiter.pause(exc.retry_after_s)
+            if in_force is not None:
+                await in_force  # the pause holds before this caller reports the error
         raise
     finally:
         beat.cancel()
