@@ -153,9 +153,9 @@ def main() -> None:
     try:
         counter = Counter.options(name=COUNTER, namespace=NAMESPACE).remote()  # type: ignore[attr-defined]
         work_s = args.work_ms / 1000
+        on_ray = overhead(args.overhead_calls)  # first, on a quiet cluster
         limited = load(True, args.calls, work_s, counter)
         unlimited = load(False, args.calls, work_s, counter)
-        on_ray = overhead(args.overhead_calls)
     finally:
         ray.shutdown()
         cluster.shutdown()

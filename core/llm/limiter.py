@@ -16,7 +16,8 @@ namespace ``magi``), so callers on every node share them; without Ray an in-proc
 The actor is *detached* (``lifetime="detached"``, ``num_cpus=0``): it is created on first use by
 whichever process gets there first (``get_if_exists=True``) and must outlive that process, because
 callers in other jobs and workers hold handles to it. It costs no CPU while idle and ends with the
-cluster. Leases make its state self-healing, so it never needs a reset.
+cluster. Leases make its state self-healing, so it never needs a reset; if it crashes (or its node
+is lost) Ray restarts it empty and resends the callers' requests.
 """
 
 from __future__ import annotations
@@ -230,7 +231,16 @@ def limiter_actor(permits: int) -> Any:
 
     actor_class = ray.remote(num_cpus=0)(LimiterActor)
     return actor_class.options(
-        name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True, lifetime="detached", max_concurrency=1000
+        name=ACTOR_NAME,
+        namespace=NAMESPACE,
+        get_if_exists=True,
+        lifetime="detached",
+        max_concurrency=1000,
+        # A crashed limiter comes back empty and callers' requests are resent: every method is
+        # idempotent per lease id. Calls in flight during the crash lose their leases (briefly more
+        # than the limit may run); the callers' releases of them are then harmless no-ops.
+        max_restarts=-1,
+        max_task_retries=-1,
     ).remote(permits)
 
 

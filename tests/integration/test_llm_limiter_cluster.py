@@ -140,3 +140,18 @@ def test_a_rate_limit_on_one_node_pauses_callers_on_every_node(three_nodes: Clus
     assert len(later) == 2 and min(later) - limited_at >= 1.0  # nobody started during the pause
     for actor in [*actors, counter]:
         ray.kill(actor)
+
+
+def test_a_crashed_limiter_is_restarted_and_callers_carry_on(three_nodes: Cluster) -> None:
+    counter = Counter.options(name=COUNTER, namespace=TEST_NAMESPACE).remote()  # type: ignore[attr-defined]
+    settings = load_settings(llm_provider=f"python:{PROVIDER}:answer", llm_max_concurrency=PERMITS)
+    actors = callers(settings)[:NODES]
+    assert ray.get(actors[0].ask.remote(["before"])) == ["done before"]
+    limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+    ray.kill(limiter, no_restart=False)  # a crash: Ray restarts the actor
+    answers = ray.get([a.ask.remote([f"after-crash-{i}"]) for i, a in enumerate(actors)])
+    assert answers == [[f"done after-crash-{i}"] for i in range(NODES)]
+    state = ray.get(ray.get_actor(ACTOR_NAME, namespace=NAMESPACE).state.remote())
+    assert state["granted"] == NODES and state["in_use"] == 0  # a fresh book, used by every node
+    for actor in [*actors, counter]:
+        ray.kill(actor)
