@@ -163,13 +163,22 @@ class AnthropicClient:
             raise self._timeout_error(request, timeout) from exc
         except anthropic.APIError as exc:
             raise self._error(exc, model) from exc
+        sent = 0
         try:
             async for event in events:
                 if event.type == "text" and event.text:
+                    sent += 1
                     yield TextDelta(event.text)
             message = await events.get_final_message()
         except anthropic.APIError as exc:
             raise self._error(exc, model) from exc
+        except httpx2.HTTPError as exc:  # the connection broke mid-stream: deltas already went out, no retry here
+            raise LLMError(
+                f"the LLM stream from {self.base_url} (model {model}) broke off after {sent} text deltas: "
+                f"{type(exc).__name__}: {exc}; retry the whole call",
+                model=model,
+                retryable=True,
+            ) from exc
         finally:
             await manager.__aexit__(None, None, None)
         response = self._convert(message, None)

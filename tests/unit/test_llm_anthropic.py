@@ -15,7 +15,7 @@ from core.errors import LLMError, LLMNotConfiguredError
 from core.llm.anthropic import CACHE_MIN_SYSTEM_CHARS, AnthropicClient
 from core.llm.base import LLMRequest, Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from core.llm.limiter import rate_limit_hook
-from core.llm.streaming import collect, stream
+from core.llm.streaming import TextDelta, collect, stream
 from core.settings import Settings
 
 Action = httpx2.Response | Exception | Callable[[httpx2.Request], Any]
@@ -410,3 +410,22 @@ def test_stream_error_is_an_llm_error() -> None:
     server = FakeServer(error(401, "invalid x-api-key"))
     with pytest.raises(LLMError, match=r"HTTP 401.*ANTHROPIC_API_KEY"):
         asyncio.run(collect(stream(make_client(server, []), request())))
+
+
+def test_a_stream_that_breaks_off_is_a_retryable_llm_error() -> None:
+    class Broken(httpx2.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[no-untyped-def]
+            yield streamed("part").content[:400]  # message_start and the first delta, then the connection drops
+            raise httpx2.ReadError("connection reset")
+
+    server = FakeServer(lambda _r: httpx2.Response(200, stream=Broken(), headers={"content-type": "text/event-stream"}))
+    seen: list[str] = []
+
+    async def run() -> None:
+        async for event in stream(make_client(server, []), request()):
+            if isinstance(event, TextDelta):
+                seen.append(event.text)
+
+    with pytest.raises(LLMError, match=r"broke off after \d text deltas.*ReadError") as info:
+        asyncio.run(run())
+    assert info.value.retryable and len(server.bodies) == 1
