@@ -1,7 +1,8 @@
 """The one LLM interface every system uses: plain request/response models, a client protocol, ``generate``.
 
 Requests and responses are pydantic models holding only JSON values, so they cross Ray process
-boundaries and can be written to cassettes unchanged. Providers differ only in ``complete``.
+boundaries and can be written to cassettes unchanged. Providers differ only in ``complete`` (and,
+optionally, ``stream``; see core.llm.streaming).
 """
 
 from __future__ import annotations

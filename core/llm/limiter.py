@@ -278,23 +278,31 @@ class RayLimiter:
 
 _process_lock = threading.Lock()
 _local: LocalLimiter | None = None
-_remote: RayLimiter | None = None
+_remote: tuple[str, RayLimiter] | None = None  # (the cluster it belongs to, its client)
 
 
-def _ray_ready() -> bool:
+def _ray_cluster() -> str | None:
+    """The GCS address of the Ray this process is attached to, or None when Ray is not initialised."""
     ray = sys.modules.get("ray")  # not imported means not initialised: skip the ~1 s import
-    return ray is not None and bool(ray.is_initialized())
+    if ray is None or not ray.is_initialized():
+        return None
+    return str(ray.get_runtime_context().gcs_address)
 
 
 def shared_limiter(permits: int) -> Limiter:
-    """The limiter of this process: the cluster actor when Ray is up, else one in-process limiter."""
+    """The limiter of this process: the cluster actor when Ray is up, else one in-process limiter.
+
+    The actor's client is kept per cluster, so a process that shuts Ray down and attaches to
+    another cluster (tests, notebooks) does not keep a handle into the old one.
+    """
     global _local, _remote
     with _process_lock:
-        if _ray_ready():
-            if _remote is None:
-                _remote = RayLimiter(permits)
-            _remote.permits = permits
-            return _remote
+        cluster = _ray_cluster()
+        if cluster is not None:
+            if _remote is None or _remote[0] != cluster:
+                _remote = (cluster, RayLimiter(permits))
+            _remote[1].permits = permits
+            return _remote[1]
         if _local is None:
             _local = LocalLimiter(permits)
         _local.set_permits(permits)

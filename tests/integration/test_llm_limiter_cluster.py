@@ -8,6 +8,7 @@ modules that follow. 20 caller actors, spread over the 3 nodes, call the LLM thr
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Iterator
@@ -121,6 +122,11 @@ def test_twenty_callers_on_three_nodes_never_exceed_four_calls(three_nodes: Clus
     limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
     state = ray.get(limiter.state.remote())
     assert state["peak"] == PERMITS and state["in_use"] == 0 and state["expired"] == 0
+    driver = make_llm(settings)  # the driver takes its permits from the same actor
+    assert driver is not None
+    request = LLMRequest(system="test", messages=[Message(role="user", content="from the driver")])
+    assert asyncio.run(driver.complete(request)).text == "done from the driver"
+    assert ray.get(limiter.state.remote())["granted"] == state["granted"] + 1
     for actor in [*actors, counter]:
         ray.kill(actor)
 
