@@ -194,6 +194,8 @@ async def generate(
     temperature: float = 0.0,
     max_tokens: int = 1024,
     timeout_s: float | None = None,
+    role: str | None = None,
+    model: str | None = None,
 ) -> Generated[T]: ...
 
 
@@ -208,6 +210,8 @@ async def generate(
     temperature: float = 0.0,
     max_tokens: int = 1024,
     timeout_s: float | None = None,
+    role: str | None = None,
+    model: str | None = None,
 ) -> Generated[BaseModel]: ...
 
 
@@ -221,8 +225,13 @@ async def generate(
     temperature: float = 0.0,
     max_tokens: int = 1024,
     timeout_s: float | None = None,
+    role: str | None = None,
+    model: str | None = None,
 ) -> Generated[T]:
     """Call ``client``; with ``output_type``, validate the output and allow the model ONE repair.
+
+    ``role`` (e.g. ``"magi.melchior"``) picks the model and parameters configured for it when the
+    client came from ``make_llm``; ``model`` names a model outright.
 
     The repair turn shows the model its own output and the validation errors, which fixes most
     near-misses (a missing field, a wrong enum) for the price of one extra call.
@@ -236,6 +245,8 @@ async def generate(
         timeout_s=timeout_s,
         output_schema=output_type.model_json_schema() if output_type else None,
         output_name=_tool_name(output_type) if output_type else None,
+        role=role,
+        model=model,
     )
     response = await client.complete(request)
     if output_type is None:

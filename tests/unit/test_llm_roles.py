@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError
-from core.llm import LLMRequest, Message, make_llm, resolve_role
+from core.llm import LLMRequest, Message, generate, make_llm, resolve_role
 from core.llm.roles import RoleClient
 from core.llm.streaming import collect
 from core.llm.testing import ScriptedClient
@@ -85,3 +85,16 @@ def test_roles_come_from_yaml_and_environment(tmp_path: Path, monkeypatch: pytes
     config.write_text("llm_params:\n  x:\n    temperature: 3\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"llm_params.*less than or equal to 1"):
         load_settings(config)
+
+
+def test_generate_passes_a_per_call_role(tmp_path: Path) -> None:
+    (tmp_path / "show.py").write_text("def show(request):\n    return f'{request.role} {request.model}'\n",
+                                      encoding="utf-8")
+    settings = SETTINGS.model_copy(update={"llm_provider": f"python:{tmp_path / 'show.py'}:show"})
+    client = make_llm(settings)  # no role bound: each call names its own
+    assert client is not None
+    user = [Message(role="user", content="q")]
+    melchior = asyncio.run(generate(client, system="s", messages=user, role="magi.melchior"))
+    assert melchior.response.text == "magi.melchior claude-opus-4-6"
+    plain = asyncio.run(generate(client, system="s", messages=user))
+    assert plain.response.text == "default claude-haiku-4-5"
