@@ -88,7 +88,10 @@ async def research(args: argparse.Namespace) -> int:
         "disputed": len(result.disputed), "entities": len(entities), "citationsPassed": check.passed,
         "citationsChecked": check.checked, "agentFailures": len(result.agent_failures),
         "durationMs": result.total_duration_ms, "overallScore": round(result.final_score.overall_score, 3),
+        "llmCalls": result.usage.calls if result.usage else 0,
+        "llmCostUsd": result.usage.cost_usd if result.usage else 0.0,
     }
+    usage = result.usage
     emit(settings, summary, "\n".join([
         f"# Research: {result.metadata.topic}", "",
         f"- report: {md_path}", f"- result: {json_path}", f"- transparency: {md_path.parent / 'transparency.md'}",
@@ -98,6 +101,8 @@ async def research(args: argparse.Namespace) -> int:
         f"- citations: {check.passed} of {check.checked} passed verification",
         f"- final score {result.final_score.overall_score:.3f}; {result.iterations[-1].selection_reason}",
         *[f"- agent {f.agent_id} (iteration {f.iteration}) failed: {f.error}" for f in result.agent_failures],
+        f"- LLM: {usage.calls} call(s), {usage.input_tokens} input / {usage.output_tokens} output tokens, "
+        f"cost {usage.cost_text()}" if usage else "- LLM: none configured (extractive summary)",
         f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
     ]))
     return 0

@@ -40,7 +40,30 @@ class LLMNotConfiguredError(MagiError):
 
 
 class LLMError(MagiError):
-    """The LLM provider failed, or its answer could not be used."""
+    """The LLM provider failed, or its answer could not be used.
+
+    ``status_code`` is the HTTP status when there was one, ``model`` the model asked, ``retryable``
+    whether the same call may succeed later (rate limits, overload, timeouts), ``retry_after_s``
+    how long the server asked to wait.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        model: str | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.model = model
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keeps the fields when the error crosses processes (Ray)
+        return (type(self), (str(self),), dict(self.__dict__))
 
 
 class LLMOutputError(LLMError):

@@ -86,13 +86,30 @@ class RaySettings(Section):
     num_cpus: int | None = Field(None, ge=1, description="CPUs of a local Ray (default: all).")
 
 
+class LLMRoleParams(BaseModel):
+    """Sampling parameters of one LLM role (unset: the request's own value)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float | None = Field(None, ge=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+
+
 class LLMSettings(Section):
     name: ClassVar[str] = "llm"
 
     provider: str | None = Field(
         None, description="anthropic | replay | record | python:MODULE_OR_FILE:FUNCTION (unset: no LLM)."
     )
-    model: str = Field("claude-sonnet-4-6", description="Model name sent to the provider.")
+    model: str = Field("claude-sonnet-4-6", description="Model name sent to the provider (role 'default').")
+    models: dict[str, str] = Field(
+        default_factory=dict,
+        description="Model per role (default, research.summary, magi.melchior, critic.worker ...); unset: model.",
+    )
+    params: dict[str, LLMRoleParams] = Field(
+        default_factory=dict, description="Temperature and max_tokens per role (or 'default')."
+    )
+    max_concurrency: int = Field(8, ge=1, le=1024, description="LLM calls in flight at once, cluster-wide.")
     cassette: AbsolutePath | None = Field(None, description="Cassette file for the replay/record providers.")
     max_retries: int = Field(2, ge=0, le=10, description="Retries on 408/409/429/5xx/connection errors.")
     backoff_initial_s: float = Field(1.0, gt=0, description="First retry delay in seconds.")

@@ -32,6 +32,7 @@ from actors.nlp_pool import NlpPool
 from actors.research_agent import ResearchAgent
 from core.errors import InputError, ResearchError, first_line
 from core.events import Event, EventSink
+from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
 from core.runtime import Handle, Outcome, Runtime
 from core.settings import Settings
@@ -74,6 +75,7 @@ log = logging.getLogger(__name__)
 MAX_TOPIC_CHARS = 500
 SNAPSHOT_TIMEOUT_S = 2.0
 RESEARCH_SHARE = 90.0  # progress % the iterations cover; the final report takes the rest
+SUMMARY_ROLE = "research.summary"  # LLM role of the executive summary (model/params: llm.models, llm.params)
 
 
 def validate_topic(topic: str) -> str:
@@ -382,7 +384,9 @@ async def _finish(run: _Run, started_at: datetime, started: float, stopped_early
     findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
     evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
-    summary = await write_summary(run.topic, verified, make_llm(run.settings), lang=_lang(run.topic))
+    meter = UsageMeter()
+    llm = make_llm(run.settings, role=SUMMARY_ROLE, meter=meter)
+    summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
     result = ConsensusResearchResult(
         final_report="", iterations=run.iterations,
@@ -393,7 +397,7 @@ async def _finish(run: _Run, started_at: datetime, started: float, stopped_early
                                 config=run.config),
         run_id=run.run_id, executive_summary=summary, claims=verified, disputed=conflicts, citation_check=check,
         sources=sorted((d.source for d in run.documents.values()), key=_source_order), stopped_early=stopped_early,
-        collection=collection,
+        collection=collection, usage=meter.summary() if llm is not None else None,
     )
     result.final_report = render_final_report(result)
     return result

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from actors.collector import CollectionStats
 from core.files import atomic_write_text
+from core.llm.cost import UsageSummary
 from core.models import CamelModel
 from nlp.conflicts import Conflict
 from research.evidence import CitationCheck, EvidencedClaim
@@ -103,6 +104,7 @@ class ConsensusResearchResult(CamelModel):
     sources: list[SourceReference]  # every page read, with its reliability
     stopped_early: str | None = None  # why fewer iterations than configured ran
     collection: CollectionStats | None = None
+    usage: UsageSummary | None = None  # LLM calls, tokens and cost of the run (None: no LLM configured)
 
     @property
     def agent_failures(self) -> list[AgentFailure]:

@@ -30,13 +30,11 @@ Every failure is a :class:`FetchError` whose ``kind`` is one of:
 from __future__ import annotations
 
 import asyncio
-import random
 import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -44,6 +42,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.errors import FetchError
+from core.retry import backoff_delay, parse_retry_after, retry
 from core.settings import Settings
 from scrapers.charset import SNIFF_BYTES, decode_body, sniff_binary
 from scrapers.net_guard import DEFAULT_PORTS, NetGuard, PinnedTransport, Resolver, parse_networks
@@ -238,40 +237,50 @@ class Fetcher:
         )
 
     async def _fetch_http(self, url: str, target: httpx.URL) -> FetchedPage:
-        """Attempts with backoff, all under one deadline that starts when the first request is sent."""
+        """Attempts with backoff (``core.retry``), all under one deadline that starts when the first request is sent."""
         attempts = 0
         try:
             async with asyncio.timeout(None) as budget:
-                while True:
+
+                async def attempt() -> FetchedPage:
+                    nonlocal attempts
                     attempts += 1
-                    try:
-                        page = await self._attempt(url, target, budget)
-                    except _Retryable as exc:
-                        await asyncio.sleep(self._retry_delay(exc, attempts, budget))
-                        continue
-                    page.attempts = attempts
-                    return page
+                    return await self._attempt(url, target, budget)
+
+                def delay(retry_index: int, exc: Exception) -> float:
+                    assert isinstance(exc, _Retryable)
+                    return self._retry_delay(exc, retry_index, budget)
+
+                try:
+                    page = await retry(
+                        attempt,
+                        attempts=self.policy.retries + 1,
+                        retryable=lambda exc: isinstance(exc, _Retryable),
+                        delay=delay,
+                    )
+                except _Retryable as exc:
+                    raise FetchError(f"{exc} (gave up after {attempts} attempts)", url=exc.url, kind=exc.kind) from None
+                page.attempts = attempts
+                return page
         except TimeoutError:
             raise FetchError(
                 f"{url}: no complete answer within the {self.policy.timeout_s:g} s deadline (attempt {attempts})",
                 url=url, kind="timeout",
             ) from None
 
-    def _retry_delay(self, exc: _Retryable, attempts: int, budget: asyncio.Timeout) -> float:
-        """Seconds to wait before the next attempt, or raise the final error if there should be none."""
+    def _retry_delay(self, exc: _Retryable, retry_index: int, budget: asyncio.Timeout) -> float:
+        """Seconds to wait before retry ``retry_index`` (0-based), or raise the final error if there should be none."""
         policy = self.policy
 
         def give_up(why: str) -> FetchError:
             return FetchError(f"{exc} ({why})", url=exc.url, kind=exc.kind)
 
-        if attempts > policy.retries:
-            raise give_up(f"gave up after {attempts} attempts")
         if exc.retry_after is not None:
             if exc.retry_after > policy.retry_after_max_s:
                 raise give_up(f"Retry-After {exc.retry_after:g} s is over the {policy.retry_after_max_s:g} s cap")
             delay = exc.retry_after
         else:
-            delay = min(policy.backoff_max_s, policy.backoff_base_s * 2 ** (attempts - 1)) * random.uniform(0.5, 1)
+            delay = backoff_delay(retry_index, policy.backoff_base_s, policy.backoff_max_s, jitter=0.5)
         deadline = budget.when()
         if deadline is not None and asyncio.get_running_loop().time() + delay >= deadline:
             raise give_up("no time left before the deadline")
@@ -330,7 +339,7 @@ class Fetcher:
         status = response.status_code
         if status == 429 or status >= 500:
             raise _Retryable(f"{where} answered HTTP {status}", url=url, kind="http_status",
-                             retry_after=_retry_after(response.headers.get("retry-after")))
+                             retry_after=parse_retry_after(response.headers.get("retry-after")))
         if not 200 <= status < 300:
             raise FetchError(f"{where} answered HTTP {status}", url=url, kind="http_status")
         media, charset = _media_type(response.headers.get("content-type", ""))
@@ -519,17 +528,3 @@ def _media_type(header: str) -> tuple[str, str | None]:
     return media.strip().lower(), charset
 
 
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date), or None if absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())

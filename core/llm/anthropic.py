@@ -1,8 +1,14 @@
 """Anthropic Messages API adapter (also for Anthropic-compatible servers: llama.cpp, vLLM, Ollama).
 
-The SDK's own retries are switched off (``max_retries=0``) and this module owns the loop, so the
+The SDK's own retries are switched off (``max_retries=0``) and ``core.retry`` owns the loop, so the
 backoff is the configured one (``llm_backoff_initial_s`` doubling up to ``llm_backoff_max_s``, times
-a jitter in [0.75, 1]; a server's ``retry-after(-ms)`` wins, up to ``RETRY_AFTER_CAP_S``).
+a jitter in [0.75, 1]; a server's ``retry-after(-ms)`` wins, up to ``RETRY_AFTER_CAP_S``). A 429/529
+with a retry-after is also reported to the cluster-wide limiter (``core.llm.limiter``), which then
+holds back every caller, not only this one.
+
+Messages travel as typed parts: tool calls become ``tool_use`` blocks, tool results ``tool_result``
+blocks, and both come back the same way. ``stream`` uses ``messages.stream`` (retrying only until the
+first event arrives) and ends with the same ``LLMResponse`` that ``complete`` would return.
 
 Structured output first uses ``messages.parse`` with ``output_config.format`` (a JSON schema; the
 SDK's ``output_format=`` only takes Python types). A server that rejects that (400/422) or ignores
@@ -14,17 +20,28 @@ rest of the client's life if the model rejects it.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import random
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, cast
 
 import anthropic
 import httpx2
 
 from core.errors import LLMError, LLMNotConfiguredError
-from core.llm.base import LLMRequest, LLMResponse, ToolCall, Usage, UsageMeter, output_from_text
+from core.llm.base import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    output_from_text,
+)
+from core.llm.cost import UsageMeter
+from core.llm.limiter import report_rate_limit
+from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
+from core.retry import backoff_delay, retry, retry_after_s
 from core.settings import Settings
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -35,26 +52,13 @@ CACHE_MIN_SYSTEM_CHARS = 4000
 # A server's retry-after is honoured up to this many seconds.
 RETRY_AFTER_CAP_S = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
+# Statuses whose retry-after pauses every caller of the cluster (rate limited, overloaded).
+PAUSE_STATUSES = frozenset({429, 529})
 REJECTION_STATUSES = frozenset({400, 422})
 DEFAULT_OUTPUT_NAME = "emit_output"
 
 StructuredMode = Literal["unknown", "native", "tool"]
 Sleep = Callable[[float], Awaitable[None]]
-
-
-def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after`` seconds or date)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            parsed = email.utils.parsedate_tz(value)
-            if parsed is not None:
-                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
-    return None
 
 
 def _is_retryable(exc: Exception) -> bool:
@@ -63,6 +67,21 @@ def _is_retryable(exc: Exception) -> bool:
             return False
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
     return isinstance(exc, anthropic.APIConnectionError | TimeoutError)
+
+
+def _block(part: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ToolCallPart):
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
+    return {"type": "tool_result", "tool_use_id": part.tool_call_id, "content": part.content, "is_error": part.is_error}
+
+
+def wire_message(message: Message) -> dict[str, Any]:
+    """A message in the Messages API shape (a plain string stays a string)."""
+    if isinstance(message.content, str):
+        return {"role": message.role, "content": message.content}
+    return {"role": message.role, "content": [_block(p) for p in message.content]}
 
 
 class AnthropicClient:
@@ -106,19 +125,74 @@ class AnthropicClient:
         """Close the underlying HTTP client."""
         await self._sdk.close()
 
+    def model_for(self, request: LLMRequest) -> str:
+        """The model sent: the request's (set from its role), else ``llm.model``."""
+        return request.model or self.settings.llm.model
+
     async def complete(self, request: LLMRequest) -> LLMResponse:
         timeout = request.timeout_s or self.settings.llm.timeout_s
         try:
             response = await self._complete(request, timeout)
         except TimeoutError as exc:
-            raise LLMError(
-                f"LLM request to {self.base_url} (model {self.settings.llm.model}) timed out after {timeout:g} s "
-                f"({self.settings.llm.max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server"
-            ) from exc
+            raise self._timeout_error(request, timeout) from exc
         except anthropic.APIError as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc, self.model_for(request)) from exc
         self.usage.add(response)
         return response
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        """Text deltas as the server sends them, then ``StreamEnd``; structured output is not streamed."""
+        if request.output_schema is not None:
+            response = await self.complete(request)
+            if response.text:
+                yield TextDelta(response.text)
+            yield StreamEnd(response)
+            return
+        timeout = request.timeout_s or self.settings.llm.timeout_s
+        model = self.model_for(request)
+        params = self._params(request)
+
+        async def open_stream() -> tuple[Any, Any]:
+            manager = self._sdk.messages.stream(**params, timeout=timeout)
+            async with asyncio.timeout(timeout):
+                return manager, await manager.__aenter__()
+
+        try:
+            manager, events = await self._with_retries(open_stream)
+        except TimeoutError as exc:
+            raise self._timeout_error(request, timeout) from exc
+        except anthropic.APIError as exc:
+            raise self._error(exc, model) from exc
+        sent = 0
+        try:
+            async for event in events:
+                if event.type == "text" and event.text:
+                    sent += 1
+                    yield TextDelta(event.text)
+            message = await events.get_final_message()
+        except anthropic.APIError as exc:
+            raise self._error(exc, model) from exc
+        except httpx2.HTTPError as exc:  # the connection broke mid-stream: deltas already went out, no retry here
+            raise LLMError(
+                f"the LLM stream from {self.base_url} (model {model}) broke off after {sent} text deltas: "
+                f"{type(exc).__name__}: {exc}; retry the whole call",
+                model=model,
+                retryable=True,
+            ) from exc
+        finally:
+            await manager.__aexit__(None, None, None)
+        response = self._convert(message, None)
+        self.usage.add(response)
+        yield StreamEnd(response)
+
+    def _timeout_error(self, request: LLMRequest, timeout: float) -> LLMError:
+        model = self.model_for(request)
+        return LLMError(
+            f"LLM request to {self.base_url} (model {model}) timed out after {timeout:g} s "
+            f"({self.settings.llm.max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server",
+            model=model,
+            retryable=True,
+        )
 
     async def _complete(self, request: LLMRequest, timeout: float) -> LLMResponse:
         if request.output_schema is None:
@@ -154,9 +228,9 @@ class AnthropicClient:
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": self.settings.llm.model,
+            "model": self.model_for(request),
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [wire_message(m) for m in request.messages],
         }
         if len(request.system) >= CACHE_MIN_SYSTEM_CHARS:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
@@ -193,36 +267,53 @@ class AnthropicClient:
     async def _send_with_retries(
         self, params: dict[str, Any], timeout: float, *, parse: bool
     ) -> anthropic.types.Message:
-        max_retries = self.settings.llm.max_retries
-        for attempt in range(max_retries + 1):
+        async def attempt() -> anthropic.types.Message:
             try:
                 async with asyncio.timeout(timeout):
                     if parse:
                         return await self._sdk.messages.parse(**params, timeout=timeout)
                     created = await self._sdk.messages.create(**params, timeout=timeout)
                     return cast(anthropic.types.Message, created)  # no stream= given: a Message
-            except (anthropic.APIError, TimeoutError) as exc:
-                if attempt >= max_retries or not _is_retryable(exc):
-                    if isinstance(exc, anthropic.APITimeoutError):
-                        raise TimeoutError(str(exc)) from exc
-                    raise
-                await self._sleep(self.retry_delay(attempt, exc))
-        raise AssertionError("unreachable")  # pragma: no cover
+            except anthropic.APITimeoutError as exc:
+                raise TimeoutError(str(exc)) from exc
+
+        message: anthropic.types.Message = await self._with_retries(attempt)
+        return message
+
+    async def _with_retries(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """``call`` with the configured retries; a rate limit with retry-after pauses the whole cluster."""
+
+        def on_retry(_retry: int, exc: Exception, seconds: float) -> None:
+            if not isinstance(exc, anthropic.APIStatusError) or exc.status_code not in PAUSE_STATUSES:
+                return
+            if retry_after_s(exc.response.headers) is not None:
+                report_rate_limit(seconds)
+
+        def retryable(exc: Exception) -> bool:
+            return isinstance(exc, anthropic.APIError | TimeoutError) and _is_retryable(exc)
+
+        return await retry(
+            call,
+            attempts=self.settings.llm.max_retries + 1,
+            retryable=retryable,
+            delay=self.retry_delay,
+            sleep=self._sleep,
+            on_retry=on_retry,
+        )
 
     def retry_delay(self, attempt: int, exc: Exception | None = None) -> float:
         """Delay before retry ``attempt + 1``: the server's retry-after, else capped exponential with jitter."""
         if isinstance(exc, anthropic.APIStatusError):
-            asked = retry_after_s(exc.response.headers)
+            asked = retry_after_s(exc.response.headers, cap_s=RETRY_AFTER_CAP_S)
             if asked is not None:
-                return min(asked, RETRY_AFTER_CAP_S)
-        s = self.settings.llm
-        base = min(s.backoff_initial_s * 2.0**attempt, s.backoff_max_s)
-        return base * (1.0 - 0.25 * self._jitter())  # within [0.75, 1] x base
+                return asked
+        s = self.settings
+        return backoff_delay(attempt, s.llm.backoff_initial_s, s.llm.backoff_max_s, jitter=0.25, rand=self._jitter)
 
     def _convert(self, message: anthropic.types.Message, output: dict[str, Any] | None) -> LLMResponse:
         text = "".join(block.text for block in message.content if block.type == "text")
         calls = [
-            ToolCall(id=block.id, name=block.name, arguments=dict(block.input))
+            ToolCallPart(id=block.id, name=block.name, arguments=dict(block.input))
             for block in message.content
             if block.type == "tool_use"
         ]
@@ -254,21 +345,30 @@ class AnthropicClient:
             }
         )
 
-    def _error(self, exc: anthropic.APIError) -> LLMError:
-        where = f"{self.base_url} (model {self.settings.llm.model})"
+    def _error(self, exc: anthropic.APIError, model: str) -> LLMError:
+        where = f"{self.base_url} (model {model})"
         if isinstance(exc, anthropic.APIStatusError):
+            status = exc.status_code
             hint = {
                 401: "check ANTHROPIC_API_KEY",
                 403: "check that ANTHROPIC_API_KEY may use this model",
-                404: "check MAGI_LLM_MODEL and ANTHROPIC_BASE_URL",
-                429: "rate limited; retry later or raise MAGI_LLM_MAX_RETRIES",
-            }.get(exc.status_code, "check the request, MAGI_LLM_MODEL and ANTHROPIC_BASE_URL")
-            if exc.status_code >= 500:
-                hint = "the server failed; retry later"
-            return LLMError(f"LLM request to {where} failed with HTTP {exc.status_code}: {exc.message}; {hint}")
+                404: "check MAGI_LLM_MODEL (or llm.models) and ANTHROPIC_BASE_URL",
+                429: "rate limited; retry later, lower llm.max_concurrency or raise MAGI_LLM_MAX_RETRIES",
+            }.get(status, "check the request, MAGI_LLM_MODEL and ANTHROPIC_BASE_URL")
+            if status >= 500:
+                hint = "the server failed or is overloaded; retry later"
+            return LLMError(
+                f"LLM request to {where} failed with HTTP {status}: {exc.message}; {hint}",
+                status_code=status,
+                model=model,
+                retryable=_is_retryable(exc),
+                retry_after_s=retry_after_s(exc.response.headers, cap_s=RETRY_AFTER_CAP_S),
+            )
         if isinstance(exc, anthropic.APIConnectionError):
             return LLMError(
                 f"cannot connect to the LLM server {self.base_url} "
-                f"(after {self.settings.llm.max_retries} retries): {exc}; check ANTHROPIC_BASE_URL"
+                f"(after {self.settings.llm.max_retries} retries): {exc}; check ANTHROPIC_BASE_URL",
+                model=model,
+                retryable=True,
             )
-        return LLMError(f"LLM request to {where} failed: {exc}")
+        return LLMError(f"LLM request to {where} failed: {exc}; check the server's logs", model=model)

@@ -1,16 +1,16 @@
 """The one LLM interface every system uses: plain request/response models, a client protocol, ``generate``.
 
 Requests and responses are pydantic models holding only JSON values, so they cross Ray process
-boundaries and can be written to cassettes unchanged. Providers differ only in ``complete``.
+boundaries and can be written to cassettes unchanged. Providers differ only in ``complete`` (and,
+optionally, ``stream``; see core.llm.streaming).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar, overload, runtime_checkable
+from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -19,11 +19,54 @@ from core.errors import LLMOutputError
 T = TypeVar("T", bound=BaseModel)
 
 
+class TextPart(BaseModel):
+    """Plain text inside a message."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolCallPart(BaseModel):
+    """A tool call the model asked for (an assistant message part)."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultPart(BaseModel):
+    """What a tool returned for one call (a user message part); ``is_error`` marks a failure."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+Part = Annotated[TextPart | ToolCallPart | ToolResultPart, Field(discriminator="type")]
+ToolCall = ToolCallPart  # the name responses used before parts existed
+
+
 class Message(BaseModel):
-    """One conversation turn; content is plain text so requests stay provider-neutral."""
+    """One conversation turn: a plain string (one text part) or typed parts (tool calls and results)."""
 
     role: Literal["user", "assistant"]
-    content: str
+    content: str | list[Part]
+
+    @property
+    def parts(self) -> list[TextPart | ToolCallPart | ToolResultPart]:
+        """The content as parts; a plain string is one text part."""
+        if isinstance(self.content, str):
+            return [TextPart(text=self.content)]
+        return list(self.content)
+
+    @property
+    def text(self) -> str:
+        """The text parts joined (tool calls and results left out)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
 
 
 class ToolSpec(BaseModel):
@@ -32,14 +75,6 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     input_schema: dict[str, Any]
-
-
-class ToolCall(BaseModel):
-    """A tool call the model asked for."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
 
 
 class Usage(BaseModel):
@@ -70,6 +105,8 @@ class LLMRequest(BaseModel):
     timeout_s: float | None = None
     output_schema: dict[str, Any] | None = None
     output_name: str | None = None
+    model: str | None = None  # None: the role's model, else ``llm.model``
+    role: str | None = None  # e.g. "magi.melchior"; resolved by core.llm.roles.resolve_role
 
 
 class LLMResponse(BaseModel):
@@ -82,46 +119,24 @@ class LLMResponse(BaseModel):
     model: str = ""
     stop_reason: str | None = None
 
+    @property
+    def parts(self) -> list[TextPart | ToolCallPart | ToolResultPart]:
+        """Text and tool calls as message parts, to append the answer to a conversation."""
+        parts: list[TextPart | ToolCallPart | ToolResultPart] = [TextPart(text=self.text)] if self.text else []
+        return [*parts, *self.tool_calls]
+
+    def as_message(self) -> Message:
+        """The answer as an assistant message (plain string when it holds only text)."""
+        if not self.tool_calls:
+            return Message(role="assistant", content=self.text)
+        return Message(role="assistant", content=self.parts)
+
 
 @runtime_checkable
 class LLMClient(Protocol):
     """Anything with an async ``complete``: Anthropic, replay/record, python functions, test doubles."""
 
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
-
-
-class UsageMeter:
-    """Thread-safe running total of usage for one run (sum responses as they arrive)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._total = Usage()
-        self._calls = 0
-
-    def add(self, usage: Usage | LLMResponse) -> None:
-        item = usage.usage if isinstance(usage, LLMResponse) else usage
-        with self._lock:
-            self._total = self._total + item
-            self._calls += 1
-
-    @property
-    def total(self) -> Usage:
-        with self._lock:
-            return self._total
-
-    @property
-    def calls(self) -> int:
-        with self._lock:
-            return self._calls
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Locks do not pickle; a copy (e.g. sent to a Ray worker) gets its own.
-        return {"total": self.total, "calls": self.calls}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._lock = threading.Lock()
-        self._total = state["total"]
-        self._calls = state["calls"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +194,8 @@ async def generate(
     temperature: float = 0.0,
     max_tokens: int = 1024,
     timeout_s: float | None = None,
+    role: str | None = None,
+    model: str | None = None,
 ) -> Generated[T]: ...
 
 
@@ -193,6 +210,8 @@ async def generate(
     temperature: float = 0.0,
     max_tokens: int = 1024,
     timeout_s: float | None = None,
+    role: str | None = None,
+    model: str | None = None,
 ) -> Generated[BaseModel]: ...
 
 
@@ -206,8 +225,13 @@ async def generate(
     temperature: float = 0.0,
     max_tokens: int = 1024,
     timeout_s: float | None = None,
+    role: str | None = None,
+    model: str | None = None,
 ) -> Generated[T]:
     """Call ``client``; with ``output_type``, validate the output and allow the model ONE repair.
+
+    ``role`` (e.g. ``"magi.melchior"``) picks the model and parameters configured for it when the
+    client came from ``make_llm``; ``model`` names a model outright.
 
     The repair turn shows the model its own output and the validation errors, which fixes most
     near-misses (a missing field, a wrong enum) for the price of one extra call.
@@ -221,6 +245,8 @@ async def generate(
         timeout_s=timeout_s,
         output_schema=output_type.model_json_schema() if output_type else None,
         output_name=_tool_name(output_type) if output_type else None,
+        role=role,
+        model=model,
     )
     response = await client.complete(request)
     if output_type is None:

@@ -1,16 +1,24 @@
 """Build the configured LLM client from ``Settings`` alone, so a Ray worker can rebuild it too.
 
-The Anthropic SDK is imported only when that provider is chosen (it costs ~1.5 s per process).
+``make_llm`` returns the provider wrapped twice: a :class:`RoleClient` (model and parameters of the
+caller's role) inside a :class:`LimitedClient` (cluster-wide concurrency limit). With ``meter``,
+every response is also counted (tokens, cost). The Anthropic SDK is imported only when that
+provider is chosen (it costs ~1.5 s per process).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from core.errors import ConfigError, LLMNotConfiguredError
-from core.llm.base import LLMClient
+from core.llm.base import LLMClient, LLMRequest, LLMResponse
+from core.llm.cost import UsageMeter
+from core.llm.limiter import LimitedClient
 from core.llm.python_provider import PREFIX, PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
+from core.llm.roles import RoleClient
+from core.llm.streaming import StreamEnd, StreamEvent, stream
 from core.settings import Settings
 
 ALLOWED = "anthropic, replay, record, or python:MODULE_OR_FILE:FUNCTION"
@@ -22,8 +30,45 @@ def _cassette(settings: Settings, provider: str) -> Path:
     return settings.llm.cassette
 
 
-def make_llm(settings: Settings) -> LLMClient | None:
-    """The client for ``llm_provider``, or None when no provider is set."""
+class MeteredClient:
+    """Counts every response of ``inner`` (calls, tokens, cost) into ``meter``."""
+
+    def __init__(self, inner: LLMClient, meter: UsageMeter) -> None:
+        self.inner = inner
+        self.meter = meter
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        response = await self.inner.complete(request)
+        self.meter.add(response)
+        return response
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        async for event in stream(self.inner, request):
+            if isinstance(event, StreamEnd):
+                self.meter.add(event.response)
+            yield event
+
+
+def provider_of(client: LLMClient) -> LLMClient:
+    """The provider client under the wrappers ``make_llm`` adds."""
+    while isinstance(client, LimitedClient | RoleClient | MeteredClient):
+        client = client.inner
+    return client
+
+
+def make_llm(settings: Settings, role: str | None = None, *, meter: UsageMeter | None = None) -> LLMClient | None:
+    """The client for ``llm_provider`` (role-aware, limited, optionally metered), or None when no provider is set."""
+    provider = _provider(settings)
+    if provider is None:
+        return None
+    client: LLMClient = RoleClient(provider, settings, role)
+    if meter is not None:
+        client = MeteredClient(client, meter)
+    return LimitedClient(client, settings.llm.max_concurrency)
+
+
+def _provider(settings: Settings) -> LLMClient | None:
+    """The bare provider client named by ``llm_provider``."""
     raw = (settings.llm.provider or "").strip()
     provider = raw.lower()
     if not raw:
@@ -32,13 +77,13 @@ def make_llm(settings: Settings) -> LLMClient | None:
         cassette = _cassette(settings, provider)
         if not cassette.is_file():
             raise ConfigError(f"LLM cassette {cassette} does not exist; record it first with MAGI_LLM_PROVIDER=record")
-        return ReplayClient(cassette)
+        return ReplayClient(cassette, default_model=settings.llm.model)
     if provider in ("anthropic", "record"):
         record_to = _cassette(settings, provider) if provider == "record" else None
         from core.llm.anthropic import AnthropicClient
 
         client = AnthropicClient(settings)
-        return client if record_to is None else RecordingClient(client, record_to)
+        return client if record_to is None else RecordingClient(client, record_to, default_model=settings.llm.model)
     if raw.startswith(PREFIX):
         python_client = PythonClient(raw)
         python_client.load()  # fail now, with the configuration error, not on the first request
@@ -46,9 +91,9 @@ def make_llm(settings: Settings) -> LLMClient | None:
     raise ConfigError(f"unknown LLM provider {raw!r} (MAGI_LLM_PROVIDER); allowed: {ALLOWED}")
 
 
-def require_llm(settings: Settings, command: str) -> LLMClient:
+def require_llm(settings: Settings, command: str, role: str | None = None) -> LLMClient:
     """The configured client, or ``LLMNotConfiguredError`` telling the user how to configure one."""
-    client = make_llm(settings)
+    client = make_llm(settings, role)
     if client is None:
         raise LLMNotConfiguredError(
             f"`{command}` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to anthropic "

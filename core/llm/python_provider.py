@@ -1,8 +1,11 @@
 """``python:MODULE_OR_FILE:FUNCTION``: any Python function as the LLM (fakes, local models, gateways).
 
 The function takes the ``LLMRequest`` and returns an ``LLMResponse``, a dict of that shape or a
-plain ``str`` (the answer text); it may be sync (run in a thread) or async. The client keeps only
-the provider string and loads the function lazily in each process, so it pickles into Ray workers.
+plain ``str`` (the answer text); it may be sync (run in a thread) or async. It may also be an async
+generator: each ``str`` it yields is a streamed text delta, and an ``LLMResponse`` or dict it yields
+(last) carries tool calls, output or usage; ``complete`` joins the deltas. Responses may carry tool
+calls (``tool_calls``), so a python provider can drive the tool loop. The client keeps only the
+provider string and loads the function lazily in each process, so it pickles into Ray workers.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,6 +25,7 @@ from pydantic import ValidationError
 
 from core.errors import ConfigError, LLMError, MagiError
 from core.llm.base import LLMRequest, LLMResponse
+from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
 
 PREFIX = "python:"
 FORMAT = "python:MODULE_OR_FILE:FUNCTION (e.g. python:my_pkg.fake_llm:answer or python:./fake_llm.py:answer)"
@@ -118,6 +122,10 @@ class PythonClient:
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         function = self.load()
+        if inspect.isasyncgenfunction(function):
+            async for event in self.stream(request):
+                if isinstance(event, StreamEnd):
+                    return event.response
         try:
             if inspect.iscoroutinefunction(function):
                 result = await function(request)
@@ -130,3 +138,31 @@ class PythonClient:
         except Exception as exc:
             raise LLMError(f"LLM provider {self.provider} raised {type(exc).__name__}: {exc}") from exc
         return to_response(result, self.provider)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        """Deltas of an async-generator provider as it yields them; other providers give one delta."""
+        function = self.load()
+        if not inspect.isasyncgenfunction(function):
+            response = await self.complete(request)
+            if response.text:
+                yield TextDelta(response.text)
+            yield StreamEnd(response)
+            return
+        pieces: list[str] = []
+        final: object = None
+        try:
+            async for item in function(request):
+                if isinstance(item, str):
+                    if item:
+                        pieces.append(item)
+                        yield TextDelta(item)
+                else:
+                    final = item
+        except MagiError:
+            raise
+        except Exception as exc:
+            raise LLMError(f"LLM provider {self.provider} raised {type(exc).__name__}: {exc}") from exc
+        response = to_response("".join(pieces) if final is None else final, self.provider)
+        if not response.text and pieces:
+            response = response.model_copy(update={"text": "".join(pieces)})
+        yield StreamEnd(response)

@@ -2,8 +2,11 @@
 
 A cassette is a JSONL file with one ``{"key", "request", "response"}`` record per line (a ``.json``
 file holding a list of such records is read too, for hand-written cassettes). The key is a hash
-of the request's canonical JSON without ``timeout_s``; when a key repeats, the last record wins,
-so re-recording simply appends.
+of the request's canonical JSON without ``timeout_s`` and ``role`` (a role only matters through
+the model and parameters it resolves to), and without ``model`` when that is unset or the
+configured default ``llm.model``: so plain-text requests keep the keys they had before roles and
+typed parts existed (a plain-string message is still stored as a string). When a key repeats, the
+last record wins, so re-recording simply appends. Streaming replays the recorded text as one delta.
 
 Concurrent recorders (asyncio tasks, threads, Ray worker processes) each append one whole line
 under an exclusive ``flock`` on the cassette, so records never interleave. POSIX only.
@@ -14,19 +17,24 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from core.errors import CassetteMissError, ConfigError
 from core.llm.base import LLMClient, LLMRequest, LLMResponse
+from core.llm.streaming import StreamEnd, StreamEvent, TextDelta, stream
 
 HEAD_CHARS = 80
 
 
-def request_key(request: LLMRequest) -> str:
-    """Stable key of a request: sha256 of its sorted-keys JSON, ``timeout_s`` excluded."""
+def request_key(request: LLMRequest, default_model: str | None = None) -> str:
+    """Stable key of a request: sha256 of its sorted-keys JSON (see the module docstring for what is left out)."""
+    data = request.model_dump(mode="json", exclude={"timeout_s", "role"})
+    if data.get("model") in (None, default_model):
+        data.pop("model", None)
     canonical = json.dumps(
-        request.model_dump(mode="json", exclude={"timeout_s"}),
+        data,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -62,12 +70,12 @@ def load_cassette(path: Path) -> dict[str, LLMResponse]:
         ) from exc
 
 
-def append_record(path: Path, request: LLMRequest, response: LLMResponse) -> None:
+def append_record(path: Path, request: LLMRequest, response: LLMResponse, default_model: str | None = None) -> None:
     """Append one record as a single line, under an exclusive lock (safe across processes)."""
     if path.suffix == ".json":
         raise ConfigError(f"cannot record into {path}: recorded cassettes are JSONL; use a .jsonl path")
     record = {
-        "key": request_key(request),
+        "key": request_key(request, default_model),
         "request": request.model_dump(mode="json"),
         "response": response.model_dump(mode="json"),
     }
@@ -85,20 +93,28 @@ def append_record(path: Path, request: LLMRequest, response: LLMResponse) -> Non
 class ReplayClient:
     """Answers from a cassette only; a request that was never recorded is a ``CassetteMissError``."""
 
-    def __init__(self, cassette_path: str | Path) -> None:
+    def __init__(self, cassette_path: str | Path, default_model: str | None = None) -> None:
         self.cassette_path = Path(cassette_path)
+        self.default_model = default_model
         self._responses: dict[str, LLMResponse] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"cassette_path": self.cassette_path, "_responses": None}  # reload in the new process
+        # reload in the new process
+        return {"cassette_path": self.cassette_path, "default_model": self.default_model, "_responses": None}
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        response = await self.complete(request)
+        if response.text:
+            yield TextDelta(response.text)
+        yield StreamEnd(response)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         if self._responses is None:
             self._responses = load_cassette(self.cassette_path)
-        key = request_key(request)
+        key = request_key(request, self.default_model)
         found = self._responses.get(key)
         if found is None:
-            last_user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+            last_user = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
             raise CassetteMissError(
                 f"no recorded LLM response for key {key} in cassette {self.cassette_path} "
                 f"(system {_head(request.system)}, last user message {_head(last_user)}); "
@@ -111,8 +127,9 @@ class ReplayClient:
 class RecordingClient:
     """Calls ``inner`` and appends every request/response pair to the cassette."""
 
-    def __init__(self, inner: LLMClient, cassette_path: str | Path) -> None:
+    def __init__(self, inner: LLMClient, cassette_path: str | Path, default_model: str | None = None) -> None:
         self.inner = inner
+        self.default_model = default_model
         self.cassette_path = Path(cassette_path)
         if self.cassette_path.suffix == ".json":
             raise ConfigError(
@@ -121,5 +138,12 @@ class RecordingClient:
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         response = await self.inner.complete(request)
-        append_record(self.cassette_path, request, response)
+        append_record(self.cassette_path, request, response, self.default_model)
         return response
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        """Streams from ``inner`` and records the final response."""
+        async for event in stream(self.inner, request):
+            if isinstance(event, StreamEnd):
+                append_record(self.cassette_path, request, event.response, self.default_model)
+            yield event

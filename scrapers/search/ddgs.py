@@ -2,7 +2,8 @@
 
 ``ddgs`` is synchronous and uses its own HTTP client (primp), so each attempt runs in a worker
 thread under a deadline (a thread that overruns is abandoned, not killed). Search engines
-rate-limit scrapers, so failures are retried a few times with jittered exponential backoff;
+rate-limit scrapers, so failures are retried a few times with jittered exponential backoff
+(``core.retry``);
 what is left becomes a :class:`SearchError` that says what to do instead. ``ddgs`` 9.16 reports
 rate limits and timeouts as ``DDGSException``/``TimeoutException``, so all of those are retried.
 """
@@ -15,13 +16,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from core.errors import SearchError, first_line
-from scrapers.search.backoff import backoff_delay
+from core.retry import backoff_delay, retry
 from scrapers.search.base import SearchResult, check_request, parse_date, time_limit
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["text", "news"]
 NO_RESULTS = "No results found."  # ddgs raises this when every engine answered with nothing
+
+
+class _Transient(Exception):
+    """One failed attempt worth retrying; the message says what went wrong."""
 
 
 class DdgsSearchProvider:
@@ -93,33 +98,42 @@ class DdgsSearchProvider:
             )
             return rows
 
-        problem = ""
-        for attempt in range(1, self._attempts + 1):
+        async def attempt() -> list[SearchResult]:
             try:
                 rows = await asyncio.wait_for(asyncio.to_thread(call), timeout=self._deadline_s)
-                return self._results(rows, max_results)
             except DDGSException as exc:
                 if str(exc).strip() == NO_RESULTS:
                     return []
-                problem = _describe(exc)
-            except TimeoutError:
-                problem = f"no answer within {self._deadline_s:g} s"
+                raise _Transient(_describe(exc)) from exc
+            except TimeoutError as exc:
+                raise _Transient(f"no answer within {self._deadline_s:g} s") from exc
             except Exception as exc:  # an unexpected error inside ddgs: retrying will not help
                 raise SearchError(
                     f"{self.name} search for {query!r} failed ({type(exc).__name__}: {first_line(exc, 200)}); "
                     "update ddgs, or search a local folder with --corpus DIR"
                 ) from exc
-            if attempt < self._attempts:
-                delay = backoff_delay(attempt, *self._backoff)
-                log.info("%s attempt %d/%d failed (%s); retrying in %.1f s",
-                         self.name, attempt, self._attempts, problem, delay)
-                await self._sleep(delay)
-        raise SearchError(
-            f"{self.name} search for {query!r} (backend {self.backend}, region {region}) failed after "
-            f"{self._attempts} attempts: {problem}; wait a few minutes (search engines rate-limit scrapers), "
-            "try another MAGI_SEARCH_DDGS_BACKEND, add a fallback provider (search: {fallbacks: [searxng]}), "
-            "or search a local folder with --corpus DIR"
-        )
+            return self._results(rows, max_results)
+
+        def on_retry(retry_index: int, exc: Exception, delay: float) -> None:
+            log.info("%s attempt %d/%d failed (%s); retrying in %.1f s",
+                     self.name, retry_index + 1, self._attempts, exc, delay)
+
+        try:
+            return await retry(
+                attempt,
+                attempts=self._attempts,
+                retryable=lambda exc: isinstance(exc, _Transient),
+                delay=lambda retry_index, _exc: backoff_delay(retry_index, *self._backoff),
+                sleep=self._sleep,
+                on_retry=on_retry,
+            )
+        except _Transient as exc:
+            raise SearchError(
+                f"{self.name} search for {query!r} (backend {self.backend}, region {region}) failed after "
+                f"{self._attempts} attempts: {exc}; wait a few minutes (search engines rate-limit scrapers), "
+                "try another MAGI_SEARCH_DDGS_BACKEND, add a fallback provider (search: {fallbacks: [searxng]}), "
+                "or search a local folder with --corpus DIR"
+            ) from None
 
     def _results(self, rows: list[dict[str, Any]], max_results: int) -> list[SearchResult]:
         results: list[SearchResult] = []

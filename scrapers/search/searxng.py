@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from core.errors import ConfigError, SearchError, first_line
-from scrapers.search.backoff import backoff_delay
+from core.retry import backoff_delay, retry
 from scrapers.search.base import SearchResult, TimeLimit, check_request, parse_date, time_limit
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,10 @@ MAX_PAGES = 2
 _DDGS_LANGS = {"jp": "ja", "kr": "ko", "tzh": "zh"}  # ddgs region codes that are not ISO 639
 _DDGS_COUNTRIES = {"uk": "GB"}
 _PSEUDO_COUNTRIES = {"wt", "xa", "xl", "ct"}
+
+
+class _Transient(Exception):
+    """One failed request worth retrying (5xx, timeout, connection error); the message says which."""
 
 
 def searxng_language(region: str | None) -> str:
@@ -71,9 +75,7 @@ class SearxngSearchProvider:
                 "(or searxng_url in magi.yaml), e.g. http://127.0.0.1:8888"
             )
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"search.searxng_url {base_url!r} must start with http:// or https:// (MAGI_SEARCH_SEARXNG_URL)"
-            )
+            raise ConfigError(f"search.searxng_url {base_url!r} must start with http:// or https:// (MAGI_SEARCH_SEARXNG_URL)")
         self.base_url = url.removesuffix("/search")
         self.language = language
         self.categories = categories
@@ -130,28 +132,37 @@ class SearxngSearchProvider:
 
     async def _get(self, client: httpx.AsyncClient, params: dict[str, str | int]) -> dict[str, Any]:
         url = f"{self.base_url}/search"
-        problem = ""
-        for attempt in range(1, self._attempts + 1):
+
+        async def attempt() -> dict[str, Any]:
             try:
                 response = await client.get(url, params=params)
-            except httpx.TimeoutException:
-                problem = f"no answer within {self._timeout_s:g} s"
+            except httpx.TimeoutException as exc:
+                raise _Transient(f"no answer within {self._timeout_s:g} s") from exc
             except httpx.TransportError as exc:
-                problem = f"cannot connect ({type(exc).__name__}: {first_line(exc, 200)})"
-            else:
-                if response.status_code == 200:
-                    return self._json(response)
-                self._refuse(response)
-                problem = f"HTTP {response.status_code}"
-            if attempt < self._attempts:
-                delay = backoff_delay(attempt, *self._backoff)
-                log.info("searxng attempt %d/%d failed (%s); retrying in %.1f s", attempt, self._attempts,
-                         problem, delay)
-                await self._sleep(delay)
-        raise SearchError(
-            f"SearXNG at {self.base_url} failed after {self._attempts} attempts: {problem}; check that the "
-            "instance is running and that MAGI_SEARCH_SEARXNG_URL points at it"
-        )
+                raise _Transient(f"cannot connect ({type(exc).__name__}: {first_line(exc, 200)})") from exc
+            if response.status_code == 200:
+                return self._json(response)
+            self._refuse(response)
+            raise _Transient(f"HTTP {response.status_code}")
+
+        def on_retry(retry_index: int, exc: Exception, delay: float) -> None:
+            log.info("searxng attempt %d/%d failed (%s); retrying in %.1f s", retry_index + 1, self._attempts,
+                     exc, delay)
+
+        try:
+            return await retry(
+                attempt,
+                attempts=self._attempts,
+                retryable=lambda exc: isinstance(exc, _Transient),
+                delay=lambda retry_index, _exc: backoff_delay(retry_index, *self._backoff),
+                sleep=self._sleep,
+                on_retry=on_retry,
+            )
+        except _Transient as exc:
+            raise SearchError(
+                f"SearXNG at {self.base_url} failed after {self._attempts} attempts: {exc}; check that the "
+                "instance is running and that MAGI_SEARCH_SEARXNG_URL points at it"
+            ) from None
 
     def _refuse(self, response: httpx.Response) -> None:
         """Raise for answers that a retry cannot fix (everything but 5xx)."""

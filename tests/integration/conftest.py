@@ -10,11 +10,18 @@ import pytest
 SYSTEM_NAMESPACES = frozenset({"serve"})  # Ray Serve's controller and proxies: the Serve tests own them
 
 
+def start_local_ray() -> None:
+    """The session's local Ray (also restarted by test_llm_limiter_cluster.py after its own cluster)."""
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[None]:
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_local_ray()
     yield
     ray.shutdown()
 

@@ -24,6 +24,7 @@ def test_research_writes_reports_and_prints_where(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["report"] == str(out / "report.md") and summary["sources"] >= 10
+    assert (summary["llmCalls"], summary["llmCostUsd"]) == (0, 0.0)  # no LLM configured: extractive summary
     parsed = ConsensusResearchResult.model_validate_json((out / "report.json").read_text(encoding="utf-8"))
     assert len({s.url for s in parsed.sources}) >= 10
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# 中小企業の価格転嫁の現状")

@@ -9,6 +9,7 @@ from pathlib import Path
 import ray
 
 from core.llm import Message, generate, make_llm
+from core.llm.limiter import ACTOR_NAME, NAMESPACE
 from core.settings import Settings, load_settings
 
 
@@ -27,3 +28,12 @@ def test_python_provider_from_a_file_inside_workers(ray_cluster: None, tmp_path:
     answers = ray.get([ask_in_worker.remote(settings, q) for q in ("ja", "en", "magi")])
     assert [text for text, _ in answers] == ["JA", "EN", "MAGI"]
     assert all(pid != os.getpid() for _, pid in answers)  # really ran in worker processes
+
+
+def test_shipped_echo_provider_and_the_limiter_inside_workers(ray_cluster: None) -> None:
+    settings = load_settings(overrides={"llm": {"provider": "python:core.llm.testing:echo", "max_concurrency": 2}})
+    answers = ray.get([ask_in_worker.remote(settings, q) for q in ("melchior", "balthasar", "casper")])
+    assert [text for text, _ in answers] == ["melchior", "balthasar", "casper"]
+    limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)  # the workers went through the cluster limiter
+    state = ray.get(limiter.state.remote())
+    assert state["permits"] == 2 and state["granted"] >= 3 and state["in_use"] == 0

@@ -97,3 +97,6 @@ async def test_llm_summary_keeps_supported_sentences_and_drops_invented_ones(tmp
     assert summary.written_by == "llm" and summary.sentences_kept == 1
     assert summary.sentences_removed == ["全体の99.9%が満足している。"]
     assert "99.9%" not in result.final_report and "1 unsupported sentence(s) removed" in result.final_report
+    usage = result.usage  # the summary's one call, metered; a python: provider has no price
+    assert usage is not None and usage.calls == 1 and usage.cost_usd == "unknown"
+    assert result.model_dump(by_alias=True)["usage"]["costUsd"] == "unknown"

@@ -9,9 +9,10 @@ from ipaddress import ip_address
 import pytest
 from pydantic import ValidationError
 
+from core.retry import parse_retry_after as _retry_after
 from core.settings import load_settings
 from scrapers.charset import decode_body, sniff_binary
-from scrapers.fetch import Fetcher, FetchPolicy, _BodyDecoder, _retry_after
+from scrapers.fetch import Fetcher, FetchPolicy, _BodyDecoder
 from scrapers.net_guard import blocked_reason
 from scrapers.robots import product_token, rules_from_status, unreachable
 from scrapers.settings import FetchSettings

@@ -13,8 +13,10 @@ import pytest
 
 from core.errors import LLMError, LLMNotConfiguredError
 from core.llm.anthropic import CACHE_MIN_SYSTEM_CHARS, AnthropicClient
-from core.llm.base import LLMRequest, Message, ToolSpec, Usage
-from core.settings import Settings
+from core.llm.base import LLMRequest, Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Usage
+from core.llm.limiter import rate_limit_hook
+from core.llm.streaming import TextDelta, collect, stream
+from core.settings import Settings, load_settings
 
 Action = httpx2.Response | Exception | Callable[[httpx2.Request], Any]
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -68,16 +70,17 @@ class FakeServer:
         return response
 
 
-def settings(**overrides: Any) -> Settings:
+def settings(**llm: Any) -> Settings:
+    """Settings whose ``llm`` section has test values, then ``llm`` (a None value removes the key)."""
     values: dict[str, Any] = {
         "anthropic_api_key": "test-key",
-        "llm_model": "claude-test",
-        "llm_backoff_initial_s": 0.01,
-        "llm_backoff_max_s": 0.03,
-        "llm_timeout_s": 5.0,
+        "model": "claude-test",
+        "backoff_initial_s": 0.01,
+        "backoff_max_s": 0.03,
+        "timeout_s": 5.0,
     }
-    values.update(overrides)
-    return Settings(**values)
+    values.update(llm)
+    return load_settings(overrides={"llm": {k: v for k, v in values.items() if v is not None}})
 
 
 def make_client(server: FakeServer, delays: list[float], *, jitter: float = 0.0, **overrides: Any) -> AnthropicClient:
@@ -109,7 +112,7 @@ def test_retries_429_then_529_then_success_with_configured_backoff() -> None:
 
 
 def test_backoff_is_capped_and_jittered() -> None:
-    client = make_client(FakeServer(message()), [], jitter=1.0, llm_backoff_initial_s=1.0, llm_backoff_max_s=10.0)
+    client = make_client(FakeServer(message()), [], jitter=1.0, backoff_initial_s=1.0, backoff_max_s=10.0)
     assert [client.retry_delay(n) for n in range(6)] == pytest.approx([0.75, 1.5, 3.0, 6.0, 7.5, 7.5])
     client._jitter = lambda: 0.0
     assert [client.retry_delay(n) for n in range(6)] == pytest.approx([1, 2, 4, 8, 10, 10])
@@ -166,7 +169,7 @@ def test_read_timeout_becomes_llm_error_after_retries() -> None:
     delays: list[float] = []
     with pytest.raises(LLMError, match=r"timed out after 5 s"):
         asyncio.run(make_client(server, delays).complete(request()))
-    assert len(server.bodies) == 3  # first attempt + llm_max_retries=2
+    assert len(server.bodies) == 3  # first attempt + max_retries=2
     assert len(delays) == 2
 
 
@@ -177,13 +180,13 @@ def test_wall_clock_timeout_per_request() -> None:
 
     server = FakeServer(slow)
     with pytest.raises(LLMError, match=r"timed out after 0\.05 s"):
-        asyncio.run(make_client(server, [], llm_max_retries=0).complete(request(timeout_s=0.05)))
+        asyncio.run(make_client(server, [], max_retries=0).complete(request(timeout_s=0.05)))
 
 
 def test_connection_error_is_retried_then_explained() -> None:
     server = FakeServer(httpx2.ConnectError("refused"))
     with pytest.raises(LLMError, match=r"cannot connect to the LLM server .*ANTHROPIC_BASE_URL"):
-        asyncio.run(make_client(server, [], llm_max_retries=1).complete(request()))
+        asyncio.run(make_client(server, [], max_retries=1).complete(request()))
     assert len(server.bodies) == 2
 
 
@@ -196,7 +199,7 @@ def test_base_url_without_key_targets_compatible_server() -> None:
 
 def test_missing_key_and_base_url_is_not_configured() -> None:
     with pytest.raises(LLMNotConfiguredError, match=r"ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
-        AnthropicClient(Settings())
+        AnthropicClient(load_settings())
 
 
 def test_native_structured_output() -> None:
@@ -296,3 +299,134 @@ def test_client_pickles_as_its_settings() -> None:
     copy = pickle.loads(pickle.dumps(client))
     assert isinstance(copy, AnthropicClient)
     assert copy.settings == client.settings
+
+
+# --- typed parts, per-request model, typed errors, rate-limit reports, streaming ------------------------------
+
+
+def test_tool_calls_and_results_travel_as_blocks() -> None:
+    server = FakeServer(message(text="done"))
+    history = [
+        Message(role="user", content="find ray"),
+        Message(
+            role="assistant",
+            content=[TextPart(text="searching"), ToolCallPart(id="toolu_1", name="search", arguments={"q": "ray"})],
+        ),
+        Message(role="user", content=[ToolResultPart(tool_call_id="toolu_1", content="boom", is_error=True)]),
+    ]
+    asyncio.run(make_client(server, []).complete(LLMRequest(system="s", messages=history, model="claude-other")))
+    body = server.bodies[0]
+    assert body["model"] == "claude-other"  # the request's model wins over llm_model
+    assert body["messages"] == [
+        {"role": "user", "content": "find ray"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "searching"},
+                {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "ray"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "boom", "is_error": True}],
+        },
+    ]
+
+
+def test_tool_use_comes_back_as_a_part_and_continues_the_conversation() -> None:
+    server = FakeServer(message(text="look", tool=("search", {"q": "x"})))
+    response = asyncio.run(make_client(server, []).complete(request()))
+    assert response.tool_calls == [ToolCallPart(id="toolu_1", name="search", arguments={"q": "x"})]
+    assert response.as_message().parts == [TextPart(text="look"), *response.tool_calls]
+
+
+def test_errors_are_typed_and_survive_pickling() -> None:
+    server = FakeServer(error(429, "slow down", headers={"retry-after": "3"}))
+    with pytest.raises(LLMError) as info:
+        asyncio.run(make_client(server, [], max_retries=0).complete(request(model="claude-x")))
+    err = info.value
+    assert (err.status_code, err.model, err.retryable, err.retry_after_s) == (429, "claude-x", True, 3.0)
+    copy = pickle.loads(pickle.dumps(err))
+    assert type(copy) is LLMError and str(copy) == str(err)
+    assert (copy.status_code, copy.model, copy.retryable, copy.retry_after_s) == (429, "claude-x", True, 3.0)
+    with pytest.raises(LLMError) as info:
+        asyncio.run(make_client(FakeServer(error(404)), []).complete(request()))
+    assert (info.value.status_code, info.value.retryable, info.value.model) == (404, False, "claude-test")
+
+
+def test_429_with_retry_after_is_reported_to_the_limiter() -> None:
+    server = FakeServer(error(529, headers={"retry-after": "2"}), error(500), message())
+    reported: list[float] = []
+    with rate_limit_hook(reported.append):
+        asyncio.run(make_client(server, []).complete(request()))
+    assert reported == [2.0]  # the 529 with retry-after; the plain 500 pauses nobody
+
+
+def sse(*events: dict[str, Any]) -> httpx2.Response:
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return httpx2.Response(200, content=body.encode(), headers={"content-type": "text/event-stream"})
+
+
+def streamed(*deltas: str, tool: tuple[str, str] | None = None) -> httpx2.Response:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_s", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1},
+        },
+    }
+    events: list[dict[str, Any]] = [start, {"type": "content_block_start", "index": 0,
+                                            "content_block": {"type": "text", "text": ""}}]
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}} for d in deltas]
+    events.append({"type": "content_block_stop", "index": 0})
+    if tool is not None:
+        events += [
+            {"type": "content_block_start", "index": 1,
+             "content_block": {"type": "tool_use", "id": "toolu_9", "name": tool[0], "input": {}}},
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": tool[1]}},
+            {"type": "content_block_stop", "index": 1},
+        ]
+    events += [
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
+         "usage": {"output_tokens": 7}},
+        {"type": "message_stop"},
+    ]
+    return sse(*events)
+
+
+def test_stream_yields_text_deltas_then_the_full_response() -> None:
+    server = FakeServer(error(529), streamed("こん", "にち", "は", tool=("search", '{"q": "ray"}')))
+    client = make_client(server, [])
+    deltas, response = asyncio.run(collect(stream(client, request(model="claude-s"))))
+    assert deltas == ["こん", "にち", "は"]
+    assert response.text == "こんにちは" and response.stop_reason == "tool_use"
+    assert response.tool_calls == [ToolCallPart(id="toolu_9", name="search", arguments={"q": "ray"})]
+    assert response.usage.input_tokens == 12 and response.usage.output_tokens == 7
+    assert len(server.bodies) == 2 and server.bodies[1]["stream"] is True  # the 529 before any event was retried
+    assert server.bodies[1]["model"] == "claude-s"
+    assert client.usage.calls == 1
+
+
+def test_stream_error_is_an_llm_error() -> None:
+    server = FakeServer(error(401, "invalid x-api-key"))
+    with pytest.raises(LLMError, match=r"HTTP 401.*ANTHROPIC_API_KEY"):
+        asyncio.run(collect(stream(make_client(server, []), request())))
+
+
+def test_a_stream_that_breaks_off_is_a_retryable_llm_error() -> None:
+    class Broken(httpx2.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[no-untyped-def]
+            yield streamed("part").content[:400]  # message_start and the first delta, then the connection drops
+            raise httpx2.ReadError("connection reset")
+
+    server = FakeServer(lambda _r: httpx2.Response(200, stream=Broken(), headers={"content-type": "text/event-stream"}))
+    seen: list[str] = []
+
+    async def run() -> None:
+        async for event in stream(make_client(server, []), request()):
+            if isinstance(event, TextDelta):
+                seen.append(event.text)
+
+    with pytest.raises(LLMError, match=r"broke off after \d text deltas.*ReadError") as info:
+        asyncio.run(run())
+    assert info.value.retryable and len(server.bodies) == 1

@@ -8,20 +8,26 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError, LLMNotConfiguredError
-from core.llm import make_llm, require_llm
+from core.llm import LimitedClient, LLMClient, make_llm, provider_of, require_llm
 from core.llm.anthropic import AnthropicClient
 from core.llm.python_provider import PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
-from core.settings import Settings, load_settings
+from core.settings import load_settings
+
+
+def unwrap(client: LLMClient | None) -> LLMClient:
+    """The provider under make_llm's wrappers (every configured client is limited)."""
+    assert isinstance(client, LimitedClient)
+    return provider_of(client)
 
 
 def test_unset_provider_means_no_llm() -> None:
-    assert make_llm(Settings()) is None
+    assert make_llm(load_settings()) is None
 
 
 def test_require_llm_explains_how_to_configure() -> None:
     with pytest.raises(LLMNotConfiguredError) as info:
-        require_llm(Settings(), "magi research --summarise")
+        require_llm(load_settings(), "magi research --summarise")
     assert str(info.value) == (
         "`magi research --summarise` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to "
         "anthropic (with ANTHROPIC_API_KEY), replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
@@ -30,46 +36,51 @@ def test_require_llm_explains_how_to_configure() -> None:
 
 def test_unknown_provider_lists_allowed_forms() -> None:
     with pytest.raises(ConfigError, match=r"unknown LLM provider 'openai'.*anthropic, replay, record, or python:"):
-        make_llm(Settings(llm_provider="openai"))
+        make_llm(load_settings(overrides={"llm": {"provider": "openai"}}))
 
 
 def test_anthropic_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAGI_LLM_PROVIDER", "anthropic")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    client = require_llm(load_settings(), "magi ask")
+    client = unwrap(require_llm(load_settings(), "magi ask"))
     assert isinstance(client, AnthropicClient)
     assert client.base_url == "https://api.anthropic.com"
 
 
 def test_anthropic_needs_key_or_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(LLMNotConfiguredError, match=r"ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
-        make_llm(Settings(llm_provider="anthropic"))
+        make_llm(load_settings(overrides={"llm": {"provider": "anthropic"}}))
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
-    client = make_llm(load_settings(llm_provider="anthropic"))
+    client = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "anthropic"}})))
     assert isinstance(client, AnthropicClient) and client.base_url == "http://127.0.0.1:8080"
 
 
 def test_replay_and_record_need_a_cassette(tmp_path: Path) -> None:
     for provider in ("replay", "record"):
         with pytest.raises(ConfigError, match=f"MAGI_LLM_PROVIDER={provider} needs MAGI_LLM_CASSETTE"):
-            make_llm(Settings(llm_provider=provider, anthropic_api_key="k"))
+            make_llm(load_settings(overrides={"anthropic_api_key": "k", "llm": {"provider": provider}}))
     with pytest.raises(ConfigError, match=r"does not exist; record it first"):
-        make_llm(Settings(llm_provider="replay", llm_cassette=tmp_path / "none.jsonl"))
+        make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "none.jsonl"}}))
     (tmp_path / "c.jsonl").write_text("", encoding="utf-8")
-    assert isinstance(make_llm(Settings(llm_provider="replay", llm_cassette=tmp_path / "c.jsonl")), ReplayClient)
-    recorder = make_llm(Settings(llm_provider="record", llm_cassette=tmp_path / "r.jsonl", anthropic_api_key="k"))
+    replay = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "c.jsonl"}})))
+    assert isinstance(replay, ReplayClient)
+    recorder = unwrap(
+        make_llm(load_settings(overrides={"anthropic_api_key": "k", "llm": {"provider": "record", "cassette": tmp_path / "r.jsonl"}}))
+    )
     assert isinstance(recorder, RecordingClient) and isinstance(recorder.inner, AnthropicClient)
 
 
 def test_python_provider_is_loaded_eagerly(tmp_path: Path) -> None:
     (tmp_path / "fake.py").write_text("def answer(request):\n    return 'ok'\n", encoding="utf-8")
-    client = make_llm(Settings(llm_provider="python:fake.py:answer"))
+    client = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "python:fake.py:answer"}})))
     assert isinstance(client, PythonClient)
     with pytest.raises(ConfigError, match=r"has no function 'missing'"):
-        make_llm(Settings(llm_provider="python:fake.py:missing"))
+        make_llm(load_settings(overrides={"llm": {"provider": "python:fake.py:missing"}}))
 
 
 def test_settings_rebuild_the_client_in_another_process() -> None:
-    settings = Settings(llm_provider="anthropic", anthropic_api_key="k")
-    rebuilt = make_llm(pickle.loads(pickle.dumps(settings)))
+    settings = load_settings(overrides={"anthropic_api_key": "k", "llm": {"provider": "anthropic"}})
+    rebuilt = unwrap(make_llm(pickle.loads(pickle.dumps(settings))))
     assert isinstance(rebuilt, AnthropicClient)
+    wrapped = pickle.loads(pickle.dumps(make_llm(settings)))  # the whole chain pickles (Ray workers)
+    assert isinstance(unwrap(wrapped), AnthropicClient)

@@ -15,24 +15,13 @@ from pydantic import BaseModel
 from core.errors import LLMOutputError
 from core.llm import Generated, LLMRequest, LLMResponse, Message, Usage, UsageMeter, generate
 from core.llm.anthropic import AnthropicClient
-from core.settings import Settings
+from core.llm.testing import ScriptedClient as Scripted
+from core.settings import load_settings
 
 
 class Verdict(BaseModel):
     label: Literal["yes", "no"]
     confidence: float
-
-
-class Scripted:
-    """A test double: returns the given responses in order and keeps the requests."""
-
-    def __init__(self, *responses: LLMResponse) -> None:
-        self.responses = list(responses)
-        self.requests: list[LLMRequest] = []
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        return self.responses.pop(0)
 
 
 def out(output: dict[str, Any] | None, text: str = "", tokens: int = 10) -> LLMResponse:
@@ -102,7 +91,7 @@ def _anthropic(*bodies: dict[str, Any]) -> tuple[AnthropicClient, list[dict[str,
         seen.append(json.loads(request.content))
         return httpx2.Response(200, json=queue.pop(0))
 
-    settings = Settings(anthropic_api_key="k", llm_model="claude-test")
+    settings = load_settings(overrides={"anthropic_api_key": "k", "llm": {"model": "claude-test"}})
     client = AnthropicClient(settings, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
     return client, seen
 

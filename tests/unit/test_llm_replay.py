@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import pickle
 import subprocess
@@ -13,9 +14,10 @@ from typing import Any
 import pytest
 
 from core.errors import CassetteMissError, ConfigError
-from core.llm.base import LLMRequest, LLMResponse, Message
+from core.llm.base import LLMRequest, LLMResponse, Message, ToolCallPart, ToolResultPart
 from core.llm.python_provider import PythonClient
 from core.llm.replay import RecordingClient, ReplayClient, request_key
+from core.llm.testing import ScriptedClient
 
 PROVIDER = """
 import itertools
@@ -127,3 +129,35 @@ def test_parallel_processes_append_whole_records(tmp_path: Path) -> None:
     lines = cassette.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 160
     assert all(len(json.loads(line)["response"]["text"]) == 20000 for line in lines)
+
+
+def test_plain_text_keys_did_not_change_with_roles_and_parts() -> None:
+    """The key of a plain-text request is the hash of exactly the fields requests had before roles/parts."""
+    plain = request("ray", temperature=0.2)
+    before = {
+        "system": "You summarise.", "messages": [{"role": "user", "content": "ray"}], "tools": [],
+        "temperature": 0.2, "max_tokens": 1024, "output_schema": None, "output_name": None,
+    }
+    canonical = json.dumps(before, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    expected = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+    assert request_key(plain) == expected
+    assert request_key(plain.model_copy(update={"role": "research.summary"})) == expected
+    assert request_key(plain.model_copy(update={"model": "claude-sonnet-4-6"}), "claude-sonnet-4-6") == expected
+    assert request_key(plain.model_copy(update={"model": "claude-opus-4-6"}), "claude-sonnet-4-6") != expected
+
+
+def test_tool_calls_and_results_round_trip_through_a_cassette(tmp_path: Path) -> None:
+    cassette = tmp_path / "tools.jsonl"
+    history = [
+        Message(role="user", content="add 2 and 3"),
+        Message(role="assistant", content=[ToolCallPart(id="c1", name="add", arguments={"a": 2, "b": 3})]),
+        Message(role="user", content=[ToolResultPart(tool_call_id="c1", content="5")]),
+    ]
+    asked = LLMRequest(system="s", messages=history)
+    scripted = ScriptedClient(LLMResponse(text="5", tool_calls=[ToolCallPart(id="c2", name="note", arguments={})]))
+    recorded = asyncio.run(RecordingClient(scripted, cassette).complete(asked))
+    replayed = asyncio.run(ReplayClient(cassette).complete(asked))
+    assert replayed == recorded and replayed.tool_calls[0].name == "note"
+    stored = json.loads(cassette.read_text(encoding="utf-8"))["request"]["messages"]
+    assert stored[1]["content"][0] == {"type": "tool_call", "id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}
+    assert request_key(asked) != request_key(LLMRequest(system="s", messages=history[:1]))

@@ -8,7 +8,8 @@ import logging
 import pytest
 
 from core.errors import LLMError
-from core.llm.base import LLMClient, LLMRequest, LLMResponse
+from core.llm.base import LLMClient
+from core.llm.testing import ScriptedClient
 from research.evidence import Citation, EvidencedClaim
 from research.summary import (
     PROMPT_PATH,
@@ -88,21 +89,6 @@ UNSUPPORTED = claim(
     "c5", "労務費の転嫁率は95.0%だった。", key="労務費@2024-09", values=["95.0%"], confidence=0.99
 ).model_copy(update={"supporting": [], "independent_origins": 0})
 CLAIMS = [RATE, RATE_VARIANT, NONE_PASSED, DISPUTED, UNSUPPORTED]
-
-
-class ScriptedLLM:
-    """A fake LLM client: answers with a fixed text (or raises) and records the requests it saw."""
-
-    def __init__(self, text: str = "", error: Exception | None = None) -> None:
-        self.text = text
-        self.error = error
-        self.requests: list[LLMRequest] = []
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        if self.error is not None:
-            raise self.error
-        return LLMResponse(text=self.text, model="scripted")
 
 
 def run(topic: str, claims: list[EvidencedClaim], llm: LLMClient | None, lang: str = "ja") -> ExecutiveSummary:
@@ -211,7 +197,7 @@ def test_check_without_verified_claims_removes_everything() -> None:
 
 
 def test_llm_summary_keeps_supported_sentences_and_drops_invented_figure() -> None:
-    llm = ScriptedLLM(
+    llm = ScriptedClient(
         "2024年9月調査では、価格転嫁率は49.7%だった。"
         "中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。"
         "回答企業数は36,210社で、この数値には異論がある。"
@@ -241,7 +227,7 @@ def test_llm_summary_keeps_supported_sentences_and_drops_invented_figure() -> No
 
 def test_llm_sees_at_most_twenty_claims() -> None:
     many = [claim(f"k{i:02d}", f"指標{i}は{i}.5%だった。", values=[f"{i}.5%"], confidence=i / 100) for i in range(30)]
-    llm = ScriptedLLM("指標29は29.5%だった。")
+    llm = ScriptedClient("指標29は29.5%だった。")
     summary = run(TOPIC_JA, many, llm)
     assert summary.claims_used == [f"k{i:02d}" for i in range(29, 9, -1)]
     assert "20. " in llm.requests[0].messages[0].content and "21. " not in llm.requests[0].messages[0].content
@@ -249,7 +235,7 @@ def test_llm_sees_at_most_twenty_claims() -> None:
 
 
 def test_llm_error_falls_back_to_extractive(caplog: pytest.LogCaptureFixture) -> None:
-    llm = ScriptedLLM(error=LLMError("provider timed out after 60 s"))
+    llm = ScriptedClient(LLMError("provider timed out after 60 s"))
     with caplog.at_level(logging.WARNING, logger="research.summary"):
         summary = run(TOPIC_JA, CLAIMS, llm)
     assert summary.written_by == "extractive"
@@ -261,7 +247,7 @@ def test_llm_error_falls_back_to_extractive(caplog: pytest.LogCaptureFixture) ->
 
 
 def test_llm_with_only_unsupported_sentences_falls_back() -> None:
-    llm = ScriptedLLM("以下に要点をまとめる。価格転嫁率は63.2%だった。政府は補助金を拡充した。")
+    llm = ScriptedClient("以下に要点をまとめる。価格転嫁率は63.2%だった。政府は補助金を拡充した。")
     summary = run(TOPIC_JA, CLAIMS, llm)
     assert summary.written_by == "extractive"
     assert summary.sentences_removed == [
@@ -274,7 +260,7 @@ def test_llm_with_only_unsupported_sentences_falls_back() -> None:
 
 
 def test_empty_llm_answer_falls_back() -> None:
-    summary = run(TOPIC_JA, CLAIMS, ScriptedLLM(""))
+    summary = run(TOPIC_JA, CLAIMS, ScriptedClient(""))
     assert summary.written_by == "extractive"
     assert summary.note == "the LLM returned no text; extractive summary used"
 
@@ -282,7 +268,7 @@ def test_empty_llm_answer_falls_back() -> None:
 def test_no_llm_or_no_verified_claims_is_extractive_without_a_call() -> None:
     summary = run(TOPIC_JA, CLAIMS, None)
     assert summary.written_by == "extractive" and summary.claims_used == ["c1", "c3", "c4"]
-    llm = ScriptedLLM("価格転嫁率は49.7%だった。")
+    llm = ScriptedClient("価格転嫁率は49.7%だった。")
     summary = run(TOPIC_JA, [UNSUPPORTED], llm)
     assert llm.requests == []
     assert summary.text == "検証済みの主張はありません。"
@@ -309,7 +295,7 @@ def test_english_topic_path() -> None:
             sources=2,
         ),
     ]
-    llm = ScriptedLLM(
+    llm = ScriptedClient(
         "In September 2024, Japanese SMEs passed on 49.7% of their cost increases. "
         "The survey drew 36,210 responses. "
         "Most firms expect the rate to exceed 60% next year."
@@ -324,7 +310,7 @@ def test_english_topic_path() -> None:
     dumped = summary.model_dump(by_alias=True)
     assert dumped["writtenBy"] == "llm" and dumped["sentencesKept"] == 2
 
-    fallback = run(TOPIC_EN, claims, ScriptedLLM(error=LLMError("rate limited")), lang="en")
+    fallback = run(TOPIC_EN, claims, ScriptedClient(LLMError("rate limited")), lang="en")
     assert fallback.text.splitlines()[0] == f"Key verified facts on {TOPIC_EN}:"
 
 

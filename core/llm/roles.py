@@ -1,0 +1,68 @@
+"""Per-role models and sampling parameters: one resolver, one client wrapper that applies it.
+
+A role names who is calling (``research.summary``, ``magi.melchior``, ``critic.worker``...). Its
+model comes from ``llm.models[role]``, else ``llm.models["default"]``, else ``llm.model``; its
+temperature and max_tokens from ``llm.params[role]``, else ``llm.params["default"]``, else the
+request's own values. Only :func:`resolve_role` reads those settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from core.llm.base import LLMClient, LLMRequest, LLMResponse
+from core.llm.streaming import StreamEvent, stream
+from core.settings import Settings
+
+DEFAULT_ROLE = "default"
+
+
+@dataclass(frozen=True)
+class ResolvedRole:
+    """What a role means under the current settings (None: keep the request's value)."""
+
+    role: str
+    model: str
+    temperature: float | None
+    max_tokens: int | None
+
+
+def resolve_role(settings: Settings, role: str | None) -> ResolvedRole:
+    """Model and parameters of ``role`` (None means ``default``), falling back as the module says."""
+    name = role or DEFAULT_ROLE
+    model = settings.llm.models.get(name) or settings.llm.models.get(DEFAULT_ROLE) or settings.llm.model
+    params = settings.llm.params.get(name) or settings.llm.params.get(DEFAULT_ROLE)
+    return ResolvedRole(
+        role=name,
+        model=model,
+        temperature=params.temperature if params else None,
+        max_tokens=params.max_tokens if params else None,
+    )
+
+
+def apply_role(settings: Settings, request: LLMRequest, role: str | None) -> LLMRequest:
+    """The request with its role's model and parameters; the request's own ``role``/``model`` win."""
+    resolved = resolve_role(settings, request.role or role)
+    update: dict[str, Any] = {"role": resolved.role, "model": request.model or resolved.model}
+    if resolved.temperature is not None:
+        update["temperature"] = resolved.temperature
+    if resolved.max_tokens is not None:
+        update["max_tokens"] = resolved.max_tokens
+    return request.model_copy(update=update)
+
+
+class RoleClient:
+    """Fills in each request's model and parameters from its role (or the client's) before ``inner``."""
+
+    def __init__(self, inner: LLMClient, settings: Settings, role: str | None = None) -> None:
+        self.inner = inner
+        self.settings = settings
+        self.role = role
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return await self.inner.complete(apply_role(self.settings, request, self.role))
+
+    def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        return stream(self.inner, apply_role(self.settings, request, self.role))
