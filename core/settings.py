@@ -32,6 +32,13 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_default=True)
 
     data_dir: Path = Field(Path(".magi"), description="Where the SQLite store and caches live.")
+    store_url: str | None = Field(
+        None, description="Database of runs and caches, e.g. postgresql+psycopg://user@host:5432/magi (unset: "
+        "SQLite under data_dir). Every node of a cluster must see the same one."
+    )
+    artifacts_url: str | None = Field(
+        None, description="Where produced files go: an fsspec URL such as s3://bucket/magi (unset: data_dir/artifacts)."
+    )
     output_format: Literal["json", "markdown"] = Field("markdown", description="Default CLI output format.")
 
     llm_provider: str | None = Field(

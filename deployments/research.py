@@ -7,7 +7,7 @@
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
   from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
 
-Runs and events live in the SQLite store under ``settings.data_dir``, so they survive a replica
+Runs and events live in the store (SQLite under ``settings.data_dir``, or ``store_url``), so they survive a replica
 restart. A run that was ``accepted``/``running`` when its replica died is not re-run (it may have
 been what killed the replica): the next replica marks it ``failed`` ("interrupted by a restart;
 resubmit") and ends its event stream with ``researchFailed``. The app runs one replica.
@@ -102,12 +102,12 @@ class ResearchService:
     def __init__(self, settings: Settings) -> None:
         import ray
 
-        from core.store import Store
+        from core.store import open_store
 
         if not ray.is_initialized():  # pragma: no cover - a replica always runs inside Ray
             raise RuntimeError("the research replica must run inside Ray")
         self._settings = settings
-        self._store = Store(settings.data_dir)
+        self._store = open_store(settings)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="research-run")
         requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
         if failed:
