@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
@@ -38,7 +38,7 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK_KEY = 0x6D616769  # "magi": the advisory lock that serialises migrations on PostgreSQL
 SUPPORTED = ("sqlite", "postgresql")
 
-AnyRow: TypeAlias = Row[Unpack[tuple[Any, ...]]]  # a result row: index it, unpack it, or use ``._mapping``
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]  # a result row: index it, unpack it, or use ``._mapping``
 
 
 @dataclass(frozen=True)
