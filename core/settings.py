@@ -182,10 +182,14 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
 
 def describe(settings: Settings) -> dict[str, Any]:
     """Settings as a plain dict with secrets masked, for ``magi doctor``."""
+    from core.store import masked  # here: SQLAlchemy loads only when settings are shown
+
     out: dict[str, Any] = {}
     for key, value in settings.model_dump().items():
         if key in SECRET_KEYS:
             out[key] = "****" if value else None
+        elif key == "store_url" and value:
+            out[key] = masked(value)  # a database URL may carry a password
         else:
             out[key] = str(value) if isinstance(value, Path) else value
     return out

@@ -37,3 +37,13 @@ def test_an_unreachable_store_url_is_a_one_line_error(tmp_path: Path) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert "magi:***@127.0.0.1:1/magi" in lines[0] and "s3cret" not in result.stderr
+
+
+def test_doctor_checks_the_store_and_masks_its_password(tmp_path: Path, postgres_url: str) -> None:
+    with_password = postgres_url.replace("postgres@", "postgres:hunter2-secret@")  # trust auth ignores it
+    result = magi("doctor", "--format", "json", cwd=tmp_path, env={"MAGI_STORE_URL": with_password})
+    assert "hunter2-secret" not in result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["store"]["status"] == "ok" and "postgresql" in checks["store"]["detail"], checks["store"]
+    assert report["settings"]["store_url"] == with_password.replace("hunter2-secret", "***")

@@ -199,3 +199,10 @@ def test_store_url_setting_selects_the_database(postgres_url: str, tmp_path: Pat
     store = open_store(Settings(data_dir=tmp_path / "unused", store_url=postgres_url))
     assert store.dialect == "postgresql" and not (tmp_path / "unused").exists()
     store.close()
+
+
+def test_shown_settings_mask_the_store_password() -> None:
+    from core.settings import describe
+
+    shown = describe(Settings(store_url="postgresql+psycopg://magi:hunter2@db.example:5432/magi"))
+    assert shown["store_url"] == "postgresql+psycopg://magi:***@db.example:5432/magi"
