@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Connection, Engine, Row, make_url
 
-from core.errors import ConfigError
+from core.errors import ConfigError, first_line
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -160,7 +160,10 @@ class Store:
         self._pid_lock = threading.Lock()
         try:
             self.migrate()
-        except exc.OperationalError as err:
+        except (exc.ProgrammingError, exc.IntegrityError):
+            self._engine.dispose()
+            raise  # a migration's SQL is wrong: a bug to fix, not a setting
+        except exc.DBAPIError as err:  # cannot connect, authenticate, open or read the database
             self._engine.dispose()
             raise ConfigError(self._unreachable(err)) from err
 
@@ -183,8 +186,8 @@ class Store:
                 "postgresql+psycopg://USER@HOST:PORT/DB"
             ) from err
 
-    def _unreachable(self, err: BaseException) -> str:
-        reason = str(getattr(err, "orig", err)).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    def _unreachable(self, err: exc.DBAPIError) -> str:
+        reason = first_line(err.orig) if err.orig is not None else first_line(err)
         if self.dialect == "sqlite":
             return (f"cannot open the SQLite store {masked(self.url)!r}: {reason}; check that the folder exists "
                     "and is writable (MAGI_DATA_DIR)")

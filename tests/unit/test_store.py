@@ -206,3 +206,23 @@ def test_shown_settings_mask_the_store_password() -> None:
 
     shown = describe(Settings(store_url="postgresql+psycopg://magi:hunter2@db.example:5432/magi"))
     assert shown["store_url"] == "postgresql+psycopg://magi:***@db.example:5432/magi"
+
+
+def test_a_file_that_is_not_a_database_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / DB_FILENAME).write_bytes(b"this is not SQLite" * 100)
+    with pytest.raises(ConfigError, match="cannot open the SQLite store"):
+        Store(sqlite_url(tmp_path))
+
+
+def test_sqlite_writers_take_the_write_lock_when_the_transaction_begins(tmp_path: Path) -> None:
+    """``BEGIN IMMEDIATE``: an open transaction that has written nothing yet already keeps others out."""
+    store = Store(sqlite_url(tmp_path))
+    other = sqlite3.connect(tmp_path / DB_FILENAME, timeout=0, isolation_level=None)
+    with store.transaction():
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("BEGIN IMMEDIATE")
+        assert store.query("SELECT COUNT(*) FROM research_runs")[0][0] == 0  # readers still read
+    other.execute("BEGIN IMMEDIATE")  # free again after commit
+    other.execute("ROLLBACK")
+    other.close()
+    store.close()
