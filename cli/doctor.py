@@ -118,8 +118,7 @@ def check_store(settings: Settings) -> Check:
         applied = len(store.applied_migrations())
     finally:
         store.close()
-    where = masked(store.url) if settings.store_url else f"SQLite file {store.url.removeprefix('sqlite:///')}"
-    return Check("store", "ok", f"{store.dialect}: {where}, {applied} migrations applied")
+    return Check("store", "ok", f"{store.dialect}: {masked(store.url)}, {applied} migrations applied")
 
 
 def _guarded(name: str, probe: Callable[[], Check]) -> Check:

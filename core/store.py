@@ -104,10 +104,16 @@ def masked(url: str | URL) -> str:
         return "<unparsable store URL>"
 
 
+def configured_url(settings: Settings) -> str:
+    """The one place that reads the store settings: ``store_url``, else the SQLite file under ``data_dir``."""
+    return settings.store_url or sqlite_url(settings.data_dir)
+
+
 def open_store(settings: Settings) -> Store:
-    """The store the settings name: ``store_url``, else the SQLite file under ``data_dir``."""
-    if settings.store_url:
-        return Store(settings.store_url)
+    """The store the settings name (:func:`configured_url`); creates the SQLite folder when needed."""
+    url = configured_url(settings)
+    if not url.startswith("sqlite:"):
+        return Store(url)
     data_dir = Path(settings.data_dir)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -116,7 +122,7 @@ def open_store(settings: Settings) -> Store:
             f"cannot create data directory {data_dir}: {err.strerror}; set MAGI_DATA_DIR to a writable folder"
             " (or MAGI_STORE_URL to a PostgreSQL database)"
         ) from err
-    return Store(sqlite_url(data_dir))
+    return Store(url)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

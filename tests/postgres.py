@@ -53,7 +53,10 @@ class PostgresServer:
         command = ["runuser", "-u", PG_USER, "--", *args] if os.geteuid() == 0 else list(args)
         done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=self.root)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:2])} failed ({done.returncode}): {done.stderr or done.stdout}")
+            log = self.root / "server.log"
+            tail = log.read_text(errors="replace")[-2000:] if log.is_file() else ""
+            raise RuntimeError(f"{Path(args[0]).name} {' '.join(args[1:3])} failed ({done.returncode}): "
+                               f"{done.stderr or done.stdout}\n{tail}")
 
     def start(self) -> None:
         self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-U", PG_USER, "--auth=trust",

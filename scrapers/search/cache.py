@@ -27,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from core.errors import ConfigError
 from core.settings import Settings
-from core.store import Store, open_store, register_migration
+from core.store import Store, configured_url, open_store, register_migration
 from scrapers.search.base import SearchProvider, SearchResult, time_limit
 from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.local import LocalSearchProvider
@@ -68,13 +68,13 @@ def cache_key(identity: str, query: str, max_results: int, time_range: str | Non
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
-_SHARED: dict[tuple[int, str, str], Store] = {}
+_SHARED: dict[tuple[int, str], Store] = {}
 _SHARED_LOCK = threading.Lock()
 
 
 def shared_store(settings: Settings) -> Store:
     """One :class:`Store` per process and database (agents call ``open_search`` per run)."""
-    key = (os.getpid(), settings.store_url or "", str(settings.data_dir))
+    key = (os.getpid(), configured_url(settings))
     with _SHARED_LOCK:
         if key not in _SHARED:
             _SHARED[key] = open_store(settings)
