@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     from core.errors import RuntimeSetupError
     from core.runtime import start_ray, stop_ray
+    from core.store import configured_url, masked
 
     settings = settings_from(args)
     owned = not ray.is_initialized() and not (args.address or settings.ray_address)
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as exc:  # e.g. the port is taken, or a Serve with other HTTP options runs
             raise RuntimeSetupError(f"could not start Ray Serve on {args.host}:{args.port}: {exc}") from exc
         url = f"http://{args.host}:{args.port}"
-        sys.stdout.write(f"serving {', '.join(n for n, _, _ in APPS)} at {url} (data: {settings.data_dir}); "
+        store = masked(configured_url(settings))
+        sys.stdout.write(f"serving {', '.join(n for n, _, _ in APPS)} at {url} (store: {store}); "
                          f"try: curl -X POST {url}/research -H 'content-type: application/json' "
                          "-d '{\"topic\": \"中小企業の価格転嫁\"}'\nCtrl-C to stop\n")
         sys.stdout.flush()

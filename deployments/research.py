@@ -219,7 +219,7 @@ class ResearchService:
 
 
 def build_app(settings: Settings) -> Application:
-    """The ``research`` Serve application for these settings (their ``data_dir`` holds the runs)."""
+    """The ``research`` Serve application for these settings (their store holds the runs)."""
     application: Application = ResearchService.bind(settings)  # type: ignore[attr-defined]
     return application
 
