@@ -18,7 +18,7 @@ from actors.nlp_pool import BATCH_CHARS, NlpPool
 from core.errors import ExtractionError, FetchError
 from core.models import CamelModel
 from core.settings import Settings
-from core.store import Store
+from core.store import open_store
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
 from research.models import SourceFailure
@@ -69,7 +69,7 @@ class Collector:
     def __init__(self, settings: Settings, pool: NlpPool) -> None:
         self._settings = settings
         self._pool = pool
-        store = Store(settings.data_dir)
+        store = open_store(settings)
         self._pages = PageCache(store, FetchSettings.of(settings).page_cache_ttl_s)
         self._analyses = AnalysisCache(store)
         self._fetcher: Fetcher | None = None

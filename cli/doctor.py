@@ -26,7 +26,8 @@ class Check:
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
              shared: argparse.ArgumentParser) -> None:
     parser = commands.add_parser("doctor", parents=[shared], help="check settings and dependencies",
-                                 description="Show effective settings and check Ray, GiNZA, search and the LLM.")
+                                 description="Show effective settings and check Ray, the store, GiNZA, search and "
+                                             "the LLM.")
     parser.add_argument("--llm", action="store_true", help="also send one tiny request through the LLM provider")
     parser.set_defaults(handler=run)
 
@@ -112,6 +113,17 @@ def check_llm(settings: Settings, send: bool) -> Check:
                               f"{time.perf_counter() - started:.2f} s")
 
 
+def check_store(settings: Settings) -> Check:
+    from core.store import masked, open_store
+
+    store = open_store(settings)  # connects and migrates: a bad URL or a down server fails here
+    try:
+        applied = len(store.applied_migrations())
+    finally:
+        store.close()
+    return Check("store", "ok", f"{store.dialect}: {masked(store.url)}, {applied} migrations applied")
+
+
 def _guarded(name: str, probe: Callable[[], Check]) -> Check:
     try:
         return probe()
@@ -127,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         require_llm(settings, "magi doctor --llm")
     checks = [
         _guarded("ray", lambda: check_ray(settings)),
+        _guarded("store", lambda: check_store(settings)),
         _guarded("ginza", lambda: check_ginza(settings)),
         _guarded("search:local", lambda: check_local_search(settings)),
         _guarded("search:ddgs", lambda: check_ddgs(settings)),

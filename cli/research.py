@@ -45,7 +45,7 @@ async def research(args: argparse.Namespace) -> int:
     from core.errors import ResearchError
     from core.events import FanoutSink, ListSink
     from core.runtime import ray_runtime
-    from core.store import Store
+    from core.store import open_store
     from research import runs
     from research.engine import preflight, run_research
     from research.events import ResearchCompleted
@@ -61,7 +61,7 @@ async def research(args: argparse.Namespace) -> int:
     preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
     run_id = uuid.uuid4().hex[:12]
     out_dir = args.out or Path("out") / "research" / run_id
-    store = Store(settings.data_dir)
+    store = open_store(settings)
     events = ListSink()
     with ProgressBars(enabled=not args.no_progress and sys.stderr.isatty()) as bars:
         sink = FanoutSink(events, bars)

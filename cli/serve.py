@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from core.errors import RuntimeSetupError
     from core.runtime import start_ray, stop_ray
+    from core.store import configured_url, masked
 
     settings = settings_from(args)
     config = load_serve_config()
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as exc:  # e.g. the port is taken, or a Serve with other HTTP options runs
             raise RuntimeSetupError(f"could not start Ray Serve on {host}:{port}: {exc}") from exc
         url = f"http://{host}:{port}"
-        sys.stdout.write(f"serving {', '.join(app.name for app, _ in apps)} at {url} (data: {settings.data_dir}); "
+        store = masked(configured_url(settings))
+        sys.stdout.write(f"serving {', '.join(app.name for app, _ in apps)} at {url} (store: {store}); "
                          f"try: curl -X POST {url}/research -H 'content-type: application/json' "
                          "-d '{\"topic\": \"中小企業の価格転嫁\"}'\nCtrl-C to stop\n")
         sys.stdout.flush()

@@ -129,6 +129,14 @@ class Settings(BaseModel):
 
     data_dir: AbsolutePath = Field(Path(".magi"), description="Where the embedded store, caches and artifacts live.")
     output_format: Literal["json", "markdown"] = Field("markdown", description="Default CLI output format.")
+    store_url: str | None = Field(
+        None,
+        description="Database of runs and caches, e.g. postgresql+psycopg://user@host:5432/magi (unset: SQLite "
+        "under data_dir). Every node of a cluster must see the same one.",
+    )
+    artifacts_url: str | None = Field(
+        None, description="Where produced files go: an fsspec URL such as s3://bucket/magi (unset: data_dir/artifacts)."
+    )
     ray: RaySettings = Field(default_factory=RaySettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
@@ -411,7 +419,11 @@ def load_settings(
 
 def describe(settings: Settings) -> dict[str, Any]:
     """Settings as plain nested data with secrets masked, for ``magi doctor``."""
+    from core.store import masked  # here: SQLAlchemy loads only when settings are shown
+
     out: dict[str, Any] = settings.model_dump(mode="json", exclude={"ray", "llm"})
+    if settings.store_url:
+        out["store_url"] = masked(settings.store_url)  # a database URL may carry a password
     for name in registered_sections():
         section = getattr(settings, name) if name in CORE_SECTIONS else settings.section(registered_sections()[name])
         shown = section.model_dump(mode="json")

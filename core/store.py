@@ -1,45 +1,76 @@
-"""SQLite store under ``MAGI_DATA_DIR``: WAL mode, per-component migrations, transactional writes.
+"""The project's relational store on SQLAlchemy Core: embedded SQLite by default, PostgreSQL on a cluster.
+
+A laptop keeps one SQLite file under ``MAGI_DATA_DIR``; a multi-node Ray cluster points every
+process at one PostgreSQL database (``MAGI_STORE_URL=postgresql+psycopg://user@host:5432/magi``), so
+actors on other nodes share the caches and the run records instead of writing files of their own.
 
 Each feature registers its own numbered migrations under a component name (``"research"``,
-``"cache"``, ...), so features add tables without coordinating one global version number.
-One connection per :class:`Store`; open a new ``Store`` in each process (connections do not
-cross Ray boundaries).
+``"page_cache"``, ...), so features add tables without coordinating one global version number. SQL
+is written once for both backends; where a dialect needs other SQL, a migration carries a variant.
+
+A :class:`Store` belongs to one process: connections never cross a fork or a Ray boundary. Build one
+per process with :func:`open_store`; a Store that is pickled is rebuilt from its URL on the other
+side, and one inherited through ``fork`` drops the parent's pooled connections on first use.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from core.errors import ConfigError
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+from sqlalchemy.engine import URL, Connection, Engine, Row, make_url
+
+from core.errors import ConfigError, first_line
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 DB_FILENAME = "magi.sqlite3"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+MIGRATION_LOCK_KEY = 0x6D616769  # "magi": the advisory lock that serialises migrations on PostgreSQL
+SUPPORTED = ("sqlite", "postgresql")
+
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]  # a result row: index it, unpack it, or use ``._mapping``
 
 
 @dataclass(frozen=True)
 class Migration:
-    """One schema step of a component; ``version`` counts from 1 within that component."""
+    """One schema step of a component; ``version`` counts from 1 within that component.
+
+    ``sql`` runs on every backend unless ``variants`` holds SQL for that dialect (``"postgresql"``,
+    ``"sqlite"``), for the rare statement the two do not share.
+    """
 
     component: str
     version: int
     sql: str
+    variants: Mapping[str, str] = field(default_factory=dict)
+
+    def sql_for(self, dialect: str) -> str:
+        return self.variants.get(dialect, self.sql)
 
 
 _MIGRATIONS: dict[tuple[str, int], Migration] = {}
 
 
-def register_migration(component: str, version: int, sql: str) -> None:
+def register_migration(component: str, version: int, sql: str, *, variants: Mapping[str, str] | None = None) -> None:
     """Declare a schema step; registering the same step twice with other SQL is a bug."""
-    key = (component, version)
-    existing = _MIGRATIONS.get(key)
-    if existing is not None and existing.sql != sql:
+    unknown = set(variants or {}) - set(SUPPORTED)
+    if unknown:
+        raise ValueError(f"migration {component} v{version}: unknown dialect(s) {sorted(unknown)}; use {SUPPORTED}")
+    migration = Migration(component, version, sql, dict(variants or {}))
+    existing = _MIGRATIONS.get((component, version))
+    if existing is not None and existing != migration:
         raise ValueError(f"migration {component} v{version} registered twice with different SQL")
-    _MIGRATIONS[key] = Migration(component, version, sql)
+    _MIGRATIONS[(component, version)] = migration
 
 
 register_migration(
@@ -60,70 +91,189 @@ register_migration(
 )
 
 
-class Store:
-    """A thread-safe handle on the project's SQLite database."""
+def sqlite_url(data_dir: Path) -> str:
+    """The embedded database's URL: ``<data_dir>/magi.sqlite3``."""
+    return f"sqlite:///{Path(data_dir).expanduser().absolute() / DB_FILENAME}"
 
-    def __init__(self, data_dir: Path) -> None:
+
+def masked(url: str | URL) -> str:
+    """The URL with its password hidden, for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except exc.ArgumentError:
+        return "<unparsable store URL>"
+
+
+def configured_url(settings: Settings) -> str:
+    """The one place that reads the store settings: ``store_url``, else the SQLite file under ``data_dir``."""
+    return settings.store_url or sqlite_url(settings.data_dir)
+
+
+def open_store(settings: Settings) -> Store:
+    """The store the settings name (:func:`configured_url`); creates the SQLite folder when needed."""
+    url = configured_url(settings)
+    if not url.startswith("sqlite:"):
+        return Store(url)
+    data_dir = Path(settings.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot create data directory {data_dir}: {err.strerror}; set MAGI_DATA_DIR to a writable folder"
+            " (or MAGI_STORE_URL to a PostgreSQL database)"
+        ) from err
+    return Store(url)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """Per connection: the driver leaves transactions to us, WAL lets readers run beside a writer."""
+    dbapi_connection.isolation_level = None  # pysqlite must not issue its own BEGIN
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    """Writers take the write lock up front (``BEGIN IMMEDIATE``), so they queue instead of deadlocking."""
+    conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("magi_read_only") else "BEGIN IMMEDIATE")
+
+
+class Store:
+    """A handle on the project's database, safe to share between the threads of one process."""
+
+    def __init__(self, url: str) -> None:
         try:
-            data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+            parsed = make_url(url)
+        except exc.ArgumentError as err:
             raise ConfigError(
-                f"cannot create data directory {data_dir}: {exc.strerror}; set MAGI_DATA_DIR to a writable folder"
-            ) from exc
-        self.path = data_dir / DB_FILENAME
-        self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self.migrate()
+                f"store URL {masked(url)!r} is not a database URL; use sqlite:///PATH or "
+                "postgresql+psycopg://USER@HOST:PORT/DB (MAGI_STORE_URL)"
+            ) from err
+        self.url = url
+        self.dialect = parsed.get_backend_name()
+        if self.dialect not in SUPPORTED:
+            raise ConfigError(
+                f"store URL {masked(parsed)!r} selects {self.dialect!r}; the store supports SQLite "
+                "(sqlite:///PATH) and PostgreSQL (postgresql+psycopg://USER@HOST:PORT/DB)"
+            )
+        self._engine = self._create_engine(parsed)
+        self._pid = os.getpid()
+        self._pid_lock = threading.Lock()
+        try:
+            self.migrate()
+        except (exc.ProgrammingError, exc.IntegrityError):
+            self._engine.dispose()
+            raise  # a migration's SQL is wrong: a bug to fix, not a setting
+        except exc.DBAPIError as err:  # cannot connect, authenticate, open or read the database
+            self._engine.dispose()
+            raise ConfigError(self._unreachable(err)) from err
+
+    def _create_engine(self, parsed: URL) -> Engine:
+        try:
+            if self.dialect == "sqlite":
+                if parsed.database in (None, "", ":memory:"):
+                    raise ConfigError(
+                        f"store URL {masked(parsed)!r} has no file: the store must outlive a process; "
+                        "use sqlite:////absolute/path/magi.sqlite3"
+                    )
+                engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+                event.listen(engine, "connect", _sqlite_pragmas)
+                event.listen(engine, "begin", _sqlite_begin)
+                return engine
+            return sa.create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as err:
+            raise ConfigError(
+                f"store URL {masked(parsed)!r} cannot be used ({err}); for PostgreSQL use the psycopg driver: "
+                "postgresql+psycopg://USER@HOST:PORT/DB"
+            ) from err
+
+    def _unreachable(self, err: exc.DBAPIError) -> str:
+        reason = first_line(err.orig) if err.orig is not None else first_line(err)
+        if self.dialect == "sqlite":
+            return (f"cannot open the SQLite store {masked(self.url)!r}: {reason}; check that the folder exists "
+                    "and is writable (MAGI_DATA_DIR)")
+        return (f"cannot connect to the store {masked(self.url)!r}: {reason}; check that PostgreSQL runs there, "
+                "accepts connections from this host, and that the user, password and database in "
+                "MAGI_STORE_URL are right")
+
+    # -- per-process engine ---------------------------------------------------------------------
+
+    @property
+    def engine(self) -> Engine:
+        """This process's engine; after a fork the inherited pool is dropped (not closed: the parent owns it)."""
+        if self._pid != os.getpid():
+            with self._pid_lock:
+                if self._pid != os.getpid():
+                    self._engine.dispose(close=False)
+                    self._pid = os.getpid()
+        return self._engine
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A pickled Store (shipped to a Ray actor, say) reconnects from its URL on the other side."""
+        return (type(self), (self.url,))
+
+    # -- migrations -----------------------------------------------------------------------------
 
     def migrate(self) -> list[Migration]:
-        """Apply every registered migration not yet applied; returns those applied now."""
+        """Apply every registered migration not yet applied; returns those applied now.
+
+        On PostgreSQL a transaction-scoped advisory lock makes processes that start together take
+        turns; on SQLite ``BEGIN IMMEDIATE`` does the same.
+        """
         applied: list[Migration] = []
         with self.transaction() as conn:
-            conn.execute(
+            if self.dialect == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            conn.exec_driver_sql(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " component TEXT NOT NULL, version INTEGER NOT NULL, applied_at TEXT NOT NULL,"
                 " PRIMARY KEY (component, version))"
             )
-            done = {(r[0], r[1]) for r in conn.execute("SELECT component, version FROM schema_migrations")}
+            done = {(r[0], r[1]) for r in conn.execute(sa.text("SELECT component, version FROM schema_migrations"))}
             for key in sorted(_MIGRATIONS):
                 if key in done:
                     continue
                 migration = _MIGRATIONS[key]
-                for statement in _split_sql(migration.sql):
-                    conn.execute(statement)
+                for statement in _split_sql(migration.sql_for(self.dialect)):
+                    conn.exec_driver_sql(statement)
                 conn.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                    (migration.component, migration.version, _now()),
+                    sa.text("INSERT INTO schema_migrations (component, version, applied_at) VALUES (:c, :v, :at)"),
+                    {"c": migration.component, "v": migration.version, "at": _now()},
                 )
                 applied.append(migration)
         return applied
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def query(self, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return list(self._conn.execute(sql, params))
-
     def applied_migrations(self) -> list[tuple[str, int]]:
-        return [(r[0], r[1]) for r in self.query("SELECT component, version FROM schema_migrations")]
+        return [(str(r[0]), int(r[1])) for r in self.query("SELECT component, version FROM schema_migrations")]
+
+    # -- reading and writing --------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction: committed when the block ends, rolled back on any exception.
+
+        On SQLite it starts with ``BEGIN IMMEDIATE``, so concurrent writers serialise; on
+        PostgreSQL it is READ COMMITTED, so a read-modify-write must lock what it reads.
+        """
+        with self.engine.begin() as conn:
+            yield conn
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[AnyRow]:
+        """Rows of one read (``:name`` parameters), in a short read-only transaction."""
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(magi_read_only=True)
+            rows = conn.execute(sa.text(sql), dict(params or {})).all()
+            conn.rollback()
+            return rows
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the pooled connections of this process (the Store may not be used afterwards)."""
+        self.engine.dispose()
 
 
 def _split_sql(script: str) -> list[str]:

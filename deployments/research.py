@@ -7,7 +7,7 @@
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
   from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
 
-Runs and events live in the store, so they survive a replica restart: a run that was
+Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a replica restart: a run that was
 ``accepted``/``running`` when its replica died runs again from the start (``researchRequeued``), at
 most ``MAX_ATTEMPTS`` times in all, since it may be what brings the replica down. The app runs one
 replica.
@@ -109,12 +109,12 @@ class ResearchService:
     def __init__(self, settings: Settings) -> None:
         import ray
 
-        from core.store import Store
+        from core.store import open_store
 
         if not ray.is_initialized():  # pragma: no cover - a replica always runs inside Ray
             raise RuntimeError("the research replica must run inside Ray")
         self._settings = settings
-        self._store = Store(settings.data_dir)
+        self._store = open_store(settings)
         self._queue: asyncio.Queue[tuple[str, str, Settings]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
@@ -234,7 +234,7 @@ class ResearchService:
 
 
 def build_app(settings: Settings) -> Application:
-    """The ``research`` Serve application for these settings (their ``data_dir`` holds the runs)."""
+    """The ``research`` Serve application for these settings (their store holds the runs)."""
     application: Application = ResearchService.bind(settings)  # type: ignore[attr-defined]
     return application
 

@@ -7,10 +7,12 @@ transaction as the final status, so whoever sees the event also finds the result
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from core.events import Event
 from core.store import Store, register_migration
@@ -38,10 +40,11 @@ def record_started(store: Store, run_id: str, topic: str, *, status: str = "runn
     (the HTTP body) lets a restarted service run it again (:func:`requeue_unfinished`)."""
     with store.transaction() as conn:
         conn.execute(
-            "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, topic, status, _now(), json.dumps(request, ensure_ascii=False) if request else None,
-             int(status == "running")),
+            sa.text("INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
+                    "VALUES (:run_id, :topic, :status, :at, :request, :attempts)"),
+            {"run_id": run_id, "topic": topic, "status": status, "at": _now(),
+             "request": json.dumps(request, ensure_ascii=False) if request else None,
+             "attempts": int(status == "running")},
         )
 
 
@@ -85,16 +88,29 @@ class StoredEvent:
 def mark_running(store: Store, run_id: str) -> bool:
     """``accepted`` -> ``running`` (one more attempt); False when the run is no longer waiting."""
     with store.transaction() as conn:
-        cur = conn.execute("UPDATE research_runs SET status='running', attempts=attempts+1 "
-                           "WHERE run_id=? AND status='accepted'", (run_id,))
+        cur = conn.execute(sa.text("UPDATE research_runs SET status='running', attempts=attempts+1 "
+                                   "WHERE run_id=:run_id AND status='accepted'"), {"run_id": run_id})
         return cur.rowcount == 1
 
 
-def _append(conn: sqlite3.Connection, run_id: str, event: Event) -> int:
-    seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM research_events WHERE run_id=?",
-                           (run_id,)).fetchone()[0])
-    conn.execute("INSERT INTO research_events (run_id, seq, type, json, ts) VALUES (?, ?, ?, ?, ?)",
-                 (run_id, seq, event.type, event.model_dump_json(), event.ts.isoformat()))
+EVENT_LOCK_SPACE = 0x7365  # first key of the advisory locks that order one run's events on PostgreSQL
+
+
+def _append(conn: Connection, run_id: str, event: Event) -> int:
+    """Next ``seq`` is MAX+1: writers of one run take turns, so none is lost or numbered twice.
+
+    SQLite's ``BEGIN IMMEDIATE`` already serialises writers; PostgreSQL (READ COMMITTED) needs a
+    lock held until commit: an advisory lock on the run id, which works even before the run row exists.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:run_id))"),
+                     {"space": EVENT_LOCK_SPACE, "run_id": run_id})
+    seq = int(conn.execute(sa.text("SELECT COALESCE(MAX(seq), 0) + 1 FROM research_events WHERE run_id=:run_id"),
+                           {"run_id": run_id}).scalar_one())
+    conn.execute(sa.text("INSERT INTO research_events (run_id, seq, type, json, ts) "
+                         "VALUES (:run_id, :seq, :type, :json, :ts)"),
+                 {"run_id": run_id, "seq": seq, "type": event.type, "json": event.model_dump_json(),
+                  "ts": event.ts.isoformat()})
     return seq
 
 
@@ -108,9 +124,9 @@ def finish_completed(store: Store, result: ConsensusResearchResult, event: Event
     """Store the result and the terminal event together: a client that saw the event finds the result."""
     with store.transaction() as conn:
         cur = conn.execute(
-            "UPDATE research_runs SET status='completed', completed_at=?, result_json=?, error=NULL "
-            "WHERE run_id=? AND status IN ('accepted', 'running')",
-            (_now(), result.model_dump_json(by_alias=True), result.run_id),
+            sa.text("UPDATE research_runs SET status='completed', completed_at=:at, result_json=:result, error=NULL "
+                    "WHERE run_id=:run_id AND status IN ('accepted', 'running')"),
+            {"at": _now(), "result": result.model_dump_json(by_alias=True), "run_id": result.run_id},
         )
         if cur.rowcount == 1:  # a run already declared failed (interrupted) stays failed
             _append(conn, result.run_id, event)
@@ -121,9 +137,10 @@ def finish_failed(store: Store, run_id: str, error: str, event: Event | None = N
     """Mark the run failed; ``partial`` (what it produced before failing) is kept as its result JSON."""
     with store.transaction() as conn:
         cur = conn.execute(
-            "UPDATE research_runs SET status='failed', completed_at=?, error=?, result_json=? "
-            "WHERE run_id=? AND status IN ('accepted', 'running')",
-            (_now(), error, json.dumps(partial, ensure_ascii=False) if partial else None, run_id),
+            sa.text("UPDATE research_runs SET status='failed', completed_at=:at, error=:error, result_json=:partial "
+                    "WHERE run_id=:run_id AND status IN ('accepted', 'running')"),
+            {"at": _now(), "error": error, "partial": json.dumps(partial, ensure_ascii=False) if partial else None,
+             "run_id": run_id},
         )
         if cur.rowcount == 1:
             _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
@@ -152,7 +169,7 @@ def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[lis
             failed.append(run_id)
             continue
         with store.transaction() as conn:
-            conn.execute("UPDATE research_runs SET status='accepted' WHERE run_id=?", (run_id,))
+            conn.execute(sa.text("UPDATE research_runs SET status='accepted' WHERE run_id=:run_id"), {"run_id": run_id})
             _append(conn, run_id, ResearchRequeued(run_id=run_id, attempts=attempts))
         requeued.append(Requeued(run_id, topic, json.loads(request_json)))
     return requeued, failed
@@ -160,13 +177,13 @@ def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[lis
 
 def load_run(store: Store, run_id: str) -> RunRecord | None:
     rows = store.query("SELECT run_id, topic, status, started_at, completed_at, error, result_json "
-                       "FROM research_runs WHERE run_id=?", (run_id,))
+                       "FROM research_runs WHERE run_id=:run_id", {"run_id": run_id})
     return RunRecord(*rows[0]) if rows else None
 
 
 def load_events(store: Store, run_id: str, after_seq: int = 0) -> list[StoredEvent]:
-    rows = store.query("SELECT seq, type, json FROM research_events WHERE run_id=? AND seq>? ORDER BY seq",
-                       (run_id, after_seq))
+    rows = store.query("SELECT seq, type, json FROM research_events WHERE run_id=:run_id AND seq>:after "
+                       "ORDER BY seq", {"run_id": run_id, "after": after_seq})
     return [StoredEvent(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
 

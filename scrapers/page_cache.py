@@ -2,7 +2,9 @@
 
 Texts are stored once per content hash (syndicated copies and re-fetches share a row); each URL
 points at its latest snapshot. A snapshot younger than the TTL is reused instead of refetching.
-Failures are not cached: a page that failed may work next time.
+Failures are not cached: a page that failed may work next time. With a PostgreSQL store every node
+of a cluster shares one cache. Epoch columns are ``DOUBLE PRECISION`` (PostgreSQL's ``REAL`` is 4 bytes,
+minutes off at today's epoch; SQLite reads both as REAL).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import time
 from datetime import UTC, datetime
+
+import sqlalchemy as sa
 
 from core.store import Store, register_migration
 from scrapers.extract import ExtractedPage
@@ -32,7 +36,7 @@ register_migration(
         site_name TEXT,
         lang TEXT,
         fetched_at TEXT NOT NULL,
-        fetched_epoch REAL NOT NULL
+        fetched_epoch DOUBLE PRECISION NOT NULL
     );
     """,
 )
@@ -52,8 +56,8 @@ class PageCache:
             return None
         rows = self._store.query(
             "SELECT s.title, s.published, s.site_name, s.lang, t.text FROM page_snapshots s "
-            "JOIN page_texts t USING (content_hash) WHERE s.url = ? AND s.fetched_epoch >= ?",
-            (url, time.time() - self._ttl_s),
+            "JOIN page_texts t USING (content_hash) WHERE s.url = :url AND s.fetched_epoch >= :since",
+            {"url": url, "since": time.time() - self._ttl_s},
         )
         if not rows:
             return None
@@ -63,10 +67,19 @@ class PageCache:
     def put(self, page: ExtractedPage, *, final_url: str, status: int) -> str:
         digest = text_hash(page.text)
         with self._store.transaction() as conn:
-            conn.execute("INSERT OR IGNORE INTO page_texts VALUES (?, ?)", (digest, page.text))
+            conn.execute(sa.text("INSERT INTO page_texts (content_hash, text) VALUES (:hash, :text) "
+                                 "ON CONFLICT (content_hash) DO NOTHING"), {"hash": digest, "text": page.text})
             conn.execute(
-                "INSERT OR REPLACE INTO page_snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (page.url, final_url, status, digest, page.title, page.published, page.site_name, page.lang,
-                 datetime.now(UTC).isoformat(), time.time()),
+                sa.text(
+                    "INSERT INTO page_snapshots (url, final_url, status, content_hash, title, published, site_name,"
+                    " lang, fetched_at, fetched_epoch) VALUES (:url, :final_url, :status, :hash, :title, :published,"
+                    " :site_name, :lang, :fetched_at, :fetched_epoch) ON CONFLICT (url) DO UPDATE SET"
+                    " final_url=excluded.final_url, status=excluded.status, content_hash=excluded.content_hash,"
+                    " title=excluded.title, published=excluded.published, site_name=excluded.site_name,"
+                    " lang=excluded.lang, fetched_at=excluded.fetched_at, fetched_epoch=excluded.fetched_epoch"
+                ),
+                {"url": page.url, "final_url": final_url, "status": status, "hash": digest, "title": page.title,
+                 "published": page.published, "site_name": page.site_name, "lang": page.lang,
+                 "fetched_at": datetime.now(UTC).isoformat(), "fetched_epoch": time.time()},
             )
         return digest

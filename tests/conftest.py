@@ -11,6 +11,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = REPO_ROOT / "data" / "corpus"
 
+pytest_plugins = ["tests.postgres"]  # postgres_server, postgres_url, store_url
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("MAGI_NETWORK_TESTS") == "1":

@@ -6,7 +6,7 @@ URL, local corpus fingerprint), so changing any of them misses. Empty answers ar
 blank page from a flaky engine should not stick for a day). The cache is best-effort: a store
 error is logged and the search goes to the providers.
 
-SQLite connections do not cross processes: give a :class:`Store` opened in this process, or a
+Store connections do not cross processes: give a :class:`Store` opened in this process, or a
 callable opening one, which is called on the first search (so building a provider stays cheap).
 """
 
@@ -17,16 +17,17 @@ import hashlib
 import json
 import logging
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
+import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from core.errors import ConfigError
-from core.store import Store, register_migration
+from core.settings import Settings
+from core.store import Store, configured_url, open_store, register_migration
 from scrapers.search.base import SearchProvider, SearchResult, time_limit
 from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.local import LocalSearchProvider
@@ -43,7 +44,7 @@ register_migration(
         provider TEXT NOT NULL,
         query TEXT NOT NULL,
         results_json TEXT NOT NULL,
-        created_at REAL NOT NULL
+        created_at DOUBLE PRECISION NOT NULL
     );
     CREATE INDEX search_cache_created_at ON search_cache(created_at);
     """,
@@ -71,12 +72,12 @@ _SHARED: dict[tuple[int, str], Store] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_store(data_dir: Path) -> Store:
-    """One :class:`Store` per process and data directory (agents call ``open_search`` per run)."""
-    key = (os.getpid(), str(Path(data_dir).expanduser().resolve()))
+def shared_store(settings: Settings) -> Store:
+    """One :class:`Store` per process and database (agents call ``open_search`` per run)."""
+    key = (os.getpid(), configured_url(settings))
     with _SHARED_LOCK:
         if key not in _SHARED:
-            _SHARED[key] = Store(Path(key[1]))
+            _SHARED[key] = open_store(settings)
         return _SHARED[key]
 
 
@@ -136,11 +137,11 @@ class CachedSearchProvider:
     def _get(self, key: str) -> list[SearchResult] | None:
         try:
             rows = self.store().query(
-                "SELECT results_json FROM search_cache WHERE key = ? AND created_at > ?",
-                (key, self._clock() - self.ttl_s),
+                "SELECT results_json FROM search_cache WHERE key = :key AND created_at > :since",
+                {"key": key, "since": self._clock() - self.ttl_s},
             )
             return _RESULTS.validate_json(rows[0][0]) if rows else None
-        except (sqlite3.Error, OSError, ConfigError, ValidationError) as exc:
+        except (SQLAlchemyError, OSError, ConfigError, ValidationError) as exc:
             log.warning("search cache read failed (%s); searching without it", exc)
             return None
 
@@ -148,9 +149,12 @@ class CachedSearchProvider:
         try:
             with self.store().transaction() as conn:
                 conn.execute(
-                    "INSERT OR REPLACE INTO search_cache (key, provider, query, results_json, created_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (key, self.identity, query, _RESULTS.dump_json(results).decode(), self._clock()),
+                    sa.text("INSERT INTO search_cache (key, provider, query, results_json, created_at) "
+                            "VALUES (:key, :provider, :query, :results, :at) ON CONFLICT (key) DO UPDATE SET "
+                            "provider=excluded.provider, query=excluded.query, results_json=excluded.results_json, "
+                            "created_at=excluded.created_at"),
+                    {"key": key, "provider": self.identity, "query": query,
+                     "results": _RESULTS.dump_json(results).decode(), "at": self._clock()},
                 )
-        except (sqlite3.Error, OSError, ConfigError) as exc:
+        except (SQLAlchemyError, OSError, ConfigError) as exc:
             log.warning("search cache write failed (%s); results are not cached", exc)

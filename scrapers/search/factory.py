@@ -35,7 +35,7 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
     """``[search.provider, *search.fallbacks]`` (deduplicated) as one provider, cached when configured.
 
     The cache (``search.cache_ttl_s > 0``) uses ``store`` when given, else this process's shared
-    store under ``settings.data_dir``, opened on the first search. A chain of only ``local`` is not
+    store (:func:`core.store.open_store`), opened on the first search. A chain of only ``local`` is not
     cached: it is deterministic and fast, and caching would hide edits to the corpus.
     """
     search = SearchSettings.of(settings)
@@ -56,7 +56,5 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
     provider: SearchProvider = providers[0] if len(providers) == 1 else FallbackSearchProvider(providers)
     cached = search.cache_ttl_s > 0 and names != ("local",)
     if cached:
-        data_dir = settings.data_dir.expanduser().resolve()  # fixed now, not at the first search
-        provider = CachedSearchProvider(provider, store or (lambda: shared_store(data_dir)),
-                                        search.cache_ttl_s)
+        provider = CachedSearchProvider(provider, store or (lambda: shared_store(settings)), search.cache_ttl_s)
     return SearchSetup(provider, corpus, names, cached)

@@ -11,7 +11,7 @@ SYSTEM_NAMESPACES = frozenset({"serve"})  # Ray Serve's controller and proxies: 
 
 
 def start_local_ray() -> None:
-    """The session's local Ray (also restarted by test_llm_limiter_cluster.py after its own cluster)."""
+    """The session's single-node Ray; also used to bring it back after a module ran its own cluster."""
     import ray
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -14,7 +14,7 @@ import pytest
 
 from core.events import parse_event
 from core.settings import load_settings
-from core.store import Store
+from core.store import Store, sqlite_url
 from research import runs
 from research.result import ConsensusResearchResult
 from tests.conftest import CORPUS_DIR
@@ -149,7 +149,7 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
 
     client, data_dir = service
     run_id, messages = finished_run
-    store = Store(data_dir)
+    store = Store(sqlite_url(data_dir))
     stored = runs.load_run(store, run_id)
     assert stored is not None and stored.status == "completed" and stored.result_json
     assert len(runs.load_events(store, run_id)) == len(messages)
@@ -158,7 +158,7 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
         runs.record_started(store, ghost, TOPIC, status="accepted", request=request)
         assert runs.mark_running(store, ghost)
     with store.transaction() as conn:  # "doomed" has been restarted before: it may be what kills the replica
-        conn.execute("UPDATE research_runs SET attempts=2 WHERE run_id='doomed'")
+        conn.exec_driver_sql("UPDATE research_runs SET attempts=2 WHERE run_id='doomed'")
     runs.record_started(store, "cli-run", TOPIC)  # a CLI run (no request) may still be running elsewhere
     store.close()
 

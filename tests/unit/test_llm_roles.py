@@ -75,7 +75,7 @@ def test_roles_come_from_yaml_and_environment(tmp_path: Path, monkeypatch: pytes
     settings = load_settings(config)
     assert resolve_role(settings, "magi.balthasar").model == "claude-sonnet-4-5"
     assert resolve_role(settings, "magi.balthasar").temperature == 0.4
-    assert settings.llm_max_concurrency == 3
+    assert settings.llm.max_concurrency == 3
     monkeypatch.setenv("MAGI_LLM_MODELS", '{"default": "claude-opus-4-7"}')
     assert resolve_role(load_settings(), "anything").model == "claude-opus-4-7"
     config.write_text("llm_params:\n  x:\n    temperature: 3\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Query cache in the SQLite store: hits spare the provider, TTL, keys, persistence, concurrent writers."""
+"""Query cache in the store (SQLite and PostgreSQL): hits spare the provider, TTL, keys, persistence, writers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from core.store import Store
+from core.settings import Settings
+from core.store import Store, open_store
 from scrapers.search.base import SearchProvider, SearchResult
 from scrapers.search.cache import CachedSearchProvider, cache_key, provider_identity
 from scrapers.search.chain import FallbackSearchProvider
@@ -29,8 +30,8 @@ class Clock:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "data")
+def store(store_url: str) -> Iterator[Store]:
+    s = Store(store_url)
     yield s
     s.close()
 
@@ -60,11 +61,11 @@ def test_second_identical_search_hits_the_cache(server: SearxngServer, store: St
     assert len(server.requests) == 1
 
 
-def test_a_rerun_in_a_new_store_and_provider_is_reproducible(server: SearxngServer, tmp_path: Path) -> None:
-    first_store = Store(tmp_path / "data")
+def test_a_rerun_in_a_new_store_and_provider_is_reproducible(server: SearxngServer, store_url: str) -> None:
+    first_store = Store(store_url)
     first = run(cached(server, first_store), max_results=2)
     first_store.close()
-    second_store = Store(tmp_path / "data")
+    second_store = Store(store_url)
     try:
         assert run(cached(server, second_store), max_results=2) == first
     finally:
@@ -126,7 +127,7 @@ def test_the_store_is_opened_lazily_by_the_opener(server: SearxngServer, tmp_pat
     opened: list[Store] = []
 
     def opener() -> Store:
-        opened.append(Store(tmp_path / "lazy"))
+        opened.append(open_store(Settings(data_dir=tmp_path / "lazy")))
         return opened[-1]
 
     provider = cached(server, opener)
@@ -134,23 +135,30 @@ def test_the_store_is_opened_lazily_by_the_opener(server: SearxngServer, tmp_pat
     run(provider, max_results=2)
     run(provider, max_results=2)
     assert len(opened) == 1 and len(server.requests) == 1
-    row_ = opened[0].query("SELECT provider, query FROM search_cache")[0]
+    row_ = opened[0].query("SELECT provider, query FROM search_cache")[0]._mapping
     assert (row_["provider"], row_["query"]) == (f"searxng:{server.url}:all:", "価格転嫁")
     opened[0].close()
 
 
-def test_an_unusable_store_degrades_to_uncached_search(server: SearxngServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_unusable_store_degrades_to_uncached_search(server: SearxngServer, tmp_path: Path, backend: str,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    provider = cached(server, lambda: Store(blocker / "data"))
+    unreachable = "postgresql+psycopg://nobody:secret@127.0.0.1:1/magi"  # nothing listens on port 1
+    provider = cached(server, (lambda: open_store(Settings(data_dir=blocker / "data"))) if backend == "sqlite"
+                      else (lambda: Store(unreachable)))
     assert len(run(provider, max_results=2)) == 2
     assert len(run(provider, max_results=2)) == 2
     assert len(server.requests) == 2
+    warnings = [r.getMessage() for r in caplog.records if "search cache" in r.getMessage()]
+    assert warnings and ("MAGI_DATA_DIR" if backend == "sqlite" else "***@127.0.0.1:1") in warnings[0]
+    assert "secret" not in " ".join(warnings)
 
 
-def test_concurrent_writers_in_separate_connections(server: SearxngServer, tmp_path: Path,
+def test_concurrent_writers_in_separate_connections(server: SearxngServer, store_url: str,
                                                     caplog: pytest.LogCaptureFixture) -> None:
-    stores = [Store(tmp_path / "shared") for _ in range(4)]
+    stores = [Store(store_url) for _ in range(4)]
     results = run(SearxngSearchProvider(server.url), max_results=2)
     errors: list[BaseException] = []
 
@@ -187,7 +195,7 @@ def test_identity_covers_the_chain_and_provider_settings(tmp_path: Path) -> None
     assert provider_identity(DdgsSearchProvider(kind="news")) == "ddgs-news:auto:jp-jp"
 
 
-def _write_from_process(data_dir: str, worker: int) -> None:
+def _write_from_process(url: str, worker: int) -> None:
     import logging
 
     failures: list[logging.LogRecord] = []
@@ -197,7 +205,7 @@ def _write_from_process(data_dir: str, worker: int) -> None:
             failures.append(record)
 
     logging.getLogger("scrapers.search.cache").addHandler(Collect())
-    store = Store(Path(data_dir))
+    store = Store(url)
     provider = CachedSearchProvider(SearxngSearchProvider("http://127.0.0.1:1"), store, 3600)
     result = SearchResult(url=f"https://example.org/{worker}", title="t", snippet="s", provider="searxng", rank=1)
     for i in range(30):
@@ -207,17 +215,17 @@ def _write_from_process(data_dir: str, worker: int) -> None:
         raise SystemExit(f"cache writes failed: {failures[0].getMessage()}")
 
 
-def test_concurrent_writers_in_separate_processes(tmp_path: Path) -> None:
+def test_concurrent_writers_in_separate_processes(store_url: str) -> None:
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
-    Store(tmp_path / "shared").close()  # schema in place before the race
-    procs = [ctx.Process(target=_write_from_process, args=(str(tmp_path / "shared"), n)) for n in range(3)]
+    Store(store_url).close()  # schema in place before the race
+    procs = [ctx.Process(target=_write_from_process, args=(store_url, n)) for n in range(3)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(timeout=60)
     assert [p.exitcode for p in procs] == [0, 0, 0]
-    store = Store(tmp_path / "shared")
+    store = Store(store_url)
     assert store.query("SELECT COUNT(*) FROM search_cache")[0][0] == 3
     store.close()

@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import ConfigError, InputError
 from core.settings import load_settings
-from core.store import DB_FILENAME, Store
+from core.store import DB_FILENAME, Store, sqlite_url
 from scrapers.search.cache import CachedSearchProvider
 from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.ddgs import DdgsSearchProvider
@@ -75,7 +75,8 @@ def test_preflight_does_not_open_the_store_the_first_search_does(corpus: Path, i
 
 
 def test_a_given_store_is_used(tmp_path: Path) -> None:
-    store = Store(tmp_path / "given")
+    (tmp_path / "given").mkdir()
+    store = Store(sqlite_url(tmp_path / "given"))
     try:
         with serving(answer(row(1))) as server:
             settings = load_settings(overrides={"search": {"provider": "searxng", "searxng_url": server.url}})

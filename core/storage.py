@@ -1,0 +1,148 @@
+"""Artifacts: the files the systems produce (reports, exports), under keys like ``research/RUN/report.md``.
+
+One small interface over a local folder (``<data_dir>/artifacts`` by default) or any fsspec URL
+(``s3://bucket/magi``, ``memory://magi`` in tests), so a cluster can keep them where every node
+and the user can reach them. Keys are relative, ``/``-separated paths confined to the root: an
+absolute path or a ``..`` segment is refused. Local writes are atomic (a temporary file renamed
+into place), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from core.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from core.settings import Settings
+
+PARTIAL_PREFIX = ".magi-partial-"  # temporary files of atomic local writes; never a key
+
+
+def check_key(key: str, *, prefix: bool = False) -> str:
+    """``key`` when it stays inside the root, else an :class:`InputError` saying why."""
+    what = "artifact prefix" if prefix else "artifact key"
+    if not isinstance(key, str) or (not key and not prefix):
+        raise InputError(f"{what} {key!r} is empty; use a relative path such as 'research/RUN_ID/report.md'")
+    if key.startswith(("/", "\\")) or (len(key) > 1 and key[1] == ":") or "://" in key:
+        raise InputError(f"{what} {key!r} is absolute; use a path relative to the artifacts root")
+    if "\\" in key or "\x00" in key:
+        raise InputError(f"{what} {key!r} holds a backslash or NUL; separate folders with '/'")
+    segments = key.split("/") if key else []
+    if prefix and segments and segments[-1] == "":
+        segments = segments[:-1]  # "research/" names a folder
+    if any(s in ("", ".", "..") for s in segments):
+        raise InputError(f"{what} {key!r} has an empty, '.' or '..' segment; keys may not leave the artifacts root")
+    if any(s.startswith(PARTIAL_PREFIX) for s in segments):
+        raise InputError(f"{what} {key!r} uses the reserved prefix {PARTIAL_PREFIX!r}")
+    return key
+
+
+class Artifacts:
+    """Files under one root URL; the methods take keys relative to it."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        try:
+            fs, root = fsspec.core.url_to_fs(url)
+        except ImportError as err:
+            raise ConfigError(f"artifacts URL {url!r} needs a package that is not installed ({err}); "
+                              "install it or set MAGI_ARTIFACTS_URL to a local folder") from err
+        except ValueError as err:
+            raise ConfigError(f"artifacts URL {url!r} is not usable ({err}); use a folder or an fsspec URL "
+                              "such as s3://bucket/prefix (MAGI_ARTIFACTS_URL)") from err
+        self._fs: Any = fs
+        self._root = str(root).rstrip("/")
+        self._local = isinstance(fs, LocalFileSystem)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.url,))
+
+    def _path(self, key: str) -> str:
+        return f"{self._root}/{check_key(key)}"
+
+    def url_for(self, key: str) -> str:
+        """Where ``key`` lives, as a URL (``file:///...`` for the local folder)."""
+        return str(self._fs.unstrip_protocol(self._path(key)))
+
+    def put_bytes(self, key: str, data: bytes) -> str:
+        """Write (or replace) ``key``; returns its URL."""
+        path = self._path(key)
+        if self._local:
+            _atomic_write(Path(path), data)
+        else:
+            self._fs.pipe_file(path, data)
+        return self.url_for(key)
+
+    def put_text(self, key: str, text: str) -> str:
+        return self.put_bytes(key, text.encode("utf-8"))
+
+    def get_bytes(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            return bytes(self._fs.cat_file(path))
+        except (FileNotFoundError, IsADirectoryError) as err:
+            raise InputError(f"artifact {key!r} does not exist under {self.url}; list(prefix) shows what does") from err
+
+    def get_text(self, key: str) -> str:
+        return self.get_bytes(key).decode("utf-8")
+
+    def exists(self, key: str) -> bool:
+        path = self._path(key)
+        return bool(self._fs.isfile(path))
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Keys starting with ``prefix`` (a string prefix: ``research/r1`` also matches ``research/r10/...``)."""
+        check_key(prefix, prefix=True)
+        folder = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        base = f"{self._root}/{folder}" if folder else self._root
+        if not self._fs.isdir(base):
+            return []
+        keys = []
+        for path in self._fs.find(base):
+            key = str(path)[len(self._root) + 1 :]
+            if key.startswith(prefix) and not key.rsplit("/", 1)[-1].startswith(PARTIAL_PREFIX):
+                keys.append(key)
+        return sorted(keys)
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; False when it did not exist."""
+        path = self._path(key)
+        if not self._fs.isfile(path):
+            return False
+        self._fs.rm_file(path)
+        return True
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write beside the target, flush to disk, then rename over it: all of the file or none of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=PARTIAL_PREFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def open_artifacts(settings: Settings) -> Artifacts:
+    """The artifact store the settings name: ``artifacts_url``, else ``<data_dir>/artifacts``."""
+    if settings.artifacts_url:
+        return Artifacts(settings.artifacts_url)
+    root = Path(settings.data_dir) / "artifacts"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create the artifacts folder {root}: {err.strerror}; set MAGI_DATA_DIR to a "
+                          "writable folder or MAGI_ARTIFACTS_URL to another location") from err
+    return Artifacts(str(root))
