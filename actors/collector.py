@@ -85,8 +85,9 @@ class Collector:
 
     def _get_fetcher(self) -> Fetcher:
         if self._fetcher is None:  # built lazily: the local corpus loads once, in this process
-            self._fetcher = Fetcher(local=open_search(self._settings).resolver,
-                                    policy=FetchPolicy.from_settings(self._settings))
+            self._fetcher = Fetcher(
+                local=open_search(self._settings).resolver, policy=FetchPolicy.from_settings(self._settings)
+            )
         return self._fetcher
 
     async def collect(self, urls: list[str], lang_hints: dict[str, str] | None = None) -> list[Collected]:
@@ -103,8 +104,9 @@ class Collector:
         """Fetch (or reuse), extract, then queue the text for analysis as soon as it is ready."""
         item = await self._page(url, lang_hint)
         if item.page is not None:
-            item.analysis = await self._analysis(AnalysisInput(item.page.text, item.page.lang,
-                                                               _iso_date(item.page.published)))
+            item.analysis = await self._analysis(
+                AnalysisInput(item.page.text, item.page.lang, _iso_date(item.page.published))
+            )
         return item
 
     async def _page(self, url: str, lang_hint: str | None) -> Collected:
@@ -178,8 +180,11 @@ class Collector:
     async def read(self, urls: list[str]) -> dict[str, Collected]:
         """The pages already collected among ``urls`` (with text and claims), for scoring and citation checks."""
         done = {u: self._tasks[u] for u in dict.fromkeys(urls) if u in self._tasks and self._tasks[u].done()}
-        return {u: t.result() for u, t in done.items()
-                if not t.cancelled() and t.exception() is None and t.result().page is not None}
+        return {
+            u: t.result()
+            for u, t in done.items()
+            if not t.cancelled() and t.exception() is None and t.result().page is not None
+        }
 
     def stats(self) -> CollectionStats:
         stats = self._stats.model_copy()

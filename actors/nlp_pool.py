@@ -76,8 +76,10 @@ class NlpPool:
         raise RuntimeError(f"every NLP worker failed; last error: {error}") from error
 
     def usage(self) -> dict[str, dict[str, int]]:
-        return {node: {"batches": self.batches_by_node[node], "chars": chars}
-                for node, chars in self.chars_by_node.items()}
+        return {
+            node: {"batches": self.batches_by_node[node], "chars": chars} for node, chars in self.chars_by_node.items()
+        }
+
 
 __all__ = [
     "BATCH_CHARS",

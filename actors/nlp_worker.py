@@ -34,6 +34,7 @@ class NlpWorker:
     def analyse(self, items: list[AnalysisInput]) -> AnalysedBatch:
         return AnalysedBatch(node_id=self.node_id, pid=os.getpid(), analyses=analyse_texts(items))
 
+
 __all__ = [
     "WARM_UP",
     "AnalysedBatch",

@@ -48,8 +48,15 @@ MAX_FOCUS_QUERIES = 4
 
 
 class ResearchAgent:
-    def __init__(self, agent_id: int, strategy: AgentStrategy, settings: Settings, collector: Handle[Collector],
-                 events: EventSink | None = None, run_id: str = "") -> None:
+    def __init__(
+        self,
+        agent_id: int,
+        strategy: AgentStrategy,
+        settings: Settings,
+        collector: Handle[Collector],
+        events: EventSink | None = None,
+        run_id: str = "",
+    ) -> None:
         self.agent_id = agent_id
         self.strategy = strategy
         self.settings = settings
@@ -63,8 +70,16 @@ class ResearchAgent:
     def _progress(self, stage: str, done: int, total: int) -> None:
         self._snapshot.stage, self._snapshot.stage_done, self._snapshot.stage_total = stage, done, total
         if self._events is not None:
-            self._events.emit(StageProgress(run_id=self._run_id, iteration=self._snapshot.iteration,
-                                            agent_id=self.agent_id, stage=stage, done=done, total=total))
+            self._events.emit(
+                StageProgress(
+                    run_id=self._run_id,
+                    iteration=self._snapshot.iteration,
+                    agent_id=self.agent_id,
+                    stage=stage,
+                    done=done,
+                    total=total,
+                )
+            )
 
     def snapshot(self) -> AgentSnapshot:
         """Where the agent is now (the engine asks a timed-out agent before killing it)."""
@@ -96,11 +111,18 @@ class ResearchAgent:
         findings = self._findings(topic, usable, by_url)
         mentions = _mentions(usable)
         report = AgentReport(
-            agent_id=self.agent_id, report_id=str(uuid.uuid4()), strategy=self.strategy,
+            agent_id=self.agent_id,
+            report_id=str(uuid.uuid4()),
+            strategy=self.strategy,
             content=render_agent_report(topic, self.strategy, findings, mentions, sources),
-            sources=sources, generated_at=datetime.now(UTC),
+            sources=sources,
+            generated_at=datetime.now(UTC),
             duration_ms=int((time.perf_counter() - started) * 1000),
-            queries=queries, findings=findings, entities=mentions, failures=failures, decisions=self._decisions,
+            queries=queries,
+            findings=findings,
+            entities=mentions,
+            failures=failures,
+            decisions=self._decisions,
         )
         self._progress("report", 1, 1)
         return report
@@ -116,8 +138,9 @@ class ResearchAgent:
             other = cross_language_query(topic, "en" if topic.isascii() else "ja")
         return list(dict.fromkeys([topic, *(f"{topic} {m}" for m in modifiers), *focus, *([other] if other else [])]))
 
-    async def _search(self, provider: SearchProvider, topic: str, queries: list[str],
-                      covered: set[str]) -> list[SearchResult]:
+    async def _search(
+        self, provider: SearchProvider, topic: str, queries: list[str], covered: set[str]
+    ) -> list[SearchResult]:
         """Each query's hits merged by URL: higher ranks, preferred source types and unread sources first."""
         wanted = ResearchSettings.of(self.settings).results_per_agent
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
@@ -129,8 +152,11 @@ class ResearchAgent:
                 widened += 1
                 hits += await provider.search(query, max_results=wanted)
             for hit in hits:
-                score = (1.0 / hit.rank + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
-                         - (COVERED_PENALTY if hit.url in covered else 0))
+                score = (
+                    1.0 / hit.rank
+                    + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
+                    - (COVERED_PENALTY if hit.url in covered else 0)
+                )
                 if hit.url not in best or best[hit.url][0] < score:
                     best[hit.url] = (score, hit)
         if not best:
@@ -145,12 +171,16 @@ class ResearchAgent:
             f"({', '.join(preferred) or 'none'}), ranked up by {PREFERRED_BONUS}",
         ]
         if covered:
-            self._decisions.append(f"{sum(h.url in covered for h in ranked)} results were read in earlier iterations "
-                                   f"and ranked down by {COVERED_PENALTY}; {sum(h.url in covered for h in chosen)} "
-                                   "of them still made the cut")
+            self._decisions.append(
+                f"{sum(h.url in covered for h in ranked)} results were read in earlier iterations "
+                f"and ranked down by {COVERED_PENALTY}; {sum(h.url in covered for h in chosen)} "
+                "of them still made the cut"
+            )
         if widened:
-            self._decisions.append(f"time range '{self.strategy.time_range}' left too few results for {widened} "
-                                   "queries; those were repeated without it")
+            self._decisions.append(
+                f"time range '{self.strategy.time_range}' left too few results for {widened} "
+                "queries; those were repeated without it"
+            )
         return chosen
 
     def _findings(self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult]) -> list[Finding]:
@@ -162,10 +192,22 @@ class ResearchAgent:
             preferred = by_url[item.url].source_type in self.strategy.preferred_sources
             for claim in item.analysis.claims:
                 measured = 0.3 if claim.values and claim.attribute else 0.0  # a figure with what it measures
-                score = (relevance(claim.text, terms) + measured + 0.05 * min(len(claim.entities), 4)
-                         + (0.2 if preferred else 0.0))
-                candidates.append(Finding(text=claim.text, source=item.url, entities=claim.entities, score=score,
-                                          key=claim_key(claim), values=[v.raw for v in claim.values]))
+                score = (
+                    relevance(claim.text, terms)
+                    + measured
+                    + 0.05 * min(len(claim.entities), 4)
+                    + (0.2 if preferred else 0.0)
+                )
+                candidates.append(
+                    Finding(
+                        text=claim.text,
+                        source=item.url,
+                        entities=claim.entities,
+                        score=score,
+                        key=claim_key(claim),
+                        values=[v.raw for v in claim.values],
+                    )
+                )
         candidates.sort(key=lambda f: -f.score)
         per_source: Counter[str] = Counter()
         findings: list[Finding] = []
@@ -178,16 +220,22 @@ class ResearchAgent:
             findings.append(finding)
             if len(findings) == MAX_FINDINGS:
                 break
-        self._decisions.append(f"{len(candidates)} fact-bearing sentences from {len(usable)} pages; kept the "
-                               f"{len(findings)} most on-topic (at most {MAX_FINDINGS_PER_SOURCE} per page)")
+        self._decisions.append(
+            f"{len(candidates)} fact-bearing sentences from {len(usable)} pages; kept the "
+            f"{len(findings)} most on-topic (at most {MAX_FINDINGS_PER_SOURCE} per page)"
+        )
         return findings
 
 
 def _source(item: Collected, hit: SearchResult) -> SourceReference:
     assert item.page is not None
     return SourceReference(
-        url=item.url, title=item.page.title, fetched_at=datetime.now(UTC), source_type=hit.source_type,
-        lang=item.page.lang, published=item.page.published or (str(hit.published) if hit.published else None),
+        url=item.url,
+        title=item.page.title,
+        fetched_at=datetime.now(UTC),
+        source_type=hit.source_type,
+        lang=item.page.lang,
+        published=item.page.published or (str(hit.published) if hit.published else None),
         duplicate_of=item.duplicate_of,
     )
 
@@ -207,12 +255,23 @@ def _mentions(usable: list[Collected]) -> list[EntityMention]:
     ]
 
 
-def render_agent_report(topic: str, strategy: AgentStrategy, findings: list[Finding],
-                        mentions: list[EntityMention], sources: list[SourceReference]) -> str:
+def render_agent_report(
+    topic: str,
+    strategy: AgentStrategy,
+    findings: list[Finding],
+    mentions: list[EntityMention],
+    sources: list[SourceReference],
+) -> str:
     """The agent's report in Markdown, findings cited by source number."""
     number = {s.url: i for i, s in enumerate(sources, start=1)}
-    lines = [f"# {topic}", "", f"Agent {strategy.agent_id} — {strategy.focus or 'general research'}", "",
-             "## Key findings", ""]
+    lines = [
+        f"# {topic}",
+        "",
+        f"Agent {strategy.agent_id} — {strategy.focus or 'general research'}",
+        "",
+        "## Key findings",
+        "",
+    ]
     lines += [f"- {f.text} [{number[f.source]}]" for f in findings] or ["- (no fact-bearing sentences found)"]
     lines += ["", "## Entities", ""]
     by_label: dict[str, list[str]] = defaultdict(list)
@@ -221,9 +280,13 @@ def render_agent_report(topic: str, strategy: AgentStrategy, findings: list[Find
             by_label[m.label].append(m.text)
     lines += [f"- **{label}**: {', '.join(names)}" for label, names in sorted(by_label.items())]
     lines += ["", "## Sources", ""]
-    lines += [f"{number[s.url]}. [{s.title}]({s.url}) — {s.source_type or 'unknown type'}"
-              + (f", {s.published}" if s.published else "") for s in sources]
+    lines += [
+        f"{number[s.url]}. [{s.title}]({s.url}) — {s.source_type or 'unknown type'}"
+        + (f", {s.published}" if s.published else "")
+        for s in sources
+    ]
     return "\n".join(lines) + "\n"
+
 
 __all__ = [
     "MAX_FOCUS_QUERIES",

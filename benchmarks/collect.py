@@ -76,9 +76,11 @@ def build_site(root: Path, generated: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     for i in range(generated):
         body = "".join(f"<p>{p}</p>" for p in rng.sample(paragraphs, min(8, len(paragraphs))))
-        html = (f"<html lang='ja'><head><meta charset='utf-8'><title>生成ページ {i}</title></head><body>"
-                f"<nav>ホーム | 一覧</nav><article><h1>価格転嫁の動向 {i}</h1>{body}</article>"
-                f"<footer>© generated page {i}</footer></body></html>")
+        html = (
+            f"<html lang='ja'><head><meta charset='utf-8'><title>生成ページ {i}</title></head><body>"
+            f"<nav>ホーム | 一覧</nav><article><h1>価格転嫁の動向 {i}</h1>{body}</article>"
+            f"<footer>© generated page {i}</footer></body></html>"
+        )
         (root / "gen").mkdir(exist_ok=True)
         (root / "gen" / f"{i:04d}.html").write_text(html, encoding="utf-8")
         paths.append(f"gen/{i:04d}.html")
@@ -87,7 +89,17 @@ def build_site(root: Path, generated: int, seed: int = 7) -> list[str]:
 
 def bench_settings(data_dir: Path) -> Settings:
     # The server is on 127.0.0.1 (the SSRF guard must allow it) and is ours, so no politeness delay.
-    return load_settings(overrides={"data_dir": data_dir, "fetch": {"allow_private": True, "politeness_delay_s": 0.0, "per_host_concurrency": 16, "page_cache_ttl_s": 0}})
+    return load_settings(
+        overrides={
+            "data_dir": data_dir,
+            "fetch": {
+                "allow_private": True,
+                "politeness_delay_s": 0.0,
+                "per_host_concurrency": 16,
+                "page_cache_ttl_s": 0,
+            },
+        }
+    )
 
 
 async def sequential(urls: list[str], settings: Settings) -> tuple[float, int, list[str]]:
@@ -159,19 +171,33 @@ def main() -> None:
         cluster.shutdown()
 
     usage = clustered["stats"]["nlpUsageByNode"]
-    print(json.dumps({
-        "pages": len(urls), "characters": chars, "cpus": args.cpus,
-        "sequential": {"seconds": round(seq_s, 2), "pages_per_s": round(len(urls) / seq_s, 2),
-                       "chars_per_s": round(chars / seq_s)},
-        "pipeline": {"seconds": round(pipe_s, 2), "pages_per_s": round(len(urls) / pipe_s, 2),
-                     "chars_per_s": round(chars / pipe_s), **pipe},
-        "single_core_nlp_chars_per_s": round(nlp_rate),
-        "single_core_ginza_full_text_chars_per_s": round(ginza_full_text_rate),
-        "speedup_vs_sequential": round(seq_s / pipe_s, 2),
-        "fraction_of_cpu_limit": round((chars / pipe_s) / (args.cpus * nlp_rate), 2),
-        "cluster_3_nodes": {"seconds": round(cluster_s, 2), "chars_by_node": usage},
-        "nodes_used": sum(1 for u in usage.values() if u["batches"] > 0),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "pages": len(urls),
+                "characters": chars,
+                "cpus": args.cpus,
+                "sequential": {
+                    "seconds": round(seq_s, 2),
+                    "pages_per_s": round(len(urls) / seq_s, 2),
+                    "chars_per_s": round(chars / seq_s),
+                },
+                "pipeline": {
+                    "seconds": round(pipe_s, 2),
+                    "pages_per_s": round(len(urls) / pipe_s, 2),
+                    "chars_per_s": round(chars / pipe_s),
+                    **pipe,
+                },
+                "single_core_nlp_chars_per_s": round(nlp_rate),
+                "single_core_ginza_full_text_chars_per_s": round(ginza_full_text_rate),
+                "speedup_vs_sequential": round(seq_s / pipe_s, 2),
+                "fraction_of_cpu_limit": round((chars / pipe_s) / (args.cpus * nlp_rate), 2),
+                "cluster_3_nodes": {"seconds": round(cluster_s, 2), "chars_by_node": usage},
+                "nodes_used": sum(1 for u in usage.values() if u["batches"] > 0),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,18 @@ def tree_rss_mb(root: int) -> float:
 
 def run_demo(data_dir: Path, out: Path) -> dict[str, float]:
     env = {**os.environ, "MAGI_DATA_DIR": str(data_dir)}
-    command = [sys.executable, "-m", "cli.main", "research", TOPIC, "--out", str(out), "--format", "json",
-               "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "cli.main",
+        "research",
+        TOPIC,
+        "--out",
+        str(out),
+        "--format",
+        "json",
+        "--no-progress",
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0.0
@@ -55,16 +65,29 @@ def run_demo(data_dir: Path, out: Path) -> dict[str, float]:
     if process.returncode != 0:
         raise SystemExit(f"magi research failed: {stderr.strip()}")
     summary = json.loads(stdout)
-    return {"wall_s": round(time.perf_counter() - started, 2), "engine_s": summary["durationMs"] / 1000,
-            "peak_tree_rss_mb": round(peak), "sources": summary["sources"]}
+    return {
+        "wall_s": round(time.perf_counter() - started, 2),
+        "engine_s": summary["durationMs"] / 1000,
+        "peak_tree_rss_mb": round(peak),
+        "sources": summary["sources"],
+    }
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cold = run_demo(Path(tmp) / "data", Path(tmp) / "cold")
         warm = run_demo(Path(tmp) / "data", Path(tmp) / "warm")
-    print(json.dumps({"cold": cold, "warm": warm, "cpus": os.cpu_count(),
-                      "warm_speedup_vs_cold": round(cold["wall_s"] / warm["wall_s"], 2)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "cold": cold,
+                "warm": warm,
+                "cpus": os.cpu_count(),
+                "warm_speedup_vs_cold": round(cold["wall_s"] / warm["wall_s"], 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -97,8 +97,10 @@ class Caller:
 
 def load(limited: bool, calls: int, work_s: float, counter: Any) -> dict[str, Any]:
     ray.get(counter.reset.remote())
-    actors = [Caller.options(resources={f"node{i % NODES}": 1}).remote(limited, PERMITS)  # type: ignore[attr-defined]
-              for i in range(CALLERS)]
+    actors = [
+        Caller.options(resources={f"node{i % NODES}": 1}).remote(limited, PERMITS)  # type: ignore[attr-defined]
+        for i in range(CALLERS)
+    ]
     nodes = set(ray.get([a.ready.remote() for a in actors]))
     started = time.perf_counter()
     ray.get([a.run.remote(calls, work_s) for a in actors])
@@ -107,9 +109,14 @@ def load(limited: bool, calls: int, work_s: float, counter: Any) -> dict[str, An
     for actor in actors:
         ray.kill(actor)
     ideal = CALLERS * calls * work_s / (PERMITS if limited else CALLERS)
-    return {"peak_concurrent_calls": stats["peak"], "calls": stats["calls"], "nodes_used": len(nodes),
-            "seconds": round(elapsed, 3), "ideal_seconds": round(ideal, 3),
-            "efficiency": round(ideal / elapsed, 3)}
+    return {
+        "peak_concurrent_calls": stats["peak"],
+        "calls": stats["calls"],
+        "nodes_used": len(nodes),
+        "seconds": round(elapsed, 3),
+        "ideal_seconds": round(ideal, 3),
+        "efficiency": round(ideal / elapsed, 3),
+    }
 
 
 async def per_call_ms(client: LLMClient, calls: int) -> float:
@@ -130,8 +137,12 @@ def overhead(calls: int) -> dict[str, float]:
     assert client is not None
     limited = asyncio.run(per_call_ms(client, calls))
     unlimited = asyncio.run(per_call_ms(provider_of(client), calls))
-    return {"limited_ms_per_call": round(limited, 3), "unlimited_ms_per_call": round(unlimited, 3),
-            "overhead_ms_per_call": round(limited - unlimited, 3), "ratio": round(limited / unlimited, 2)}
+    return {
+        "limited_ms_per_call": round(limited, 3),
+        "unlimited_ms_per_call": round(unlimited, 3),
+        "overhead_ms_per_call": round(limited - unlimited, 3),
+        "ratio": round(limited / unlimited, 2),
+    }
 
 
 def main() -> None:
@@ -159,13 +170,24 @@ def main() -> None:
     finally:
         ray.shutdown()
         cluster.shutdown()
-    print(json.dumps({
-        "callers": CALLERS, "nodes": NODES, "llm_max_concurrency": PERMITS, "calls_per_caller": args.calls,
-        "work_ms": args.work_ms, "cpus": os.cpu_count(),
-        "limited": limited, "unlimited": unlimited,
-        "peak_is_limit": limited["peak_concurrent_calls"] == PERMITS,
-        "overhead_ray_actor": on_ray, "overhead_in_process": in_process,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "callers": CALLERS,
+                "nodes": NODES,
+                "llm_max_concurrency": PERMITS,
+                "calls_per_caller": args.calls,
+                "work_ms": args.work_ms,
+                "cpus": os.cpu_count(),
+                "limited": limited,
+                "unlimited": unlimited,
+                "peak_is_limit": limited["peak_concurrent_calls"] == PERMITS,
+                "overhead_ray_actor": on_ray,
+                "overhead_in_process": in_process,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

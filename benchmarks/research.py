@@ -84,11 +84,21 @@ def search_handler(provider: LocalSearchProvider, url_of: dict[str, str]) -> typ
             params = dict(parse_qsl(urlsplit(self.path).query))
             rows: list[dict[str, Any]] = []
             if params.get("pageno", "1") == "1":  # everything is on page 1
-                hits = provider.search_sync(params["q"], max_results=20,
-                                            time_range=TIME_RANGES.get(params.get("time_range", "")))
-                rows = [{"url": url_of[h.url], "title": h.title, "content": h.snippet, "engine": "bm25",
-                         "score": h.score, "category": CATEGORIES.get(h.source_type or "", "general"),
-                         "publishedDate": h.published.isoformat() if h.published else None} for h in hits]
+                hits = provider.search_sync(
+                    params["q"], max_results=20, time_range=TIME_RANGES.get(params.get("time_range", ""))
+                )
+                rows = [
+                    {
+                        "url": url_of[h.url],
+                        "title": h.title,
+                        "content": h.snippet,
+                        "engine": "bm25",
+                        "score": h.score,
+                        "category": CATEGORIES.get(h.source_type or "", "general"),
+                        "publishedDate": h.published.isoformat() if h.published else None,
+                    }
+                    for h in hits
+                ]
             body = json.dumps({"query": params.get("q"), "results": rows, "unresponsive_engines": []}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -122,14 +132,25 @@ def web(latency_s: float) -> Iterator[str]:
 
 
 def bench_settings(data_dir: Path, searxng_url: str, agents: int, iterations: int, cpus: int) -> Settings:
-    return load_settings(overrides={"data_dir": data_dir, "search": {"provider": "searxng", "fallbacks": [], "searxng_url": searxng_url, "cache_ttl_s": 0}, "fetch": {"page_cache_ttl_s": 0, "allow_private": True, "respect_robots": False, "politeness_delay_s": 0.0}, "research": {"agents": agents, "iterations": iterations}, "ray": {"num_cpus": cpus}, "nlp": {"workers": cpus}})
+    return load_settings(
+        overrides={
+            "data_dir": data_dir,
+            "search": {"provider": "searxng", "fallbacks": [], "searxng_url": searxng_url, "cache_ttl_s": 0},
+            "fetch": {"page_cache_ttl_s": 0, "allow_private": True, "respect_robots": False, "politeness_delay_s": 0.0},
+            "research": {"agents": agents, "iterations": iterations},
+            "ray": {"num_cpus": cpus},
+            "nlp": {"workers": cpus},
+        }
+    )
 
 
 def urls_by_iteration(result: Any) -> list[list[list[str]]]:
     """For each iteration, for each successful agent, every URL it asked the collector for."""
     iterations = getattr(result, "iterations", None) or [result]  # before iterations existed: one
-    return [[[s.url for s in report.sources] + [f.url for f in report.failures] for report in it.agent_reports]
-            for it in iterations]
+    return [
+        [[s.url for s in report.sources] + [f.url for f in report.failures] for report in it.agent_reports]
+        for it in iterations
+    ]
 
 
 @dataclass
@@ -201,28 +222,42 @@ def main() -> None:
         baseline_s, baseline_steps = asyncio.run(baseline(plan, settings, tally))  # no store: no cache
 
     stats = result.collection
-    print(json.dumps({
-        "speedup_vs_baseline": round(baseline_s / engine_s, 2),
-        "engine_s": round(engine_s, 2), "baseline_s": round(baseline_s, 2), "ray_start_s": round(ray_start_s, 2),
-        "agents": args.agents, "iterations": len(plan), "iterations_requested": args.iterations,
-        "agent_runs": result.total_agent_runs, "latency_ms": args.latency_ms, "cpus": args.cpus,
-        "topic": args.topic, "stopped_early": getattr(result, "stopped_early", None),
-        "urls_requested_engine": stats.urls_requested if stats else None,
-        "pages_fetched_engine": stats.fetches if stats else None,
-        "page_fetches_baseline": tally.fetches,
-        "engine_iteration_s": [round(it.duration_ms / 1000, 2) for it in getattr(result, "iterations", [])],
-        "baseline_model_load_s": baseline_steps[0], "baseline_iteration_s": baseline_steps[1:],
-        "analyses_engine": stats.analyses if stats else None,
-        "analyses_baseline": tally.analyses,
-        "failures_engine": stats.failures_by_kind if stats else None,
-        "failures_baseline": tally.failures,
-        "cold": "both sides: fresh data_dir, page cache off (page_cache_ttl_s=0), search cache off, "
+    print(
+        json.dumps(
+            {
+                "speedup_vs_baseline": round(baseline_s / engine_s, 2),
+                "engine_s": round(engine_s, 2),
+                "baseline_s": round(baseline_s, 2),
+                "ray_start_s": round(ray_start_s, 2),
+                "agents": args.agents,
+                "iterations": len(plan),
+                "iterations_requested": args.iterations,
+                "agent_runs": result.total_agent_runs,
+                "latency_ms": args.latency_ms,
+                "cpus": args.cpus,
+                "topic": args.topic,
+                "stopped_early": getattr(result, "stopped_early", None),
+                "urls_requested_engine": stats.urls_requested if stats else None,
+                "pages_fetched_engine": stats.fetches if stats else None,
+                "page_fetches_baseline": tally.fetches,
+                "engine_iteration_s": [round(it.duration_ms / 1000, 2) for it in getattr(result, "iterations", [])],
+                "baseline_model_load_s": baseline_steps[0],
+                "baseline_iteration_s": baseline_steps[1:],
+                "analyses_engine": stats.analyses if stats else None,
+                "analyses_baseline": tally.analyses,
+                "failures_engine": stats.failures_by_kind if stats else None,
+                "failures_baseline": tally.failures,
+                "cold": "both sides: fresh data_dir, page cache off (page_cache_ttl_s=0), search cache off, "
                 "empty analysis cache; robots.txt off and no politeness delay on both",
-        "notes": "engine_s: run_research wall time, incl. actor start-up and GiNZA loading in the NLP workers, "
-                 "excl. Ray start-up (ray_start_s). baseline_s: one process, no Ray, incl. loading the same "
-                 "models once, agents concurrent per iteration (extraction/analysis in threads, one GiNZA), "
-                 "iterations sequential; it fetches the engine's URLs and does not search.",
-    }, indent=2, ensure_ascii=False))
+                "notes": "engine_s: run_research wall time, incl. actor start-up and GiNZA loading in the NLP workers, "
+                "excl. Ray start-up (ray_start_s). baseline_s: one process, no Ray, incl. loading the same "
+                "models once, agents concurrent per iteration (extraction/analysis in threads, one GiNZA), "
+                "iterations sequential; it fetches the engine's URLs and does not search.",
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

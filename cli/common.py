@@ -13,19 +13,33 @@ from core.settings import Settings, load_settings
 def shared_options() -> argparse.ArgumentParser:
     """Parent parser: accepted before or after the subcommand without clobbering each other."""
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--format", choices=["json", "markdown"], default=argparse.SUPPRESS,
-                        help="output format (default: markdown, or output_format in magi.yaml)")
-    parent.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
-                        help="settings file (default: $MAGI_CONFIG or ./magi.yaml)")
-    parent.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="log details to stderr; show tracebacks of internal errors")
+    parent.add_argument(
+        "--format",
+        choices=["json", "markdown"],
+        default=argparse.SUPPRESS,
+        help="output format (default: markdown, or output_format in magi.yaml)",
+    )
+    parent.add_argument(
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="settings file (default: $MAGI_CONFIG or ./magi.yaml)",
+    )
+    parent.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="log details to stderr; show tracebacks of internal errors",
+    )
     return parent
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Effective settings: file < environment < ``--format`` (a command applies its own options after)."""
-    return load_settings(getattr(args, "config", None), {"output_format": getattr(args, "format", None)},
-                         origin="command-line flag")
+    return load_settings(
+        getattr(args, "config", None), {"output_format": getattr(args, "format", None)}, origin="command-line flag"
+    )
 
 
 def emit(settings: Settings, data: dict[str, Any], markdown: str) -> None:
@@ -34,6 +48,7 @@ def emit(settings: Settings, data: dict[str, Any], markdown: str) -> None:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
     else:
         sys.stdout.write(markdown.rstrip() + "\n")
+
 
 __all__ = [
     "emit",

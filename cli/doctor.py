@@ -23,11 +23,13 @@ class Check:
     fix: str = ""
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-             shared: argparse.ArgumentParser) -> None:
-    parser = commands.add_parser("doctor", parents=[shared], help="check settings and dependencies",
-                                 description="Show effective settings and check Ray, the store, GiNZA, search and "
-                                             "the LLM.")
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "doctor",
+        parents=[shared],
+        help="check settings and dependencies",
+        description="Show effective settings and check Ray, the store, GiNZA, search and the LLM.",
+    )
     parser.add_argument("--llm", action="store_true", help="also send one tiny request through the LLM provider")
     parser.set_defaults(handler=run)
 
@@ -45,8 +47,12 @@ def check_ray(settings: Settings) -> Check:
     finally:
         stop_ray()
     where = settings.ray.address or "local single-node Ray"
-    return Check("ray", "ok", f"ray {ray.__version__}: {where}, {nodes} node(s), {cpus:g} CPUs, "
-                             f"started in {time.perf_counter() - started:.1f} s")
+    return Check(
+        "ray",
+        "ok",
+        f"ray {ray.__version__}: {where}, {nodes} node(s), {cpus:g} CPUs, "
+        f"started in {time.perf_counter() - started:.1f} s",
+    )
 
 
 def check_ginza(settings: Settings) -> Check:
@@ -72,8 +78,12 @@ def check_ddgs(settings: Settings) -> Check:
     try:
         socket.getaddrinfo("duckduckgo.com", 443)
     except OSError as exc:
-        return Check("search:ddgs", "warn", f"ddgs {ddgs.__version__} installed, but no network ({exc})",
-                     "connect to the internet, or use --corpus DIR with the local provider")
+        return Check(
+            "search:ddgs",
+            "warn",
+            f"ddgs {ddgs.__version__} installed, but no network ({exc})",
+            "connect to the internet, or use --corpus DIR with the local provider",
+        )
     return Check("search:ddgs", "ok", f"ddgs {ddgs.__version__}, duckduckgo.com resolves")
 
 
@@ -86,8 +96,12 @@ def check_searxng(settings: Settings) -> Check:
     url = searxng_url.rstrip("/") + "/search"
     response = httpx.get(url, params={"q": "test", "format": "json"}, timeout=10)
     if response.status_code == 403:
-        return Check("search:searxng", "fail", f"{url} refuses the JSON format (HTTP 403)",
-                     "add json to search.formats in the instance's settings.yml")
+        return Check(
+            "search:searxng",
+            "fail",
+            f"{url} refuses the JSON format (HTTP 403)",
+            "add json to search.formats in the instance's settings.yml",
+        )
     response.raise_for_status()
     return Check("search:searxng", "ok", f"{url} answered {len(response.json().get('results', []))} results")
 
@@ -98,19 +112,32 @@ def check_llm(settings: Settings, send: bool) -> Check:
     from core.llm import Generated, Message, generate, require_llm
 
     if not settings.llm.provider:
-        return Check("llm", "warn", "no LLM provider configured (research runs extractively)",
-                     "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION")
+        return Check(
+            "llm",
+            "warn",
+            "no LLM provider configured (research runs extractively)",
+            "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION",
+        )
     client = require_llm(settings, "magi doctor --llm")
     if not send:
-        return Check("llm", "ok", f"provider {settings.llm.provider}, model {settings.llm.model} (not contacted; "
-                                  "use --llm to send a test request)")
+        return Check(
+            "llm",
+            "ok",
+            f"provider {settings.llm.provider}, model {settings.llm.model} (not contacted; "
+            "use --llm to send a test request)",
+        )
     started = time.perf_counter()
-    request = generate(client, system="You are a health check. Answer with one word.",
-                       messages=[Message(role="user", content="Reply with: ok")], max_tokens=16)
+    request = generate(
+        client,
+        system="You are a health check. Answer with one word.",
+        messages=[Message(role="user", content="Reply with: ok")],
+        max_tokens=16,
+    )
     generated: Generated[BaseModel] = asyncio.run(request)
     answer = generated.response.text.strip()[:40]
-    return Check("llm", "ok", f"provider {settings.llm.provider} answered {answer!r} in "
-                              f"{time.perf_counter() - started:.2f} s")
+    return Check(
+        "llm", "ok", f"provider {settings.llm.provider} answered {answer!r} in {time.perf_counter() - started:.2f} s"
+    )
 
 
 def check_store(settings: Settings) -> Check:

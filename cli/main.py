@@ -29,8 +29,9 @@ class MagiParser(argparse.ArgumentParser):
 
 def build_parser() -> MagiParser:
     shared = shared_options()
-    parser = MagiParser(prog="magi", parents=[shared],
-                        description="MAGI Cluster: multi-agent research and decision systems on Ray.")
+    parser = MagiParser(
+        prog="magi", parents=[shared], description="MAGI Cluster: multi-agent research and decision systems on Ray."
+    )
     parser.add_argument("--version", action="version", version=f"magi {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=MagiParser)
     for module in COMMANDS:
@@ -44,8 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
     # Without -v only errors are logged: failures also reach the result, the summary and the bars.
-    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.ERROR,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     if not args.command:
         parser.print_help(sys.stderr)
         return 2
@@ -60,8 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug, not a user error: one line by default, the traceback with -v
         if verbose:
             raise
-        sys.stderr.write(f"magi {args.command}: internal error: {type(exc).__name__}: {first_line(exc)} "
-                         "(run with -v for the traceback, and please report it)\n")
+        sys.stderr.write(
+            f"magi {args.command}: internal error: {type(exc).__name__}: {first_line(exc)} "
+            "(run with -v for the traceback, and please report it)\n"
+        )
         return 1
 
 

@@ -26,9 +26,13 @@ class ProgressBars:
 
     def __init__(self, enabled: bool = True) -> None:
         self._progress = Progress(
-            TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-            TextColumn("{task.fields[stage]}"), TimeElapsedColumn(),
-            console=Console(stderr=True), disable=not enabled,
+            TextColumn("{task.description:<28}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TextColumn("{task.fields[stage]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            disable=not enabled,
         )
         self._tasks: dict[tuple[int, int], TaskID] = {}
         self._run = self._progress.add_task("research", total=100, stage="starting")
@@ -38,15 +42,17 @@ class ProgressBars:
         self._progress.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._progress.stop()
 
     def _task(self, iteration: int, agent_id: int) -> TaskID:
         key = (iteration, agent_id)
         if key not in self._tasks:
-            self._tasks[key] = self._progress.add_task(f"iteration {iteration} · agent {agent_id}",
-                                                       total=100, stage="waiting")
+            self._tasks[key] = self._progress.add_task(
+                f"iteration {iteration} · agent {agent_id}", total=100, stage="waiting"
+            )
         return self._tasks[key]
 
     def _overall(self, event: Event) -> None:
@@ -77,6 +83,7 @@ class ProgressBars:
             elif isinstance(event, AgentCompleted):
                 stage = "done" if event.success else f"failed: {(event.error or '')[:40]}"
                 self._progress.update(self._task(event.iteration, event.agent_id), completed=100, stage=stage)
+
 
 __all__ = [
     "STAGES",

@@ -15,19 +15,30 @@ from pathlib import Path
 from cli.common import emit, settings_from
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-             shared: argparse.ArgumentParser) -> None:
-    parser = commands.add_parser("research", parents=[shared], help="run a consensus research on a topic",
-                                 description="Research TOPIC with parallel agents and write a cited report.")
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "research",
+        parents=[shared],
+        help="run a consensus research on a topic",
+        description="Research TOPIC with parallel agents and write a cited report.",
+    )
     parser.add_argument("topic", help="what to research, in Japanese or English")
-    parser.add_argument("--corpus", metavar="DIR", type=Path,
-                        help="search this folder of HTML/Markdown/text files (implies --provider local)")
+    parser.add_argument(
+        "--corpus",
+        metavar="DIR",
+        type=Path,
+        help="search this folder of HTML/Markdown/text files (implies --provider local)",
+    )
     parser.add_argument("--provider", choices=["local", "ddgs", "searxng"], help="search provider")
     parser.add_argument("--agents", type=int, metavar="N", help="parallel research agents (default 3)")
     parser.add_argument("--iterations", type=int, metavar="N", help="refinement iterations (default 3)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one agent (default 300)")
-    parser.add_argument("--conflict-threshold", type=float, metavar="X",
-                        help="share of conflicting claims (0-1) above which reports are flagged (default 0.1)")
+    parser.add_argument(
+        "--conflict-threshold",
+        type=float,
+        metavar="X",
+        help="share of conflicting claims (0-1) above which reports are flagged (default 0.1)",
+    )
     parser.add_argument("--results-per-agent", type=int, metavar="N", help="search results per agent")
     parser.add_argument("--out", metavar="DIR", type=Path, help="output folder (default: out/research/RUN_ID)")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
@@ -53,9 +64,13 @@ async def research(args: argparse.Namespace) -> int:
     from research.result import write_outputs, write_partial
 
     options = ResearchOptions(
-        agents=args.agents, iterations=args.iterations, timeout_s=args.timeout,
-        conflict_threshold=args.conflict_threshold, results_per_agent=args.results_per_agent,
-        provider=args.provider, corpus=args.corpus,
+        agents=args.agents,
+        iterations=args.iterations,
+        timeout_s=args.timeout,
+        conflict_threshold=args.conflict_threshold,
+        results_per_agent=args.results_per_agent,
+        provider=args.provider,
+        corpus=args.corpus,
     )
     settings = apply_options(settings_from(args), options, origin="command-line option")
     preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
@@ -83,26 +98,46 @@ async def research(args: argparse.Namespace) -> int:
     ja_entities = [e.text for e in entities if e.lang == "ja"][:10]
     check = result.citation_check
     summary = {
-        "runId": result.run_id, "topic": result.metadata.topic, "report": str(md_path), "result": str(json_path),
-        "iterations": len(result.iterations), "sources": len(result.sources), "claims": len(result.claims),
-        "disputed": len(result.disputed), "entities": len(entities), "citationsPassed": check.passed,
-        "citationsChecked": check.checked, "agentFailures": len(result.agent_failures),
-        "durationMs": result.total_duration_ms, "overallScore": round(result.final_score.overall_score, 3),
+        "runId": result.run_id,
+        "topic": result.metadata.topic,
+        "report": str(md_path),
+        "result": str(json_path),
+        "iterations": len(result.iterations),
+        "sources": len(result.sources),
+        "claims": len(result.claims),
+        "disputed": len(result.disputed),
+        "entities": len(entities),
+        "citationsPassed": check.passed,
+        "citationsChecked": check.checked,
+        "agentFailures": len(result.agent_failures),
+        "durationMs": result.total_duration_ms,
+        "overallScore": round(result.final_score.overall_score, 3),
         "llmCalls": result.usage.calls if result.usage else 0,
         "llmCostUsd": result.usage.cost_usd if result.usage else 0.0,
     }
     usage = result.usage
-    emit(settings, summary, "\n".join([
-        f"# Research: {result.metadata.topic}", "",
-        f"- report: {md_path}", f"- result: {json_path}", f"- transparency: {md_path.parent / 'transparency.md'}",
-        f"- {len(result.iterations)} iteration(s), {len(result.sources)} sources, "
-        f"{len(result.claims)} verified claims, {len(result.disputed)} disputed figures, "
-        f"{len(entities)} entities ({', '.join(ja_entities)})",
-        f"- citations: {check.passed} of {check.checked} passed verification",
-        f"- final score {result.final_score.overall_score:.3f}; {result.iterations[-1].selection_reason}",
-        *[f"- agent {f.agent_id} (iteration {f.iteration}) failed: {f.error}" for f in result.agent_failures],
-        f"- LLM: {usage.calls} call(s), {usage.input_tokens} input / {usage.output_tokens} output tokens, "
-        f"cost {usage.cost_text()}" if usage else "- LLM: none configured (extractive summary)",
-        f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
-    ]))
+    emit(
+        settings,
+        summary,
+        "\n".join(
+            [
+                f"# Research: {result.metadata.topic}",
+                "",
+                f"- report: {md_path}",
+                f"- result: {json_path}",
+                f"- transparency: {md_path.parent / 'transparency.md'}",
+                f"- {len(result.iterations)} iteration(s), {len(result.sources)} sources, "
+                f"{len(result.claims)} verified claims, {len(result.disputed)} disputed figures, "
+                f"{len(entities)} entities ({', '.join(ja_entities)})",
+                f"- citations: {check.passed} of {check.checked} passed verification",
+                f"- final score {result.final_score.overall_score:.3f}; {result.iterations[-1].selection_reason}",
+                *[f"- agent {f.agent_id} (iteration {f.iteration}) failed: {f.error}" for f in result.agent_failures],
+                f"- LLM: {usage.calls} call(s), {usage.input_tokens} input / {usage.output_tokens} output tokens, "
+                f"cost {usage.cost_text()}"
+                if usage
+                else "- LLM: none configured (extractive summary)",
+                f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
+            ]
+        ),
+    )
     return 0

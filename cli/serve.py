@@ -11,15 +11,18 @@ from cli.common import settings_from
 from deployments.apps import SERVE_CONFIG, load_serve_config
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-             shared: argparse.ArgumentParser) -> None:
-    parser = commands.add_parser("serve", parents=[shared], help="serve the HTTP apps (research) with Ray Serve",
-                                 description=f"Deploy the HTTP apps listed in {SERVE_CONFIG} on Ray Serve "
-                                             "and block until Ctrl-C.")
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "serve",
+        parents=[shared],
+        help="serve the HTTP apps (research) with Ray Serve",
+        description=f"Deploy the HTTP apps listed in {SERVE_CONFIG} on Ray Serve and block until Ctrl-C.",
+    )
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
     parser.add_argument("--host", help="HTTP host (default: http_options.host of serve.yaml, 127.0.0.1)")
-    parser.add_argument("--port", type=int, metavar="N",
-                        help="HTTP port (default: http_options.port of serve.yaml, 8000)")
+    parser.add_argument(
+        "--port", type=int, metavar="N", help="HTTP port (default: http_options.port of serve.yaml, 8000)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -49,9 +52,11 @@ def run(args: argparse.Namespace) -> int:
             raise RuntimeSetupError(f"could not start Ray Serve on {host}:{port}: {exc}") from exc
         url = f"http://{host}:{port}"
         store = masked(configured_url(settings))
-        sys.stdout.write(f"serving {', '.join(app.name for app, _ in apps)} at {url} (store: {store}); "
-                         f"try: curl -X POST {url}/research -H 'content-type: application/json' "
-                         "-d '{\"topic\": \"中小企業の価格転嫁\"}'\nCtrl-C to stop\n")
+        sys.stdout.write(
+            f"serving {', '.join(app.name for app, _ in apps)} at {url} (store: {store}); "
+            f"try: curl -X POST {url}/research -H 'content-type: application/json' "
+            '-d \'{"topic": "中小企業の価格転嫁"}\'\nCtrl-C to stop\n'
+        )
         sys.stdout.flush()
         try:
             while True:

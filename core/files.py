@@ -32,6 +32,7 @@ def remove_stale_temp_files(folder: Path) -> list[Path]:
         p.unlink(missing_ok=True)
     return stale
 
+
 __all__ = [
     "TEMP_SUFFIX",
     "atomic_write_text",

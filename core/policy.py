@@ -133,6 +133,7 @@ def load_policy(path: Path, model: type[M]) -> M:
     check_version(document, model)
     return validate_policy(document.data, model, path, document)
 
+
 __all__ = [
     "MAX_REPORTED_ERRORS",
     "PolicyModel",

@@ -44,6 +44,7 @@ def data_path(*parts: str) -> Path:
     """A bundled data file or folder, e.g. ``data_path("rules", "query_glossary.yaml")``."""
     return resource_path(DATA_PACKAGE, *parts)
 
+
 __all__ = [
     "DATA_PACKAGE",
     "data_path",

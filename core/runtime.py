@@ -105,6 +105,7 @@ def _local_call(target: Any, method: str, args: tuple[Any, ...], kwargs: dict[st
         return await result if inspect.isawaitable(result) else result
 
     task = asyncio.ensure_future(run())
+
     def cancel() -> None:
         task.cancel()
 

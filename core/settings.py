@@ -313,8 +313,12 @@ def _env_layer() -> Layer:
             put(prefix, key, os.environ[variable], where)
         elif name in RENAMED:
             new_section, new_key = RENAMED[name]
-            log.warning("%s is now %s%s; the old name still works but will go away", variable, ENV_PREFIX,
-                        _env_suffix(new_section, new_key))
+            log.warning(
+                "%s is now %s%s; the old name still works but will go away",
+                variable,
+                ENV_PREFIX,
+                _env_suffix(new_section, new_key),
+            )
             put(new_section, new_key, os.environ[variable], where)
         elif prefix:
             known = ", ".join(ENV_PREFIX + _env_suffix(prefix, k) for k in sections[prefix].model_fields)

@@ -52,11 +52,15 @@ class Artifacts:
         try:
             fs, root = fsspec.core.url_to_fs(url)
         except ImportError as err:
-            raise ConfigError(f"artifacts URL {url!r} needs a package that is not installed ({err}); "
-                              "install it or set MAGI_ARTIFACTS_URL to a local folder") from err
+            raise ConfigError(
+                f"artifacts URL {url!r} needs a package that is not installed ({err}); "
+                "install it or set MAGI_ARTIFACTS_URL to a local folder"
+            ) from err
         except ValueError as err:
-            raise ConfigError(f"artifacts URL {url!r} is not usable ({err}); use a folder or an fsspec URL "
-                              "such as s3://bucket/prefix (MAGI_ARTIFACTS_URL)") from err
+            raise ConfigError(
+                f"artifacts URL {url!r} is not usable ({err}); use a folder or an fsspec URL "
+                "such as s3://bucket/prefix (MAGI_ARTIFACTS_URL)"
+            ) from err
         self._fs: Any = fs
         self._root = str(root).rstrip("/")
         self._local = isinstance(fs, LocalFileSystem)
@@ -143,6 +147,8 @@ def open_artifacts(settings: Settings) -> Artifacts:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ConfigError(f"cannot create the artifacts folder {root}: {err.strerror}; set MAGI_DATA_DIR to a "
-                          "writable folder or MAGI_ARTIFACTS_URL to another location") from err
+        raise ConfigError(
+            f"cannot create the artifacts folder {root}: {err.strerror}; set MAGI_DATA_DIR to a "
+            "writable folder or MAGI_ARTIFACTS_URL to another location"
+        ) from err
     return Artifacts(str(root))

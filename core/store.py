@@ -195,11 +195,15 @@ class Store:
     def _unreachable(self, err: exc.DBAPIError) -> str:
         reason = first_line(err.orig) if err.orig is not None else first_line(err)
         if self.dialect == "sqlite":
-            return (f"cannot open the SQLite store {masked(self.url)!r}: {reason}; check that the folder exists "
-                    "and is writable (MAGI_DATA_DIR)")
-        return (f"cannot connect to the store {masked(self.url)!r}: {reason}; check that PostgreSQL runs there, "
-                "accepts connections from this host, and that the user, password and database in "
-                "MAGI_STORE_URL are right")
+            return (
+                f"cannot open the SQLite store {masked(self.url)!r}: {reason}; check that the folder exists "
+                "and is writable (MAGI_DATA_DIR)"
+            )
+        return (
+            f"cannot connect to the store {masked(self.url)!r}: {reason}; check that PostgreSQL runs there, "
+            "accepts connections from this host, and that the user, password and database in "
+            "MAGI_STORE_URL are right"
+        )
 
     # -- per-process engine ---------------------------------------------------------------------
 

@@ -63,9 +63,7 @@ def parse_yaml(text: str, path: Path, what: str) -> YamlDocument:
         mark = exc.problem_mark or exc.context_mark
         position = (mark.line + 1, mark.column + 1) if mark is not None else None
         problem = "; ".join(p for p in (exc.context, exc.problem) if p)
-        raise ConfigError(
-            f"{what} {where(path, position)}: not valid YAML ({problem}); fix the syntax there"
-        ) from None
+        raise ConfigError(f"{what} {where(path, position)}: not valid YAML ({problem}); fix the syntax there") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{what} {path} is not valid YAML ({exc}); fix the syntax") from None
     finally:
@@ -96,6 +94,7 @@ def read_yaml_document(path: Path, what: str) -> YamlDocument:
 def read_yaml(path: Path, what: str) -> Any:
     """Parsed YAML of ``path`` (as ``yaml.safe_load`` returns it); errors as in :func:`read_yaml_document`."""
     return read_yaml_document(path, what).data
+
 
 __all__ = [
     "YamlDocument",

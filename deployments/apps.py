@@ -96,6 +96,7 @@ def load_serve_config(path: Path = SERVE_CONFIG) -> ServeConfig:
     document = read_yaml_document(path, "Serve config")
     return validate_yaml(document.data, ServeConfig, "Serve config", path, document)
 
+
 __all__ = [
     "SERVE_CONFIG",
     "ServeApp",

@@ -7,10 +7,10 @@
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
   from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
 
-Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a replica restart: a run that was
-``accepted``/``running`` when its replica died runs again from the start (``researchRequeued``), at
-most ``MAX_ATTEMPTS`` times in all, since it may be what brings the replica down. The app runs one
-replica.
+Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a
+replica restart: a run that was ``accepted``/``running`` when its replica died runs again from the
+start (``researchRequeued``), at most ``MAX_ATTEMPTS`` times in all, since it may be what brings the
+replica down. The app runs one replica.
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
@@ -55,15 +55,21 @@ class ResearchRequest(BaseModel):
     agents: int | None = Field(None, description="Parallel research agents (default 3).")
     iterations: int | None = Field(None, description="Refinement iterations (default 3).")
     timeout: float | None = Field(None, description="Timeout of one agent in seconds.")
-    conflict_threshold: float | None = Field(None, alias="conflictThreshold",
-                                             description="Conflict share above which reports are flagged.")
+    conflict_threshold: float | None = Field(
+        None, alias="conflictThreshold", description="Conflict share above which reports are flagged."
+    )
     provider: Literal["local", "ddgs", "searxng"] | None = None
     corpus: str | None = Field(None, description="Folder on the server searched by the local provider.")
 
     def options(self) -> ResearchOptions:
-        return ResearchOptions(agents=self.agents, iterations=self.iterations, timeout_s=self.timeout,
-                               conflict_threshold=self.conflict_threshold, provider=self.provider,
-                               corpus=Path(self.corpus) if self.corpus is not None else None)
+        return ResearchOptions(
+            agents=self.agents,
+            iterations=self.iterations,
+            timeout_s=self.timeout,
+            conflict_threshold=self.conflict_threshold,
+            provider=self.provider,
+            corpus=Path(self.corpus) if self.corpus is not None else None,
+        )
 
     @field_validator("topic")
     @classmethod
@@ -145,8 +151,12 @@ class ResearchService:
 
     def _settings_for(self, body: ResearchRequest) -> Settings:
         """The service's settings with the request's options; a bad option is a ConfigError naming it."""
-        return apply_options(self._settings, body.options(), origin="request field",
-                             names={**OPTION_NAMES, "research.conflict_threshold": "conflictThreshold"})
+        return apply_options(
+            self._settings,
+            body.options(),
+            origin="request field",
+            names={**OPTION_NAMES, "research.conflict_threshold": "conflictThreshold"},
+        )
 
     @api.post("/research", status_code=202)
     async def submit(self, body: ResearchRequest) -> JSONResponse:
@@ -160,8 +170,13 @@ class ResearchService:
         except MagiError as exc:
             return _error(400, first_line(exc))
         run_id = uuid.uuid4().hex[:12]
-        runs.record_started(self._store, run_id, body.topic, status="accepted",  # stored before answering
-                            request=body.model_dump(mode="json", by_alias=True, exclude_none=True))
+        runs.record_started(
+            self._store,
+            run_id,
+            body.topic,
+            status="accepted",  # stored before answering
+            request=body.model_dump(mode="json", by_alias=True, exclude_none=True),
+        )
         self._queue.put_nowait((run_id, body.topic, settings))
         return JSONResponse({"runId": run_id, "status": "accepted", "links": _links(run_id)}, status_code=202)
 
@@ -194,9 +209,15 @@ class ResearchService:
         if run is None:
             return _error(404, f"no research run {run_id!r}; POST /research to start one")
         body: dict[str, Any] = {
-            "runId": run.run_id, "topic": run.topic, "status": run.status, "submittedAt": run.started_at,
-            "completedAt": run.completed_at, "error": run.error, "links": _links(run_id),
-            "result": None, "partial": None,
+            "runId": run.run_id,
+            "topic": run.topic,
+            "status": run.status,
+            "submittedAt": run.started_at,
+            "completedAt": run.completed_at,
+            "error": run.error,
+            "links": _links(run_id),
+            "result": None,
+            "partial": None,
         }
         if run.result_json:  # the result, or what a failed run produced before failing
             body["result" if run.status == "completed" else "partial"] = json.loads(run.result_json)
@@ -208,8 +229,11 @@ class ResearchService:
             return _error(404, f"no research run {run_id!r}; POST /research to start one")
         last = request.headers.get("last-event-id", "0")
         after = int(last) if last.isdigit() else 0
-        return StreamingResponse(self._stream(run_id, after), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            self._stream(run_id, after),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
     async def _stream(self, run_id: str, after: int) -> AsyncIterator[bytes]:
         idle = 0.0

@@ -55,6 +55,7 @@ class TopicOutcome:
 
 # --- pure helpers (no Ray) -------------------------------------------------------------------------
 
+
 def normalise(topic: str) -> str:
     """NFKC, whitespace collapsed: the form that is researched and hashed."""
     return " ".join(unicodedata.normalize("NFKC", topic).split())
@@ -130,19 +131,34 @@ async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome
     except Exception as exc:
         seconds = round(time.perf_counter() - started, 1)
         error = one_line(exc)
-        atomic_write_text(folder / ERROR, json.dumps({"topic": topic.text, "id": topic.id, "error": error,
-                                                      "seconds": seconds}, ensure_ascii=False) + "\n")
+        atomic_write_text(
+            folder / ERROR,
+            json.dumps({"topic": topic.text, "id": topic.id, "error": error, "seconds": seconds}, ensure_ascii=False)
+            + "\n",
+        )
         return TopicOutcome(topic.text, topic.id, "failed", seconds=seconds, error=error)
     seconds = round(time.perf_counter() - started, 1)
-    marker = {"topic": topic.text, "id": topic.id, "runId": result.run_id, "sources": len(result.sources),
-              "seconds": seconds, "report": "report.md", "result": "report.json"}
+    marker = {
+        "topic": topic.text,
+        "id": topic.id,
+        "runId": result.run_id,
+        "sources": len(result.sources),
+        "seconds": seconds,
+        "report": "report.md",
+        "result": "report.json",
+    }
     atomic_write_text(folder / MARKER, json.dumps(marker, ensure_ascii=False, indent=2) + "\n")
     (folder / ERROR).unlink(missing_ok=True)  # a stale error of an earlier attempt
     return TopicOutcome(topic.text, topic.id, "done", sources=len(result.sources), seconds=seconds)
 
 
-async def run_batch(topics: Sequence[Topic], out: Path, research: Research, concurrency: int,
-                    report: Callable[[TopicOutcome], None] = lambda _: None) -> list[TopicOutcome]:
+async def run_batch(
+    topics: Sequence[Topic],
+    out: Path,
+    research: Research,
+    concurrency: int,
+    report: Callable[[TopicOutcome], None] = lambda _: None,
+) -> list[TopicOutcome]:
     """Skip finished topics, research the rest ``concurrency`` at a time; outcomes in file order."""
     outcomes: dict[str, TopicOutcome] = {}
     todo: list[Topic] = []
@@ -151,8 +167,13 @@ async def run_batch(topics: Sequence[Topic], out: Path, research: Research, conc
         if marker is None:
             todo.append(topic)
             continue
-        outcomes[topic.id] = TopicOutcome(topic.text, topic.id, "skipped", sources=int(marker.get("sources", 0)),
-                                          seconds=float(marker.get("seconds", 0.0)))
+        outcomes[topic.id] = TopicOutcome(
+            topic.text,
+            topic.id,
+            "skipped",
+            sources=int(marker.get("sources", 0)),
+            seconds=float(marker.get("seconds", 0.0)),
+        )
         report(outcomes[topic.id])
 
     slots = asyncio.Semaphore(max(1, concurrency))
@@ -168,11 +189,14 @@ async def run_batch(topics: Sequence[Topic], out: Path, research: Research, conc
 
 def summary_table(outcomes: Sequence[TopicOutcome]) -> str:
     rows = [("topic", "status", "sources", "seconds")]
-    rows += [(o.topic if len(o.topic) <= 40 else o.topic[:39] + "…", o.status, str(o.sources), f"{o.seconds:.1f}")
-             for o in outcomes]
+    rows += [
+        (o.topic if len(o.topic) <= 40 else o.topic[:39] + "…", o.status, str(o.sources), f"{o.seconds:.1f}")
+        for o in outcomes
+    ]
     widths = [max(_width(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell + " " * (w - _width(cell)) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in rows]
+    lines = [
+        "  ".join(cell + " " * (w - _width(cell)) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines += [f"{o.topic}: {o.error}" for o in outcomes if o.error]
     return "\n".join(lines)
@@ -191,14 +215,16 @@ def write_summary(out: Path, outcomes: Sequence[TopicOutcome]) -> Path:
 
 # --- the job driver ---------------------------------------------------------------------------------
 
+
 def in_ray_job(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     """True when this process is the driver of a job submitted through the Ray Jobs API."""
     return "RAY_JOB_CONFIG_JSON_ENV_VAR" in environ
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m jobs.research_batch",
-                                     description="Research every topic of TOPICS_FILE; resumable.")
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.research_batch", description="Research every topic of TOPICS_FILE; resumable."
+    )
     parser.add_argument("topics_file", metavar="TOPICS_FILE", type=Path, help="UTF-8, one topic a line")
     parser.add_argument("--out", metavar="DIR", type=Path, required=True, help="output folder (absolute in a job)")
     parser.add_argument("--concurrency", type=int, default=2, metavar="N", help="topics researched at once (2)")
@@ -219,8 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.concurrency < 1:
             raise InputError("--concurrency must be at least 1")
         if in_ray_job() and not args.out.is_absolute():
-            raise InputError(f"--out {args.out} is relative: a job runs in a temporary copy of its working_dir; "
-                             "pass an absolute folder")
+            raise InputError(
+                f"--out {args.out} is relative: a job runs in a temporary copy of its working_dir; "
+                "pass an absolute folder"
+            )
         topics = read_topics(args.topics_file)
         settings = settings_for(args)
         return asyncio.run(drive(topics, args.out.absolute(), settings, args.concurrency))
@@ -246,8 +274,11 @@ async def drive(topics: Sequence[Topic], out: Path, settings: Settings, concurre
     owned = not ray.is_initialized() and not settings.ray.address
     start_ray(settings)  # attaches to the job's cluster (RAY_ADDRESS), else starts a local Ray
     cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
-    print(f"research_batch: {len(topics)} topics, concurrency {concurrency}, cluster CPUs {cpus}, "
-          f"project code from {Path(research.__file__).parent.parent}", flush=True)
+    print(
+        f"research_batch: {len(topics)} topics, concurrency {concurrency}, cluster CPUs {cpus}, "
+        f"project code from {Path(research.__file__).parent.parent}",
+        flush=True,
+    )
     if NlpSettings.of(settings).workers is None:  # NLP workers hold one CPU each: share the CPUs across topics
         settings = settings.updated({"nlp": {"workers": max(1, cpus // concurrency)}})
 

@@ -83,13 +83,18 @@ def analyse_texts(raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -
             entities[i].extend(e.model_copy(update={"start": e.start + offset, "end": e.end + offset}) for e in found)
     return [
         TextAnalysis(
-            content_hash=analysis_key(item.text, lang, item.published), lang=lang, chars=len(item.text),
-            analysed_chars=sum(end - start for start, end in spans[i]), entities=entities[i],
+            content_hash=analysis_key(item.text, lang, item.published),
+            lang=lang,
+            chars=len(item.text),
+            analysed_chars=sum(end - start for start, end in spans[i]),
+            entities=entities[i],
             claims=extract_claims(item.text, entities[i], lang, reference_date=item.published)
-            if lang in ("ja", "en") else [],
+            if lang in ("ja", "en")
+            else [],
         )
         for i, (item, lang) in enumerate(zip(items, langs, strict=True))
     ]
+
 
 __all__ = [
     "ANALYSER_VERSION",

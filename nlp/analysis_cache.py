@@ -45,8 +45,10 @@ class AnalysisCache:
         unique = {a.content_hash: a for a in analyses}  # one row per key, even within one batch
         with self._store.transaction() as conn:
             conn.execute(
-                sa.text("INSERT INTO nlp_analyses (content_hash, analysis_json, created_at) VALUES (:hash, :json, :at)"
-                        " ON CONFLICT (content_hash) DO UPDATE SET analysis_json=excluded.analysis_json,"
-                        " created_at=excluded.created_at"),
+                sa.text(
+                    "INSERT INTO nlp_analyses (content_hash, analysis_json, created_at) VALUES (:hash, :json, :at)"
+                    " ON CONFLICT (content_hash) DO UPDATE SET analysis_json=excluded.analysis_json,"
+                    " created_at=excluded.created_at"
+                ),
                 [{"hash": a.content_hash, "json": a.model_dump_json(), "at": now} for a in unique.values()],
             )

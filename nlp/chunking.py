@@ -65,6 +65,7 @@ def split_text(text: str, max_bytes: int) -> list[tuple[int, str]]:
     chunks.append((cur_start, text[cur_start:cur_end]))
     return chunks
 
+
 __all__ = [
     "split_text",
 ]

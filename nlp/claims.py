@@ -792,6 +792,7 @@ def _group(s: Sentence, readings: list[_Reading], names: list[str], lang: str) -
         for rs in groups.values()
     ]
 
+
 __all__ = [
     "LANGS",
     "MIN_CHARS",

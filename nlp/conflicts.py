@@ -637,6 +637,7 @@ def _resolution(
         return text + f"; the {lose.item.source_type or 'other'} figure ({lose.value.raw}) is approximate"
     return text + f"; the {lose.item.source_type or 'other'} source gives {lose.value.raw}"
 
+
 __all__ = [
     "POLICY_PATH",
     "Conflict",

@@ -234,6 +234,7 @@ def _longest_first(dates: list[DateMatch]) -> list[DateMatch]:
             kept.append(d)
     return sorted(kept, key=lambda d: d.start)
 
+
 __all__ = [
     "ERAS",
     "ERA_DATE",

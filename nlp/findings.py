@@ -58,6 +58,7 @@ def relevance(sentence: str, terms: set[str]) -> float:
     lowered = sentence.lower()
     return sum(1 for t in terms if t in lowered) / len(terms)
 
+
 __all__ = [
     "Sentence",
     "relevance",

@@ -69,6 +69,7 @@ def cross_language_query(text: str, lang: str, glossary: tuple[Term, ...] | None
         words = [t.ja[0] for t in terms if any(w.lower() in folded for w in t.en.split() if len(w) > 3)]
     return " ".join(dict.fromkeys(words)) or None
 
+
 __all__ = [
     "GLOSSARY_PATH",
     "GlossaryEntry",

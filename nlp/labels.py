@@ -76,6 +76,7 @@ def _ginza_table() -> dict[str, str]:
 
     return dict(ENE_ONTONOTES_MAPPING)
 
+
 __all__ = [
     "ENE_OVERRIDES",
     "LABELS",

@@ -93,6 +93,7 @@ def _looks_english(text: str) -> bool:
     markers = sum(1 for w in words if w in _ENGLISH_MARKERS)
     return markers / len(words) >= MARKER_MIN_SHARE
 
+
 __all__ = [
     "EN_MIN_SHARE",
     "HAN_ONLY_MAX",

@@ -173,6 +173,7 @@ def load_en_patterns(path: Path = EN_RULES_PATH) -> list[dict[str, Any]]:
             patterns.extend({"label": label, "pattern": item} for item in items)
     return patterns
 
+
 __all__ = [
     "EN_INSTALL",
     "EN_MODEL",

@@ -448,6 +448,7 @@ def _dates_overlap(a: Value, b: Value) -> bool:
         return a.date_from.lstrip("-")[-5:] == b.date_from.lstrip("-")[-5:]
     return a.date_from <= b.date_to and b.date_from <= a.date_to
 
+
 __all__ = [
     "APPROX_REL",
     "Kind",

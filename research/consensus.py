@@ -37,15 +37,22 @@ def _published(source: SourceReference) -> date | None:
         return None
 
 
-def sourced_claims(report_id: str | None, sources: Sequence[SourceReference],
-                   documents: Mapping[str, SourceDocument]) -> list[SourcedClaim]:
+def sourced_claims(
+    report_id: str | None, sources: Sequence[SourceReference], documents: Mapping[str, SourceDocument]
+) -> list[SourcedClaim]:
     """The claims of the given pages, each with its page, date, type and origin."""
     items: list[SourcedClaim] = []
     for s in sources:
         doc = documents.get(s.url)
         if doc is not None:
-            items += sourced(doc.claims, s.url, report_id=report_id, published=_published(s),
-                             source_type=s.source_type, duplicate_of=s.duplicate_of)
+            items += sourced(
+                doc.claims,
+                s.url,
+                report_id=report_id,
+                published=_published(s),
+                source_type=s.source_type,
+                duplicate_of=s.duplicate_of,
+            )
     return items
 
 
@@ -53,15 +60,21 @@ def _agreeing_origins(finding: Finding, claims_by_key: Mapping[str, list[tuple[s
     """Origins whose claims under the finding's key state a figure agreeing with one of the finding's."""
     own = [c for _, c in claims_by_key.get(finding.key or "", []) if c.text == finding.text]
     mine = [v for c in own for v in c.values]
-    return {origin for origin, c in claims_by_key.get(finding.key or "", [])
-            if any(values_agree(a, b) for a in mine for b in c.values)}
+    return {
+        origin
+        for origin, c in claims_by_key.get(finding.key or "", [])
+        if any(values_agree(a, b) for a in mine for b in c.values)
+    }
 
 
 def unconfirmed(report: AgentReport, claims_by_key: Mapping[str, list[tuple[str, Claim]]]) -> list[Finding]:
     """The report's findings no second origin confirms (see the module docstring)."""
     origin = {s.url: origin_of(s) for s in report.sources}
-    return [f for f in report.findings
-            if not f.key or not _agreeing_origins(f, claims_by_key) - {origin.get(f.source, f.source)}]
+    return [
+        f
+        for f in report.findings
+        if not f.key or not _agreeing_origins(f, claims_by_key) - {origin.get(f.source, f.source)}
+    ]
 
 
 def index_claims(documents: Mapping[str, SourceDocument]) -> dict[str, list[tuple[str, Claim]]]:
@@ -75,8 +88,9 @@ def index_claims(documents: Mapping[str, SourceDocument]) -> dict[str, list[tupl
     return index
 
 
-def score_iteration(topic: str, reports: Sequence[AgentReport], documents: Mapping[str, SourceDocument],
-                    conflict_threshold: float) -> IterationScoring:
+def score_iteration(
+    topic: str, reports: Sequence[AgentReport], documents: Mapping[str, SourceDocument], conflict_threshold: float
+) -> IterationScoring:
     """Score every report, pick the consensus by the spec's rule, flag when all are too conflicted."""
     per_report = {r.report_id: sourced_claims(r.report_id, r.sources, documents) for r in reports}
     keys_seen = {k for items in per_report.values() for i in items for k in (i.claim.subject, i.claim.attribute) if k}
@@ -87,15 +101,23 @@ def score_iteration(topic: str, reports: Sequence[AgentReport], documents: Mappi
         items = per_report[r.report_id]
         conflicts: list[Conflict] = detect_conflicts(items)
         claim_keys = {k for i in items for k in (i.claim.subject, i.claim.attribute) if k}
-        scores.append(score_report(
-            r.report_id, conflicts=conflicts, claim_count=sum(1 for i in items if claim_key(i.claim)),
-            sources=r.sources, text=r.findings, facets=facets, claim_keys=claim_keys,
-            unverified_count=len(unconfirmed(r, index)),
-        ))
+        scores.append(
+            score_report(
+                r.report_id,
+                conflicts=conflicts,
+                claim_count=sum(1 for i in items if claim_key(i.claim)),
+                sources=r.sources,
+                text=r.findings,
+                facets=facets,
+                claim_keys=claim_keys,
+                unverified_count=len(unconfirmed(r, index)),
+            )
+        )
     best_id, reason = select_best(scores)
     selected = next(r for r in reports if r.report_id == best_id)
     reason = f"agent {selected.agent_id}'s " + reason
     return IterationScoring(scores, selected, reason, flag_for_review(scores, conflict_threshold))
+
 
 __all__ = [
     "IterationScoring",

@@ -81,7 +81,7 @@ SUMMARY_ROLE = "research.summary"  # LLM role of the executive summary (model/pa
 def validate_topic(topic: str) -> str:
     cleaned = " ".join(topic.split())
     if not cleaned:
-        raise InputError("the research topic is empty; pass a topic, e.g. magi research \"中小企業の価格転嫁\"")
+        raise InputError('the research topic is empty; pass a topic, e.g. magi research "中小企業の価格転嫁"')
     if len(cleaned) > MAX_TOPIC_CHARS:
         raise InputError(f"the research topic has {len(cleaned)} characters; keep it under {MAX_TOPIC_CHARS}")
     return cleaned
@@ -108,11 +108,14 @@ def agent_name(run_id: str, iteration: int, agent_id: int, attempt: int = 1) -> 
 def build_config(topic: str, settings: Settings) -> ConsensusResearchConfig:
     research = ResearchSettings.of(settings)
     return ConsensusResearchConfig(
-        topic=topic, agent_count=research.agents, iteration_count=research.iterations,
+        topic=topic,
+        agent_count=research.agents,
+        iteration_count=research.iterations,
         agent_timeout_ms=int(research.agent_timeout_s * 1000),
         conflict_threshold=research.conflict_threshold,
-        search_config=SearchConfig(provider=SearchSettings.of(settings).provider,
-                                   max_results_per_agent=research.results_per_agent),
+        search_config=SearchConfig(
+            provider=SearchSettings.of(settings).provider, max_results_per_agent=research.results_per_agent
+        ),
     )
 
 
@@ -161,8 +164,17 @@ class _Run:
         if agent_id not in self.agents:
             sink = self.runtime.event_sink(self.tracker)
             self.agents[agent_id] = self.runtime.spawn(
-                ResearchAgent, agent_id, strategy_for(agent_id), self.settings, self.collector, sink, self.run_id,
-                num_cpus=0, max_concurrency=4, name=agent_name(self.run_id, iteration, agent_id, attempt))
+                ResearchAgent,
+                agent_id,
+                strategy_for(agent_id),
+                self.settings,
+                self.collector,
+                sink,
+                self.run_id,
+                num_cpus=0,
+                max_concurrency=4,
+                name=agent_name(self.run_id, iteration, agent_id, attempt),
+            )
         return self.agents[agent_id]
 
     def retire(self, agent_ids: list[int]) -> None:
@@ -180,11 +192,16 @@ class _Run:
         try:
             calls = []
             for i in ids:
-                self.events.emit(AgentStarted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
-                                              strategy=strategy_for(i).model_dump(by_alias=True),
-                                              progress=self.progress(context.iteration, 0)))
-                calls.append(handles[i].call(ResearchAgent.run, self.topic,
-                                             context.brief(i, self.config.agent_count)))
+                self.events.emit(
+                    AgentStarted(
+                        run_id=self.run_id,
+                        iteration=context.iteration,
+                        agent_id=i,
+                        strategy=strategy_for(i).model_dump(by_alias=True),
+                        progress=self.progress(context.iteration, 0),
+                    )
+                )
+                calls.append(handles[i].call(ResearchAgent.run, self.topic, context.brief(i, self.config.agent_count)))
             outcomes = await self.runtime.gather(calls, timeout_s=self.agent_timeout_s)
             elapsed_ms = int((time.perf_counter() - started) * 1000)
             snapshots = await self._snapshots(handles, outcomes)
@@ -196,29 +213,51 @@ class _Run:
             fraction = 0.8 * done / len(ids)
             if isinstance(outcome.value, AgentReport):
                 result.reports.append(outcome.value)
-                self.events.emit(AgentCompleted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
-                                                success=True, duration_ms=outcome.value.duration_ms,
-                                                progress=self.progress(context.iteration, fraction)))
+                self.events.emit(
+                    AgentCompleted(
+                        run_id=self.run_id,
+                        iteration=context.iteration,
+                        agent_id=i,
+                        success=True,
+                        duration_ms=outcome.value.duration_ms,
+                        progress=self.progress(context.iteration, fraction),
+                    )
+                )
                 continue
             failure = self._failure(i, context.iteration, attempt, outcome, elapsed_ms, snapshots.get(i))
             result.failures.append(failure)
-            self.events.emit(AgentCompleted(run_id=self.run_id, iteration=context.iteration, agent_id=i,
-                                            success=False, duration_ms=failure.duration_ms, error=failure.error,
-                                            progress=self.progress(context.iteration, fraction)))
+            self.events.emit(
+                AgentCompleted(
+                    run_id=self.run_id,
+                    iteration=context.iteration,
+                    agent_id=i,
+                    success=False,
+                    duration_ms=failure.duration_ms,
+                    error=failure.error,
+                    progress=self.progress(context.iteration, fraction),
+                )
+            )
         return result
 
-    async def _snapshots(self, handles: dict[int, Handle[ResearchAgent]],
-                         outcomes: list[Outcome[AgentReport]]) -> dict[int, AgentSnapshot]:
+    async def _snapshots(
+        self, handles: dict[int, Handle[ResearchAgent]], outcomes: list[Outcome[AgentReport]]
+    ) -> dict[int, AgentSnapshot]:
         """Ask each timed-out (already cancelled) agent how far it got, briefly."""
         late = [i for i, o in zip(handles, outcomes, strict=True) if o.timed_out]
         if not late:
             return {}
-        answers = await self.runtime.gather([handles[i].call(ResearchAgent.snapshot) for i in late],
-                                            SNAPSHOT_TIMEOUT_S)
+        answers = await self.runtime.gather([handles[i].call(ResearchAgent.snapshot) for i in late], SNAPSHOT_TIMEOUT_S)
         return {i: a.value for i, a in zip(late, answers, strict=True) if isinstance(a.value, AgentSnapshot)}
 
-    def _failure(self, agent_id: int, iteration: int, attempt: int, outcome: Outcome[Any], elapsed_ms: int,
-                 snapshot: AgentSnapshot | None) -> AgentFailure:
+    def _failure(
+        self,
+        agent_id: int,
+        iteration: int,
+        attempt: int,
+        outcome: Outcome[Any],
+        elapsed_ms: int,
+        snapshot: AgentSnapshot | None,
+    ) -> AgentFailure:
         cause = root_cause(outcome.error) if outcome.error else TimeoutError("no result")
         stage = self.tracker.last.get((iteration, agent_id))
         if snapshot is not None:
@@ -226,25 +265,50 @@ class _Run:
         message = first_line(cause)
         if outcome.timed_out:
             message = f"timed out after {self.agent_timeout_s:g} s in stage {stage or 'starting'}"
-        log.warning("run %s iteration %d agent %d failed after %d ms (last stage: %s): %s",
-                    self.run_id, iteration, agent_id, elapsed_ms, stage or "none", message)
-        return AgentFailure(agent_id=agent_id, iteration=iteration, attempt=attempt, error=message,
-                            error_type=type(cause).__name__, timed_out=outcome.timed_out, duration_ms=elapsed_ms,
-                            last_stage=stage, partial=snapshot)
+        log.warning(
+            "run %s iteration %d agent %d failed after %d ms (last stage: %s): %s",
+            self.run_id,
+            iteration,
+            agent_id,
+            elapsed_ms,
+            stage or "none",
+            message,
+        )
+        return AgentFailure(
+            agent_id=agent_id,
+            iteration=iteration,
+            attempt=attempt,
+            error=message,
+            error_type=type(cause).__name__,
+            timed_out=outcome.timed_out,
+            duration_ms=elapsed_ms,
+            last_stage=stage,
+            partial=snapshot,
+        )
 
     # --- iterations -----------------------------------------------------------------------
 
     async def run_iteration(self, context: IterationContext) -> IterationResult:
         started = time.perf_counter()
-        self.events.emit(IterationStarted(run_id=self.run_id, iteration=context.iteration,
-                                          context=context.model_dump(mode="json", by_alias=True),
-                                          progress=self.progress(context.iteration, 0)))
+        self.events.emit(
+            IterationStarted(
+                run_id=self.run_id,
+                iteration=context.iteration,
+                context=context.model_dump(mode="json", by_alias=True),
+                progress=self.progress(context.iteration, 0),
+            )
+        )
         attempt = await self.run_agents(context, 1)
         failures, retried = list(attempt.failures), False
         if self._majority_failed(attempt):
             self.failed_attempts.append(attempt)
-            log.warning("run %s iteration %d: %d of %d agents failed; retrying the iteration once", self.run_id,
-                        context.iteration, len(attempt.failures), self.config.agent_count)
+            log.warning(
+                "run %s iteration %d: %d of %d agents failed; retrying the iteration once",
+                self.run_id,
+                context.iteration,
+                len(attempt.failures),
+                self.config.agent_count,
+            )
             retried, attempt = True, await self.run_agents(context, 2)
             failures += attempt.failures
             if self._majority_failed(attempt):
@@ -258,24 +322,52 @@ class _Run:
         await self._read_documents(attempt.reports)
         reports = [self._with_reliability(r) for r in attempt.reports]
         # CPU-bound: off the event loop, which also serves progress events (and HTTP in a Serve replica).
-        scoring = await asyncio.to_thread(score_iteration, self.topic, reports, self.documents,
-                                          self.config.conflict_threshold)
+        scoring = await asyncio.to_thread(
+            score_iteration, self.topic, reports, self.documents, self.config.conflict_threshold
+        )
         it = context.iteration
-        self.events.emit(ScoringCompleted(run_id=self.run_id, iteration=it, progress=self.progress(it, 0.9),
-                                          scores=[s.model_dump(mode="json", by_alias=True) for s in scoring.scores]))
-        self.events.emit(ConsensusSelected(run_id=self.run_id, iteration=it, reason=scoring.reason,
-                                           selected_agent_id=scoring.selected.agent_id,
-                                           progress=self.progress(it, 0.95)))
+        self.events.emit(
+            ScoringCompleted(
+                run_id=self.run_id,
+                iteration=it,
+                progress=self.progress(it, 0.9),
+                scores=[s.model_dump(mode="json", by_alias=True) for s in scoring.scores],
+            )
+        )
+        self.events.emit(
+            ConsensusSelected(
+                run_id=self.run_id,
+                iteration=it,
+                reason=scoring.reason,
+                selected_agent_id=scoring.selected.agent_id,
+                progress=self.progress(it, 0.95),
+            )
+        )
         log.info("run %s iteration %d: %s", self.run_id, it, scoring.reason)
         duration_ms = int((time.perf_counter() - started) * 1000)
-        self.events.emit(IterationCompleted(run_id=self.run_id, iteration=it, duration_ms=duration_ms, retried=retried,
-                                            progress=self.progress(it, 1)))
+        self.events.emit(
+            IterationCompleted(
+                run_id=self.run_id,
+                iteration=it,
+                duration_ms=duration_ms,
+                retried=retried,
+                progress=self.progress(it, 1),
+            )
+        )
         return IterationResult(
-            iteration=it, agent_reports=reports, scores=scoring.scores,
-            consensus_report=scoring.selected.content, selection_reason=scoring.reason, duration_ms=duration_ms,
-            selected_agent_id=scoring.selected.agent_id, selected_report_id=scoring.selected.report_id,
-            context=context, agent_failures=failures, retried=retried,
-            flagged_for_review=scoring.flagged_for_review, source_overlap=round(source_overlap(reports), 3),
+            iteration=it,
+            agent_reports=reports,
+            scores=scoring.scores,
+            consensus_report=scoring.selected.content,
+            selection_reason=scoring.reason,
+            duration_ms=duration_ms,
+            selected_agent_id=scoring.selected.agent_id,
+            selected_report_id=scoring.selected.report_id,
+            context=context,
+            agent_failures=failures,
+            retried=retried,
+            flagged_for_review=scoring.flagged_for_review,
+            source_overlap=round(source_overlap(reports), 3),
         )
 
     def _with_reliability(self, report: AgentReport) -> AgentReport:
@@ -301,17 +393,27 @@ class _Run:
 
     def next_context(self, done: IterationResult) -> IterationContext:
         single = [f.key for f in unconfirmed(done.consensus, index_claims(self.documents)) if f.key]
-        return next_context(self.topic, done.iteration + 1, done.consensus, done.consensus_score,
-                            sorted(self.documents), list(dict.fromkeys(single)))
+        return next_context(
+            self.topic,
+            done.iteration + 1,
+            done.consensus,
+            done.consensus_score,
+            sorted(self.documents),
+            list(dict.fromkeys(single)),
+        )
 
     def partial(self) -> dict[str, Any]:
         """Everything produced so far, JSON-ready (kept with a failed run for debugging)."""
         return {
-            "runId": self.run_id, "topic": self.topic, "config": self.config.model_dump(mode="json", by_alias=True),
+            "runId": self.run_id,
+            "topic": self.topic,
+            "config": self.config.model_dump(mode="json", by_alias=True),
             "iterations": [it.model_dump(mode="json", by_alias=True) for it in self.iterations],
             "failedAttempts": [
-                {"reports": [r.model_dump(mode="json", by_alias=True) for r in a.reports],
-                 "failures": [f.model_dump(mode="json", by_alias=True) for f in a.failures]}
+                {
+                    "reports": [r.model_dump(mode="json", by_alias=True) for r in a.reports],
+                    "failures": [f.model_dump(mode="json", by_alias=True) for f in a.failures],
+                }
                 for a in self.failed_attempts
             ],
         }
@@ -319,18 +421,24 @@ class _Run:
 
 def _stop_reason(consistencies: list[float]) -> str:
     steps = ", ".join(f"{c:.3f}" for c in consistencies[-3:])
-    return (f"consensus consistency improved by less than 5% in each of the last 2 iterations ({steps}); "
-            "further iterations would not change the result")
+    return (
+        f"consensus consistency improved by less than 5% in each of the last 2 iterations ({steps}); "
+        "further iterations would not change the result"
+    )
 
 
-async def run_research(topic: str, settings: Settings, runtime: Runtime, events: EventSink,
-                       *, run_id: str | None = None) -> ConsensusResearchResult:
+async def run_research(
+    topic: str, settings: Settings, runtime: Runtime, events: EventSink, *, run_id: str | None = None
+) -> ConsensusResearchResult:
     """Run the whole workflow; raises :class:`ResearchError` (with ``partial``) when an iteration cannot finish."""
     topic = await asyncio.to_thread(preflight, topic, settings)
     run = _Run(topic, settings, runtime, events, run_id or uuid.uuid4().hex[:12])
     started_at, started = datetime.now(UTC), time.perf_counter()
-    events.emit(ResearchStarted(run_id=run.run_id, topic=topic, progress=0,
-                                config=run.config.model_dump(mode="json", by_alias=True)))
+    events.emit(
+        ResearchStarted(
+            run_id=run.run_id, topic=topic, progress=0, config=run.config.model_dump(mode="json", by_alias=True)
+        )
+    )
     # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
     pool = NlpPool.start(runtime, NlpSettings.of(settings).workers or max(1, int(runtime.total_cpus())))
     run.collector = collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
@@ -364,22 +472,33 @@ async def run_research(topic: str, settings: Settings, runtime: Runtime, events:
             runtime.kill(worker)
         runtime.kill(collector)
         await runtime.flush_events()
-    events.emit(ResearchCompleted(run_id=run.run_id, progress=100, iterations=len(result.iterations),
-                                  overall_score=round(result.final_score.overall_score, 3),
-                                  claims=len(result.claims), disputed=len(result.disputed)))
+    events.emit(
+        ResearchCompleted(
+            run_id=run.run_id,
+            progress=100,
+            iterations=len(result.iterations),
+            overall_score=round(result.final_score.overall_score, 3),
+            claims=len(result.claims),
+            disputed=len(result.disputed),
+        )
+    )
     return result
 
 
-async def _finish(run: _Run, started_at: datetime, started: float, stopped_early: str | None,
-                  collection: CollectionStats | None) -> ConsensusResearchResult:
+async def _finish(
+    run: _Run, started_at: datetime, started: float, stopped_early: str | None, collection: CollectionStats | None
+) -> ConsensusResearchResult:
     """Claims with evidence, disputes, summary and the final report, from every iteration."""
     first_report: dict[str, str] = {}
     for it in run.iterations:
         for r in it.agent_reports:
             for s in r.sources:
                 first_report.setdefault(s.url, r.report_id)
-    claims_all = [c for url, doc in run.documents.items()
-                  for c in sourced_claims(first_report.get(url), [doc.source], run.documents)]
+    claims_all = [
+        c
+        for url, doc in run.documents.items()
+        for c in sourced_claims(first_report.get(url), [doc.source], run.documents)
+    ]
     conflicts = await asyncio.to_thread(detect_conflicts, claims_all)
     findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
     evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
@@ -389,15 +508,23 @@ async def _finish(run: _Run, started_at: datetime, started: float, stopped_early
     summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
     result = ConsensusResearchResult(
-        final_report="", iterations=run.iterations,
+        final_report="",
+        iterations=run.iterations,
         total_duration_ms=int((time.perf_counter() - started) * 1000),
         total_agent_runs=sum(len(it.agent_reports) + len(it.agent_failures) for it in run.iterations),
         final_score=last.consensus_score,
-        metadata=ResultMetadata(topic=run.topic, started_at=started_at, completed_at=datetime.now(UTC),
-                                config=run.config),
-        run_id=run.run_id, executive_summary=summary, claims=verified, disputed=conflicts, citation_check=check,
-        sources=sorted((d.source for d in run.documents.values()), key=_source_order), stopped_early=stopped_early,
-        collection=collection, usage=meter.summary() if llm is not None else None,
+        metadata=ResultMetadata(
+            topic=run.topic, started_at=started_at, completed_at=datetime.now(UTC), config=run.config
+        ),
+        run_id=run.run_id,
+        executive_summary=summary,
+        claims=verified,
+        disputed=conflicts,
+        citation_check=check,
+        sources=sorted((d.source for d in run.documents.values()), key=_source_order),
+        stopped_early=stopped_early,
+        collection=collection,
+        usage=meter.summary() if llm is not None else None,
     )
     result.final_report = render_final_report(result)
     return result
@@ -409,4 +536,3 @@ def _source_order(s: SourceReference) -> tuple[float, str]:
 
 def _lang(topic: str) -> str:
     return "en" if topic.isascii() else "ja"
-

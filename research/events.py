@@ -89,6 +89,7 @@ class ResearchFailed(Event):
     type: Literal["researchFailed"] = "researchFailed"
     error: str
 
+
 __all__ = [
     "AgentCompleted",
     "AgentStarted",

@@ -380,9 +380,11 @@ def _facing(conflicts: Sequence[Conflict], key: str | None) -> list[tuple[Statem
     """(side on this key, other side) of each conflict; an outdated conflict faces only its stale side."""
     out = []
     for c in sorted(conflicts, key=lambda c: c.conflict_id):
-        pairs = [(c.statement2, c.statement1)] if c.type == "outdated" else [
-            (c.statement1, c.statement2), (c.statement2, c.statement1)
-        ]
+        pairs = (
+            [(c.statement2, c.statement1)]
+            if c.type == "outdated"
+            else [(c.statement1, c.statement2), (c.statement2, c.statement1)]
+        )
         out += [(mine, other) for mine, other in pairs if key is not None and mine.key == key]
     return out
 
@@ -465,6 +467,7 @@ def _confidence(
         f" × support share {share:.2f} = {score:.2f}"
     )
     return score, text
+
 
 __all__ = [
     "RECENCY_FLOOR",

@@ -54,7 +54,7 @@ class IterationContext(CamelModel):
         """Agent ``agent_id``'s share of the focus queries (every ``agent_count``-th, at least one): each
         question is still searched, and agents deepen different ones, which keeps their sources apart."""
         queries = self.focus_queries
-        share = queries[agent_id - 1::agent_count] or queries[(agent_id - 1) % len(queries):][:1] if queries else []
+        share = queries[agent_id - 1 :: agent_count] or queries[(agent_id - 1) % len(queries) :][:1] if queries else []
         return AgentBrief(iteration=self.iteration, focus_queries=share, covered_sources=self.covered_sources)
 
 
@@ -71,8 +71,7 @@ def _question(conflict: Conflict) -> tuple[str, str]:
     """(question for people, search terms for the search engine) for one conflict."""
     s1, s2 = conflict.statement1, conflict.statement2
     when = f" ({conflict.when})" if conflict.when else ""
-    question = (f"{conflict.subject} / {conflict.attribute}{when}: {s1.value} ({s1.source}) "
-                f"or {s2.value} ({s2.source})?")
+    question = f"{conflict.subject} / {conflict.attribute}{when}: {s1.value} ({s1.source}) or {s2.value} ({s2.source})?"
     return question, _search_terms(s2.text)
 
 
@@ -83,8 +82,14 @@ def _search_terms(sentence: str, limit: int = 4) -> str:
     return " ".join(t for t in terms if t in keep)
 
 
-def next_context(topic: str, iteration: int, consensus: AgentReport, score: ReportScore,
-                 covered_sources: Sequence[str], single_source_findings: Sequence[str]) -> IterationContext:
+def next_context(
+    topic: str,
+    iteration: int,
+    consensus: AgentReport,
+    score: ReportScore,
+    covered_sources: Sequence[str],
+    single_source_findings: Sequence[str],
+) -> IterationContext:
     """The context of ``iteration`` (>= 2), from the previous iteration's consensus and its score.
 
     ``single_source_findings``: claim keys of consensus findings no second origin confirmed.
@@ -104,9 +109,13 @@ def next_context(topic: str, iteration: int, consensus: AgentReport, score: Repo
     areas = [f.label or f.name for f in facets if f.name not in covered]
     queries += areas
     return IterationContext(
-        iteration=iteration, previous_consensus=consensus.content, previous_score=score,
-        unresolved_questions=questions[:MAX_QUESTIONS], covered_sources=sorted(set(covered_sources)),
-        areas_to_deepen=areas, is_initial=False,
+        iteration=iteration,
+        previous_consensus=consensus.content,
+        previous_score=score,
+        unresolved_questions=questions[:MAX_QUESTIONS],
+        covered_sources=sorted(set(covered_sources)),
+        areas_to_deepen=areas,
+        is_initial=False,
         focus_queries=[q for q in dict.fromkeys(queries) if q][:MAX_QUESTIONS],
     )
 
@@ -117,13 +126,15 @@ def relative_gain(before: float, after: float) -> float:
     return (after - before) / before
 
 
-def should_stop_early(consistencies: Sequence[float], min_gain: float = MIN_RELATIVE_GAIN,
-                      flat_steps: int = FLAT_STEPS_TO_STOP) -> bool:
+def should_stop_early(
+    consistencies: Sequence[float], min_gain: float = MIN_RELATIVE_GAIN, flat_steps: int = FLAT_STEPS_TO_STOP
+) -> bool:
     """True when the last ``flat_steps`` steps of consensus consistency each gained less than ``min_gain``."""
     if len(consistencies) < flat_steps + 1:
         return False
-    recent = consistencies[-(flat_steps + 1):]
+    recent = consistencies[-(flat_steps + 1) :]
     return all(relative_gain(a, b) < min_gain for a, b in pairwise(recent))
+
 
 __all__ = [
     "FLAT_STEPS_TO_STOP",

@@ -97,6 +97,7 @@ class AgentReport(CamelModel):
     failures: list[SourceFailure] = Field(default_factory=list)
     decisions: list[str] = Field(default_factory=list)  # what the agent chose and why (transparency report)
 
+
 __all__ = [
     "AgentBrief",
     "AgentReport",

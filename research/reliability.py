@@ -67,8 +67,10 @@ class ReliabilityRules:
         if domain is not None and prior is not None:
             w = self.domain_weight
             score = w * domain[0].score + (1 - w) * prior
-            why = (f"{w:g} × {domain[0].score:g} (domain rule '{domain[0].name}': {host} ~ {domain[1]}) "
-                   f"+ {1 - w:g} × {prior:g} (type prior '{source.source_type}') = {score:.3f}")
+            why = (
+                f"{w:g} × {domain[0].score:g} (domain rule '{domain[0].name}': {host} ~ {domain[1]}) "
+                f"+ {1 - w:g} × {prior:g} (type prior '{source.source_type}') = {score:.3f}"
+            )
         elif domain is not None:
             score = domain[0].score
             why = f"{score:g} (domain rule '{domain[0].name}': {host} ~ {domain[1]}; no known source type)"
@@ -168,6 +170,7 @@ def parse_rules(raw: Any, file: str = RULES_PATH.name) -> ReliabilityRules:
 def load_rules(path: Path = RULES_PATH) -> ReliabilityRules:
     """The rule file, read once per process."""
     return _compile(load_policy(path, ReliabilityFile))
+
 
 __all__ = [
     "RULES_PATH",

@@ -44,11 +44,16 @@ class SourceNumbers:
 
 
 def _claim_line(claim: EvidencedClaim, refs: SourceNumbers) -> str:
-    against = (f"; contradicted by {claim.contradicting_origins} source(s) {refs.cite_all(claim.contradicting)}"
-               if claim.contradicting else "")
+    against = (
+        f"; contradicted by {claim.contradicting_origins} source(s) {refs.cite_all(claim.contradicting)}"
+        if claim.contradicting
+        else ""
+    )
     mark = " **(disputed)**" if claim.disputed else ""
-    return (f"- {claim.text} {refs.cite_all(claim.supporting)}{mark} — confidence {claim.confidence:.2f}, "
-            f"{claim.independent_origins} independent source(s){against}")
+    return (
+        f"- {claim.text} {refs.cite_all(claim.supporting)}{mark} — confidence {claim.confidence:.2f}, "
+        f"{claim.independent_origins} independent source(s){against}"
+    )
 
 
 def distinct_claims(claims: list[EvidencedClaim]) -> list[EvidencedClaim]:
@@ -71,8 +76,11 @@ def render_final_report(result: ConsensusResearchResult) -> str:
     lines = [f"# {result.metadata.topic}", "", "## Executive summary", "", result.executive_summary.text.strip(), ""]
     summary = result.executive_summary
     if summary.written_by == "llm":
-        lines += [f"_Written by the LLM from verified claims only; {summary.sentences_kept} sentence(s) kept, "
-                  f"{len(summary.sentences_removed)} unsupported sentence(s) removed._", ""]
+        lines += [
+            f"_Written by the LLM from verified claims only; {summary.sentences_kept} sentence(s) kept, "
+            f"{len(summary.sentences_removed)} unsupported sentence(s) removed._",
+            "",
+        ]
 
     lines += ["## Key findings by iteration", ""]
     by_iteration: dict[int, list[EvidencedClaim]] = defaultdict(list)
@@ -131,18 +139,25 @@ def render_final_report(result: ConsensusResearchResult) -> str:
     if result.stopped_early:
         lines.append(f"- Stopped early: {result.stopped_early}.")
     for it in result.iterations:
-        flag = " — flagged for review: every report's conflict rate exceeded the threshold" \
-            if it.flagged_for_review else ""
+        flag = (
+            " — flagged for review: every report's conflict rate exceeded the threshold"
+            if it.flagged_for_review
+            else ""
+        )
         retry = " (retried after a majority of agents failed)" if it.retried else ""
-        lines.append(f"- Iteration {it.iteration}{retry}: {it.selection_reason}; source overlap between agents "
-                     f"{it.source_overlap:.2f}{flag}.")
+        lines.append(
+            f"- Iteration {it.iteration}{retry}: {it.selection_reason}; source overlap between agents "
+            f"{it.source_overlap:.2f}{flag}."
+        )
     for f in failures:
         lines.append(f"- Agent {f.agent_id} (iteration {f.iteration}, attempt {f.attempt}) failed: {f.error}")
     if result.collection is not None:
         stats = result.collection
-        lines.append(f"- Collection: {stats.unique_urls} distinct URLs for {stats.urls_requested} requests, "
-                     f"{stats.fetches} fetches, {stats.analyses} analyses, "
-                     f"{stats.near_duplicates} near-duplicate pages.")
+        lines.append(
+            f"- Collection: {stats.unique_urls} distinct URLs for {stats.urls_requested} requests, "
+            f"{stats.fetches} fetches, {stats.analyses} analyses, "
+            f"{stats.near_duplicates} near-duplicate pages."
+        )
     lines += ["", "## Sources", ""]
     for n, url in enumerate(refs.order, start=1):
         ref = refs.source(url)
@@ -151,9 +166,11 @@ def render_final_report(result: ConsensusResearchResult) -> str:
             continue
         date = f", {ref.published}" if ref.published else ""
         reliability = f"{ref.reliability_score:.2f}" if ref.reliability_score is not None else "?"
-        lines.append(f"{n}. [{ref.title}]({ref.url}) — {ref.source_type or 'unknown type'}{date}; "
-                     f"reliability {reliability}")
+        lines.append(
+            f"{n}. [{ref.title}]({ref.url}) — {ref.source_type or 'unknown type'}{date}; reliability {reliability}"
+        )
     return "\n".join(lines) + "\n"
+
 
 __all__ = [
     "MAX_CITES",

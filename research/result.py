@@ -119,7 +119,7 @@ class ConsensusResearchResult(CamelModel):
 def source_overlap(reports: list[AgentReport]) -> float:
     """Mean Jaccard overlap of source URLs over all pairs of reports (0: disjoint, 1: identical)."""
     sets = [{s.url for s in r.sources} for r in reports]
-    pairs = [(a, b) for i, a in enumerate(sets) for b in sets[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(sets) for b in sets[i + 1 :]]
     if not pairs:
         return 0.0
     return sum(len(a & b) / len(a | b) if a | b else 0.0 for a, b in pairs) / len(pairs)

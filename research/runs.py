@@ -34,17 +34,25 @@ register_migration(
 )
 
 
-def record_started(store: Store, run_id: str, topic: str, *, status: str = "running",
-                   request: dict[str, Any] | None = None) -> None:
+def record_started(
+    store: Store, run_id: str, topic: str, *, status: str = "running", request: dict[str, Any] | None = None
+) -> None:
     """A new run: ``running`` when it starts at once (CLI), ``accepted`` when it waits (HTTP). ``request``
     (the HTTP body) lets a restarted service run it again (:func:`requeue_unfinished`)."""
     with store.transaction() as conn:
         conn.execute(
-            sa.text("INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
-                    "VALUES (:run_id, :topic, :status, :at, :request, :attempts)"),
-            {"run_id": run_id, "topic": topic, "status": status, "at": _now(),
-             "request": json.dumps(request, ensure_ascii=False) if request else None,
-             "attempts": int(status == "running")},
+            sa.text(
+                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
+                "VALUES (:run_id, :topic, :status, :at, :request, :attempts)"
+            ),
+            {
+                "run_id": run_id,
+                "topic": topic,
+                "status": status,
+                "at": _now(),
+                "request": json.dumps(request, ensure_ascii=False) if request else None,
+                "attempts": int(status == "running"),
+            },
         )
 
 
@@ -88,8 +96,13 @@ class StoredEvent:
 def mark_running(store: Store, run_id: str) -> bool:
     """``accepted`` -> ``running`` (one more attempt); False when the run is no longer waiting."""
     with store.transaction() as conn:
-        cur = conn.execute(sa.text("UPDATE research_runs SET status='running', attempts=attempts+1 "
-                                   "WHERE run_id=:run_id AND status='accepted'"), {"run_id": run_id})
+        cur = conn.execute(
+            sa.text(
+                "UPDATE research_runs SET status='running', attempts=attempts+1 "
+                "WHERE run_id=:run_id AND status='accepted'"
+            ),
+            {"run_id": run_id},
+        )
         return cur.rowcount == 1
 
 
@@ -103,14 +116,19 @@ def _append(conn: Connection, run_id: str, event: Event) -> int:
     lock held until commit: an advisory lock on the run id, which works even before the run row exists.
     """
     if conn.dialect.name == "postgresql":
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:run_id))"),
-                     {"space": EVENT_LOCK_SPACE, "run_id": run_id})
-    seq = int(conn.execute(sa.text("SELECT COALESCE(MAX(seq), 0) + 1 FROM research_events WHERE run_id=:run_id"),
-                           {"run_id": run_id}).scalar_one())
-    conn.execute(sa.text("INSERT INTO research_events (run_id, seq, type, json, ts) "
-                         "VALUES (:run_id, :seq, :type, :json, :ts)"),
-                 {"run_id": run_id, "seq": seq, "type": event.type, "json": event.model_dump_json(),
-                  "ts": event.ts.isoformat()})
+        conn.execute(
+            sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:run_id))"),
+            {"space": EVENT_LOCK_SPACE, "run_id": run_id},
+        )
+    seq = int(
+        conn.execute(
+            sa.text("SELECT COALESCE(MAX(seq), 0) + 1 FROM research_events WHERE run_id=:run_id"), {"run_id": run_id}
+        ).scalar_one()
+    )
+    conn.execute(
+        sa.text("INSERT INTO research_events (run_id, seq, type, json, ts) VALUES (:run_id, :seq, :type, :json, :ts)"),
+        {"run_id": run_id, "seq": seq, "type": event.type, "json": event.model_dump_json(), "ts": event.ts.isoformat()},
+    )
     return seq
 
 
@@ -124,23 +142,32 @@ def finish_completed(store: Store, result: ConsensusResearchResult, event: Event
     """Store the result and the terminal event together: a client that saw the event finds the result."""
     with store.transaction() as conn:
         cur = conn.execute(
-            sa.text("UPDATE research_runs SET status='completed', completed_at=:at, result_json=:result, error=NULL "
-                    "WHERE run_id=:run_id AND status IN ('accepted', 'running')"),
+            sa.text(
+                "UPDATE research_runs SET status='completed', completed_at=:at, result_json=:result, error=NULL "
+                "WHERE run_id=:run_id AND status IN ('accepted', 'running')"
+            ),
             {"at": _now(), "result": result.model_dump_json(by_alias=True), "run_id": result.run_id},
         )
         if cur.rowcount == 1:  # a run already declared failed (interrupted) stays failed
             _append(conn, result.run_id, event)
 
 
-def finish_failed(store: Store, run_id: str, error: str, event: Event | None = None,
-                  partial: dict[str, Any] | None = None) -> None:
+def finish_failed(
+    store: Store, run_id: str, error: str, event: Event | None = None, partial: dict[str, Any] | None = None
+) -> None:
     """Mark the run failed; ``partial`` (what it produced before failing) is kept as its result JSON."""
     with store.transaction() as conn:
         cur = conn.execute(
-            sa.text("UPDATE research_runs SET status='failed', completed_at=:at, error=:error, result_json=:partial "
-                    "WHERE run_id=:run_id AND status IN ('accepted', 'running')"),
-            {"at": _now(), "error": error, "partial": json.dumps(partial, ensure_ascii=False) if partial else None,
-             "run_id": run_id},
+            sa.text(
+                "UPDATE research_runs SET status='failed', completed_at=:at, error=:error, result_json=:partial "
+                "WHERE run_id=:run_id AND status IN ('accepted', 'running')"
+            ),
+            {
+                "at": _now(),
+                "error": error,
+                "partial": json.dumps(partial, ensure_ascii=False) if partial else None,
+                "run_id": run_id,
+            },
         )
         if cur.rowcount == 1:
             _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
@@ -159,8 +186,10 @@ def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[lis
     ``max_attempts`` times (it may be what brings the service down) is marked failed with ``error``.
     Runs without a stored request (started by the CLI, maybe still running in another process) are
     left alone. Returns (requeued runs, ids of runs failed)."""
-    rows = store.query("SELECT run_id, topic, request_json, attempts FROM research_runs "
-                       "WHERE status IN ('accepted', 'running') AND request_json IS NOT NULL ORDER BY started_at")
+    rows = store.query(
+        "SELECT run_id, topic, request_json, attempts FROM research_runs "
+        "WHERE status IN ('accepted', 'running') AND request_json IS NOT NULL ORDER BY started_at"
+    )
     requeued: list[Requeued] = []
     failed: list[str] = []
     for run_id, topic, request_json, attempts in rows:
@@ -176,14 +205,19 @@ def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[lis
 
 
 def load_run(store: Store, run_id: str) -> RunRecord | None:
-    rows = store.query("SELECT run_id, topic, status, started_at, completed_at, error, result_json "
-                       "FROM research_runs WHERE run_id=:run_id", {"run_id": run_id})
+    rows = store.query(
+        "SELECT run_id, topic, status, started_at, completed_at, error, result_json "
+        "FROM research_runs WHERE run_id=:run_id",
+        {"run_id": run_id},
+    )
     return RunRecord(*rows[0]) if rows else None
 
 
 def load_events(store: Store, run_id: str, after_seq: int = 0) -> list[StoredEvent]:
-    rows = store.query("SELECT seq, type, json FROM research_events WHERE run_id=:run_id AND seq>:after "
-                       "ORDER BY seq", {"run_id": run_id, "after": after_seq})
+    rows = store.query(
+        "SELECT seq, type, json FROM research_events WHERE run_id=:run_id AND seq>:after ORDER BY seq",
+        {"run_id": run_id, "after": after_seq},
+    )
     return [StoredEvent(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
 

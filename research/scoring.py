@@ -122,8 +122,10 @@ def _consistency_arithmetic(conflicts: Sequence[ConflictLike], claim_count: int)
     if not conflicts:
         return f"consistency 1 (no conflicts among {claim_count} claims)"
     terms = " + ".join(f"{min(max(c.severity, 1), MAX_SEVERITY)}/5×{c.confidence:.2f}" for c in conflicts)
-    return (f"consistency 1 − min(1, ({terms}) / {max(claim_count, 1)} claims) "
-            f"= {consistency_score(conflicts, claim_count):.3f}")
+    return (
+        f"consistency 1 − min(1, ({terms}) / {max(claim_count, 1)} claims) "
+        f"= {consistency_score(conflicts, claim_count):.3f}"
+    )
 
 
 # --- reliability ------------------------------------------------------------------------------
@@ -195,12 +197,38 @@ def coverage_score(report: str | Sequence[Finding], facets: Sequence[Facet], cla
 
 
 _TERM = re.compile(r"[一-龥々〆ァ-ヶー]+|[A-Za-z0-9][A-Za-z0-9-]*")
-_GENERIC_TERMS = frozenset({
-    "現状", "動向", "状況", "実態", "課題", "影響", "最新", "今後", "展望",
-    "調査", "分析", "比較", "概要", "現在", "問題",
-    "the", "and", "for", "with", "about", "state", "current", "latest", "trend", "trends", "impact", "analysis",
-    "overview",
-})
+_GENERIC_TERMS = frozenset(
+    {
+        "現状",
+        "動向",
+        "状況",
+        "実態",
+        "課題",
+        "影響",
+        "最新",
+        "今後",
+        "展望",
+        "調査",
+        "分析",
+        "比較",
+        "概要",
+        "現在",
+        "問題",
+        "the",
+        "and",
+        "for",
+        "with",
+        "about",
+        "state",
+        "current",
+        "latest",
+        "trend",
+        "trends",
+        "impact",
+        "analysis",
+        "overview",
+    }
+)
 
 
 def topic_terms(topic: str) -> list[str]:
@@ -290,8 +318,10 @@ def _compile(spec: FacetFile) -> tuple[_Topic, ...]:
         _Topic(
             t.name,
             tuple(_keyword(m) for m in t.match),
-            tuple(Facet(f.name, tuple(_keyword(k) for k in f.keywords), frozenset(f.claim_keys), f.label)
-                  for f in t.facets),
+            tuple(
+                Facet(f.name, tuple(_keyword(k) for k in f.keywords), frozenset(f.claim_keys), f.label)
+                for f in t.facets
+            ),
         )
         for t in spec.topics
     )
@@ -348,16 +378,23 @@ def score_report(
     covered = covered_facets(text, facets, claim_keys)
     coverage = len(covered) / len(facets) if facets else 0.0
     overall = overall_score(consistency, reliability, coverage)
-    arithmetic = "; ".join([
-        _consistency_arithmetic(conflicts, claim_count),
-        _reliability_arithmetic(origins),
-        f"coverage {len(covered)}/{len(facets)} facets ({', '.join(covered) or 'none'}) = {coverage:.3f}",
-        f"overall 0.5×{consistency:.3f} + 0.3×{reliability:.3f} + 0.2×{coverage:.3f} = {overall:.3f}",
-    ])
+    arithmetic = "; ".join(
+        [
+            _consistency_arithmetic(conflicts, claim_count),
+            _reliability_arithmetic(origins),
+            f"coverage {len(covered)}/{len(facets)} facets ({', '.join(covered) or 'none'}) = {coverage:.3f}",
+            f"overall 0.5×{consistency:.3f} + 0.3×{reliability:.3f} + 0.2×{coverage:.3f} = {overall:.3f}",
+        ]
+    )
     return ReportScore(
-        report_id=report_id, consistency_score=consistency, source_reliability_score=reliability,
-        coverage_score=coverage, overall_score=overall, conflicts=list(conflicts),
-        unverified_count=unverified_count, arithmetic=arithmetic,
+        report_id=report_id,
+        consistency_score=consistency,
+        source_reliability_score=reliability,
+        coverage_score=coverage,
+        overall_score=overall,
+        conflicts=list(conflicts),
+        unverified_count=unverified_count,
+        arithmetic=arithmetic,
     )
 
 
@@ -383,8 +420,11 @@ def select_best(scores: Sequence[ReportScore]) -> tuple[str, str]:
         raise ValueError("select_best needs at least one report score")
     pool = list(scores)
     stages = []
-    for key, label in (("consistency_score", "consistency"), ("coverage_score", "coverage"),
-                       ("overall_score", "overall score")):
+    for key, label in (
+        ("consistency_score", "consistency"),
+        ("coverage_score", "coverage"),
+        ("overall_score", "overall score"),
+    ):
         top = _top(pool, key)
         stages.append((label, key, pool, top))
         pool = top
@@ -403,12 +443,17 @@ def select_best(scores: Sequence[ReportScore]) -> tuple[str, str]:
             parts.append(f"{len(top)} reports tie on {label} {value:.3f}")
     if len(pool) > 1:
         parts.append(f"report id {best.report_id} comes first among {', '.join(sorted(s.report_id for s in pool))}")
-    reason = (f"report {best.report_id} selected among {len(scores)}: " + "; ".join(parts)
-              + f"; overall {best.overall_score:.3f}")
+    reason = (
+        f"report {best.report_id} selected among {len(scores)}: "
+        + "; ".join(parts)
+        + f"; overall {best.overall_score:.3f}"
+    )
     rival = max(scores, key=lambda s: (s.overall_score, s.report_id))
     if rival.overall_score > best.overall_score + EPSILON:
-        reason += (f"; {rival.report_id} has a higher overall score ({rival.overall_score:.3f}) but lower "
-                   f"consistency ({rival.consistency_score:.3f}), which the spec ranks first")
+        reason += (
+            f"; {rival.report_id} has a higher overall score ({rival.overall_score:.3f}) but lower "
+            f"consistency ({rival.consistency_score:.3f}), which the spec ranks first"
+        )
     return best.report_id, reason
 
 
@@ -420,6 +465,7 @@ def flag_for_review(scores: Sequence[ReportScore], threshold: float = DEFAULT_CO
     ``threshold`` (strictly, beyond float noise). No reports: nothing to review, False.
     """
     return bool(scores) and all(1.0 - s.consistency_score > threshold + EPSILON for s in scores)
+
 
 __all__ = [
     "DEFAULT_CONFLICT_THRESHOLD",

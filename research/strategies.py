@@ -34,6 +34,7 @@ def strategy_for(agent_id: int, path: Path = STRATEGIES_FILE) -> AgentStrategy:
     base = strategies[(agent_id - 1) % len(strategies)]
     return base.model_copy(update={"agent_id": agent_id})
 
+
 __all__ = [
     "STRATEGIES_FILE",
     "StrategyFile",

@@ -17,46 +17,91 @@ if TYPE_CHECKING:
 def transparency_data(result: ConsensusResearchResult) -> dict[str, Any]:
     iterations = []
     for it in result.iterations:
-        agents = [{
-            "agentId": r.agent_id, "reportId": r.report_id, "focus": r.strategy.focus,
-            "queries": r.queries, "decisions": r.decisions, "sources": [s.url for s in r.sources],
-            "findings": len(r.findings),
-            "failedSources": [f.model_dump(by_alias=True) for f in r.failures], "durationMs": r.duration_ms,
-        } for r in it.agent_reports]
-        iterations.append({
-            "iteration": it.iteration,
-            "context": {"unresolvedQuestions": it.context.unresolved_questions,
-                        "areasToDeepen": it.context.areas_to_deepen, "focusQueries": it.context.focus_queries,
-                        "coveredSources": len(it.context.covered_sources)},
-            "agents": agents,
-            "agentFailures": [f.model_dump(mode="json", by_alias=True) for f in it.agent_failures],
-            "scores": [{"reportId": s.report_id, "consistency": s.consistency_score,
-                        "reliability": s.source_reliability_score, "coverage": s.coverage_score,
-                        "overall": s.overall_score, "conflicts": len(s.conflicts), "unverified": s.unverified_count,
-                        "arithmetic": s.arithmetic} for s in it.scores],
-            "selectedAgentId": it.selected_agent_id, "selectionReason": it.selection_reason,
-            "retried": it.retried, "flaggedForReview": it.flagged_for_review, "sourceOverlap": it.source_overlap,
-            "durationMs": it.duration_ms,
-        })
+        agents = [
+            {
+                "agentId": r.agent_id,
+                "reportId": r.report_id,
+                "focus": r.strategy.focus,
+                "queries": r.queries,
+                "decisions": r.decisions,
+                "sources": [s.url for s in r.sources],
+                "findings": len(r.findings),
+                "failedSources": [f.model_dump(by_alias=True) for f in r.failures],
+                "durationMs": r.duration_ms,
+            }
+            for r in it.agent_reports
+        ]
+        iterations.append(
+            {
+                "iteration": it.iteration,
+                "context": {
+                    "unresolvedQuestions": it.context.unresolved_questions,
+                    "areasToDeepen": it.context.areas_to_deepen,
+                    "focusQueries": it.context.focus_queries,
+                    "coveredSources": len(it.context.covered_sources),
+                },
+                "agents": agents,
+                "agentFailures": [f.model_dump(mode="json", by_alias=True) for f in it.agent_failures],
+                "scores": [
+                    {
+                        "reportId": s.report_id,
+                        "consistency": s.consistency_score,
+                        "reliability": s.source_reliability_score,
+                        "coverage": s.coverage_score,
+                        "overall": s.overall_score,
+                        "conflicts": len(s.conflicts),
+                        "unverified": s.unverified_count,
+                        "arithmetic": s.arithmetic,
+                    }
+                    for s in it.scores
+                ],
+                "selectedAgentId": it.selected_agent_id,
+                "selectionReason": it.selection_reason,
+                "retried": it.retried,
+                "flaggedForReview": it.flagged_for_review,
+                "sourceOverlap": it.source_overlap,
+                "durationMs": it.duration_ms,
+            }
+        )
     return {
-        "runId": result.run_id, "topic": result.metadata.topic,
+        "runId": result.run_id,
+        "topic": result.metadata.topic,
         "config": result.metadata.config.model_dump(by_alias=True),
         "iterations": iterations,
         "stoppedEarly": result.stopped_early,
-        "claims": [{"claimId": c.claim_id, "text": c.text, "confidence": c.confidence,
-                    "confidenceArithmetic": c.confidence_arithmetic,
-                    "supporting": [s.url for s in c.supporting], "contradicting": [s.url for s in c.contradicting],
-                    "independentOrigins": c.independent_origins} for c in result.claims],
-        "conflictResolutions": [{"conflictId": d.conflict_id, "type": d.type, "key": d.statement2.key,
-                                 "statement1": {"value": d.statement1.value, "source": d.statement1.source},
-                                 "statement2": {"value": d.statement2.value, "source": d.statement2.source},
-                                 "severity": d.severity, "confidence": d.confidence, "resolution": d.resolution,
-                                 "status": "unresolved: both sides shown in the report"} for d in result.disputed],
+        "claims": [
+            {
+                "claimId": c.claim_id,
+                "text": c.text,
+                "confidence": c.confidence,
+                "confidenceArithmetic": c.confidence_arithmetic,
+                "supporting": [s.url for s in c.supporting],
+                "contradicting": [s.url for s in c.contradicting],
+                "independentOrigins": c.independent_origins,
+            }
+            for c in result.claims
+        ],
+        "conflictResolutions": [
+            {
+                "conflictId": d.conflict_id,
+                "type": d.type,
+                "key": d.statement2.key,
+                "statement1": {"value": d.statement1.value, "source": d.statement1.source},
+                "statement2": {"value": d.statement2.value, "source": d.statement2.source},
+                "severity": d.severity,
+                "confidence": d.confidence,
+                "resolution": d.resolution,
+                "status": "unresolved: both sides shown in the report",
+            }
+            for d in result.disputed
+        ],
         "citationCheck": result.citation_check.model_dump(by_alias=True),
-        "summary": {"writtenBy": result.executive_summary.written_by,
-                    "sentencesKept": result.executive_summary.sentences_kept,
-                    "sentencesRemoved": result.executive_summary.sentences_removed,
-                    "note": result.executive_summary.note},
+        "summary": {
+            "writtenBy": result.executive_summary.written_by,
+            "sentencesKept": result.executive_summary.sentences_kept,
+            "sentencesRemoved": result.executive_summary.sentences_removed,
+            "note": result.executive_summary.note,
+        },
     }
 
 
@@ -78,18 +123,28 @@ def transparency_markdown(result: ConsensusResearchResult) -> str:
             lines += [f"- sources already read (ranked last): {ctx['coveredSources']}", ""]
         lines += ["| agent | focus | queries | sources | findings | ms |", "|---|---|---|---|---|---|"]
         for a in it["agents"]:
-            lines.append(f"| {a['agentId']} | {a['focus']} | {'; '.join(a['queries'])} | {len(a['sources'])} | "
-                         f"{a['findings']} | {a['durationMs']} |")
+            lines.append(
+                f"| {a['agentId']} | {a['focus']} | {'; '.join(a['queries'])} | {len(a['sources'])} | "
+                f"{a['findings']} | {a['durationMs']} |"
+            )
         for a in it["agents"]:
             lines += [f"- agent {a['agentId']}: {d}" for d in a["decisions"]]
         for f in it["agentFailures"]:
-            lines.append(f"\nAgent {f['agentId']} failed (attempt {f['attempt']}, {f['errorType']}, "
-                         f"{f['durationMs']} ms, last stage {f['lastStage'] or 'none'}): {f['error']}")
+            lines.append(
+                f"\nAgent {f['agentId']} failed (attempt {f['attempt']}, {f['errorType']}, "
+                f"{f['durationMs']} ms, last stage {f['lastStage'] or 'none'}): {f['error']}"
+            )
         lines += ["", "Scores:", ""]
-        lines += [f"- `{s['reportId']}`: {s['arithmetic']}; {s['conflicts']} conflict(s), "
-                  f"{s['unverified']} unverified finding(s)" for s in it["scores"]]
-        lines += ["", f"Decision: {it['selectionReason']}.",
-                  f"Source overlap between agents (mean Jaccard): {it['sourceOverlap']:.2f}."]
+        lines += [
+            f"- `{s['reportId']}`: {s['arithmetic']}; {s['conflicts']} conflict(s), "
+            f"{s['unverified']} unverified finding(s)"
+            for s in it["scores"]
+        ]
+        lines += [
+            "",
+            f"Decision: {it['selectionReason']}.",
+            f"Source overlap between agents (mean Jaccard): {it['sourceOverlap']:.2f}.",
+        ]
         if it["retried"]:
             lines.append("A majority of agents failed; the iteration was run again.")
         if it["flaggedForReview"]:
@@ -100,13 +155,17 @@ def transparency_markdown(result: ConsensusResearchResult) -> str:
     lines += ["## Claims and their sources", ""]
     for c in data["claims"]:
         against = ", ".join(c["contradicting"]) or "none"
-        lines.append(f"- `{c['claimId']}` {c['text']} — {c['confidenceArithmetic']}; supporting: "
-                     f"{', '.join(c['supporting']) or 'none'}; contradicting: {against}")
+        lines.append(
+            f"- `{c['claimId']}` {c['text']} — {c['confidenceArithmetic']}; supporting: "
+            f"{', '.join(c['supporting']) or 'none'}; contradicting: {against}"
+        )
     lines += ["", "## Conflict resolutions", ""]
     for d in data["conflictResolutions"]:
-        lines.append(f"- {d['type']} `{d['key']}`: {d['statement1']['value']} ({d['statement1']['source']}) vs "
-                     f"{d['statement2']['value']} ({d['statement2']['source']}); severity {d['severity']}, "
-                     f"confidence {d['confidence']}; {d['resolution'] or 'no suggestion'}; {d['status']}")
+        lines.append(
+            f"- {d['type']} `{d['key']}`: {d['statement1']['value']} ({d['statement1']['source']}) vs "
+            f"{d['statement2']['value']} ({d['statement2']['source']}); severity {d['severity']}, "
+            f"confidence {d['confidence']}; {d['resolution'] or 'no suggestion'}; {d['status']}"
+        )
     check = data["citationCheck"]
     lines += ["", "## Citation check", "", f"{check['passed']} of {check['checked']} citations passed."]
     lines += [f"- dropped {d['url']} for `{d['claimId']}`: {d['reason']}" for d in check["dropped"]]
@@ -116,6 +175,7 @@ def transparency_markdown(result: ConsensusResearchResult) -> str:
     if summary["note"]:
         lines.append(f"- note: {summary['note']}")
     return "\n".join(lines) + "\n"
+
 
 __all__ = [
     "transparency_data",

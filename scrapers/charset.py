@@ -23,16 +23,42 @@ _BOMS = (
 )
 # Labels whose Python codec is narrower than what browsers actually decode (WHATWG aliases).
 _SUPERSETS = {
-    "shift_jis": "cp932", "shift-jis": "cp932", "sjis": "cp932", "x-sjis": "cp932", "ms_kanji": "cp932",
-    "windows-31j": "cp932", "iso-8859-1": "cp1252", "latin-1": "cp1252", "latin1": "cp1252",
-    "us-ascii": "cp1252", "ascii": "cp1252", "gb2312": "gb18030", "gbk": "gb18030", "euc-kr": "cp949",
+    "shift_jis": "cp932",
+    "shift-jis": "cp932",
+    "sjis": "cp932",
+    "x-sjis": "cp932",
+    "ms_kanji": "cp932",
+    "windows-31j": "cp932",
+    "iso-8859-1": "cp1252",
+    "latin-1": "cp1252",
+    "latin1": "cp1252",
+    "us-ascii": "cp1252",
+    "ascii": "cp1252",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "euc-kr": "cp949",
 }
 _META = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _XML_DECL = re.compile(rb"""^\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _JAPANESE_CANDIDATES = ("cp932", "euc_jp")
 _MAGIC = (
-    b"\x89PNG", b"PK\x03\x04", b"%PDF-", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", b"\x1f\x8b", b"\x7fELF",
-    b"RIFF", b"OggS", b"ID3", b"fLaC", b"wOFF", b"wOF2", b"\xd0\xcf\x11\xe0", b"Rar!", b"7z\xbc\xaf",
+    b"\x89PNG",
+    b"PK\x03\x04",
+    b"%PDF-",
+    b"GIF87a",
+    b"GIF89a",
+    b"\xff\xd8\xff",
+    b"\x1f\x8b",
+    b"\x7fELF",
+    b"RIFF",
+    b"OggS",
+    b"ID3",
+    b"fLaC",
+    b"wOFF",
+    b"wOF2",
+    b"\xd0\xcf\x11\xe0",
+    b"Rar!",
+    b"7z\xbc\xaf",
 )
 SNIFF_BYTES = 1024
 
@@ -117,13 +143,14 @@ def decode_body(body: bytes, header_charset: str | None = None) -> tuple[str, st
     """Return ``(text, codec)`` for a body: BOM, then header charset, then in-document declaration, then detection."""
     for bom, codec in _BOMS:
         if body.startswith(bom):
-            return body[len(bom):].decode(codec, errors="replace"), codec
+            return body[len(bom) :].decode(codec, errors="replace"), codec
     declared = [c for c in (codec_for(header_charset), codec_for(declared_charset(body))) if c]
     for codec in declared:
         text = _nearly(body, codec)
         if text is not None:
             return text, codec
     return detect(body)
+
 
 __all__ = [
     "SNIFF_BYTES",

@@ -31,9 +31,7 @@ def extract_page(content: bytes | str, *, url: str, content_type: str = "text/ht
             raise ExtractionError(f"{url}: fewer than {MIN_TEXT_CHARS} characters of text")
         title = text.splitlines()[0].lstrip("# ").strip()[:200]
         return ExtractedPage(url=url, title=title, text=text)
-    doc = trafilatura.bare_extraction(
-        content, url=url, with_metadata=True, include_comments=False, include_tables=True
-    )
+    doc = trafilatura.bare_extraction(content, url=url, with_metadata=True, include_comments=False, include_tables=True)
     if doc is None:
         raise ExtractionError(f"{url}: no main text found in the page")
     data = doc.as_dict() if hasattr(doc, "as_dict") else dict(doc)
@@ -50,6 +48,7 @@ def extract_page(content: bytes | str, *, url: str, content_type: str = "text/ht
         site_name=data.get("sitename"),
         lang=match.group(1).decode().lower() if match else None,
     )
+
 
 __all__ = [
     "MIN_TEXT_CHARS",

@@ -168,8 +168,12 @@ class Fetcher:
         policy = policy or FetchPolicy()
         overrides: dict[str, object] = {
             key: value
-            for key, value in (("timeout_s", timeout_s), ("max_bytes", max_bytes),
-                               ("max_decoded_bytes", max_bytes), ("max_redirects", max_redirects))
+            for key, value in (
+                ("timeout_s", timeout_s),
+                ("max_bytes", max_bytes),
+                ("max_decoded_bytes", max_bytes),
+                ("max_redirects", max_redirects),
+            )
             if value is not None
         }
         if allow_networks:
@@ -179,15 +183,20 @@ class Fetcher:
         self.policy = policy
         self._local = local
         self._guard = NetGuard(
-            allow_private=policy.allow_private, allow_networks=policy.allow_networks,
-            allowed_ports=policy.allowed_ports, resolver=resolver, resolve_timeout_s=policy.connect_timeout_s,
+            allow_private=policy.allow_private,
+            allow_networks=policy.allow_networks,
+            allowed_ports=policy.allowed_ports,
+            resolver=resolver,
+            resolve_timeout_s=policy.connect_timeout_s,
         )
         limits = httpx.Limits(max_connections=policy.concurrency, max_keepalive_connections=policy.concurrency)
         self._client = httpx.AsyncClient(
             transport=PinnedTransport(self._guard, limits=limits),
             timeout=httpx.Timeout(
-                connect=policy.connect_timeout_s, read=policy.read_timeout_s,
-                write=policy.write_timeout_s, pool=policy.pool_timeout_s,
+                connect=policy.connect_timeout_s,
+                read=policy.read_timeout_s,
+                write=policy.write_timeout_s,
+                pool=policy.pool_timeout_s,
             ),
             follow_redirects=False,  # we follow them, so that every hop is vetted
             trust_env=False,  # no proxies from the environment: they would bypass the guard
@@ -208,8 +217,11 @@ class Fetcher:
         if path is not None:
             return self._read_local(url, path)
         if not url[:8].lower().startswith(("http://", "https://")):
-            raise FetchError(f"cannot fetch {url}: only http(s) URLs or corpus files are supported", url=url,
-                             kind="unsupported_scheme")
+            raise FetchError(
+                f"cannot fetch {url}: only http(s) URLs or corpus files are supported",
+                url=url,
+                kind="unsupported_scheme",
+            )
         try:
             target = httpx.URL(url)
         except httpx.InvalidURL as exc:
@@ -232,8 +244,15 @@ class Fetcher:
             raise FetchError(f"cannot read {path} for {url}: {exc.strerror}", url=url, kind="local_read") from exc
         text, encoding = decode_body(content)
         return FetchedPage(
-            url=url, final_url=url, status=200, content=content, origin="local", text=text, encoding=encoding,
-            content_type=LOCAL_TYPES.get(path.suffix.lower(), "text/plain"), fetched_at=datetime.now(UTC),
+            url=url,
+            final_url=url,
+            status=200,
+            content=content,
+            origin="local",
+            text=text,
+            encoding=encoding,
+            content_type=LOCAL_TYPES.get(path.suffix.lower(), "text/plain"),
+            fetched_at=datetime.now(UTC),
         )
 
     async def _fetch_http(self, url: str, target: httpx.URL) -> FetchedPage:
@@ -265,7 +284,8 @@ class Fetcher:
         except TimeoutError:
             raise FetchError(
                 f"{url}: no complete answer within the {self.policy.timeout_s:g} s deadline (attempt {attempts})",
-                url=url, kind="timeout",
+                url=url,
+                kind="timeout",
             ) from None
 
     def _retry_delay(self, exc: _Retryable, retry_index: int, budget: asyncio.Timeout) -> float:
@@ -304,8 +324,11 @@ class Fetcher:
                 next_url = _redirect_target(current, response)
             redirects.append(str(current))
             if len(redirects) > self.policy.max_redirects:
-                raise FetchError(f"{url}: more than {self.policy.max_redirects} redirects (next: {next_url})",
-                                 url=url, kind="redirects")
+                raise FetchError(
+                    f"{url}: more than {self.policy.max_redirects} redirects (next: {next_url})",
+                    url=url,
+                    kind="redirects",
+                )
             current = next_url
 
     @asynccontextmanager
@@ -338,8 +361,12 @@ class Fetcher:
         where = str(current)
         status = response.status_code
         if status == 429 or status >= 500:
-            raise _Retryable(f"{where} answered HTTP {status}", url=url, kind="http_status",
-                             retry_after=parse_retry_after(response.headers.get("retry-after")))
+            raise _Retryable(
+                f"{where} answered HTTP {status}",
+                url=url,
+                kind="http_status",
+                retry_after=parse_retry_after(response.headers.get("retry-after")),
+            )
         if not 200 <= status < 300:
             raise FetchError(f"{where} answered HTTP {status}", url=url, kind="http_status")
         media, charset = _media_type(response.headers.get("content-type", ""))
@@ -348,8 +375,16 @@ class Fetcher:
         body = await self._read_body(where, response)
         text, encoding = decode_body(body, charset)
         return FetchedPage(
-            url=url, final_url=where, status=status, content_type=media or "text/html", content=body,
-            text=text, encoding=encoding, fetched_at=datetime.now(UTC), origin="http", redirects=redirects,
+            url=url,
+            final_url=where,
+            status=status,
+            content_type=media or "text/html",
+            content=body,
+            text=text,
+            encoding=encoding,
+            fetched_at=datetime.now(UTC),
+            origin="http",
+            redirects=redirects,
         )
 
     async def _read_body(self, where: str, response: httpx.Response) -> bytes:
@@ -357,8 +392,9 @@ class Fetcher:
         policy = self.policy
         declared = response.headers.get("content-length", "").strip()
         if declared.isdigit() and int(declared) > policy.max_bytes:
-            raise FetchError(f"{where} declares {declared} bytes, over the {policy.max_bytes} byte cap",
-                             url=where, kind="too_large")
+            raise FetchError(
+                f"{where} declares {declared} bytes, over the {policy.max_bytes} byte cap", url=where, kind="too_large"
+            )
         decoder = _BodyDecoder(response.headers.get("content-encoding", ""), where)
         body = bytearray()
         sniffed = False
@@ -369,11 +405,14 @@ class Fetcher:
                 body += piece
                 if len(body) > policy.max_decoded_bytes:
                     if not decoder.compressed:
-                        raise FetchError(f"{where} is larger than {policy.max_decoded_bytes} bytes",
-                                         url=where, kind="too_large")
+                        raise FetchError(
+                            f"{where} is larger than {policy.max_decoded_bytes} bytes", url=where, kind="too_large"
+                        )
                     raise FetchError(
                         f"{where} inflates to more than {policy.max_decoded_bytes} bytes from "
-                        f"{response.num_bytes_downloaded} {decoder.coding} bytes", url=where, kind="decompression_bomb",
+                        f"{response.num_bytes_downloaded} {decoder.coding} bytes",
+                        url=where,
+                        kind="decompression_bomb",
                     )
             if not sniffed and len(body) >= SNIFF_BYTES:
                 _check_text(where, body)
@@ -463,8 +502,9 @@ class _BodyDecoder:
         try:
             yield from self._inflate(self._z, data)
         except zlib.error as exc:
-            raise FetchError(f"{self._where}: corrupt {self.coding} body ({exc})", url=self._where,
-                             kind="bad_encoding") from None
+            raise FetchError(
+                f"{self._where}: corrupt {self.coding} body ({exc})", url=self._where, kind="bad_encoding"
+            ) from None
 
     def _inflate(self, z: zlib._Decompress, data: bytes) -> Iterator[bytes]:
         while True:
@@ -509,8 +549,9 @@ def _transport_error(exc: httpx.HTTPError, where: str) -> FetchError:
 def _redirect_target(current: httpx.URL, response: httpx.Response) -> httpx.URL:
     location = response.headers.get("location", "").strip()
     if not location:
-        raise FetchError(f"{current} answered HTTP {response.status_code} without a Location", url=str(current),
-                         kind="redirects")
+        raise FetchError(
+            f"{current} answered HTTP {response.status_code} without a Location", url=str(current), kind="redirects"
+        )
     try:
         return current.join(location)
     except httpx.InvalidURL as exc:
@@ -526,5 +567,3 @@ def _media_type(header: str) -> tuple[str, str | None]:
         if name.strip().lower() == "charset":
             charset = value.strip().strip("\"'") or None
     return media.strip().lower(), charset
-
-

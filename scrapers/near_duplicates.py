@@ -66,6 +66,7 @@ class NearDuplicateIndex:
             self._entries.append(_Entry(url, fingerprint, parts))
         return original
 
+
 __all__ = [
     "MIN_JACCARD",
     "SCREEN_BITS",

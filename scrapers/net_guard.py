@@ -52,8 +52,12 @@ def blocked_reason(ip: IPAddress) -> str | None:
         if tunnelled is not None and (reason := blocked_reason(tunnelled)):
             return f"an IPv6 address embedding {tunnelled}, {reason}"
     checks = (
-        ("a loopback", ip.is_loopback), ("an unspecified", ip.is_unspecified), ("a link-local", ip.is_link_local),
-        ("a multicast", ip.is_multicast), ("a private", ip.is_private), ("a reserved", ip.is_reserved),
+        ("a loopback", ip.is_loopback),
+        ("an unspecified", ip.is_unspecified),
+        ("a link-local", ip.is_link_local),
+        ("a multicast", ip.is_multicast),
+        ("a private", ip.is_private),
+        ("a reserved", ip.is_reserved),
         ("a carrier-grade NAT", isinstance(ip, IPv4Address) and ip in _CGNAT),
         ("a non-global", not ip.is_global),
     )
@@ -174,7 +178,9 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         raise error
 
     async def connect_unix_socket(
-        self, path: str, timeout: float | None = None,
+        self,
+        path: str,
+        timeout: float | None = None,
         socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         raise FetchError(f"refused to connect to unix socket {path}", url=path, kind="ssrf")
@@ -201,6 +207,7 @@ class PinnedTransport(httpx.AsyncHTTPTransport):
             http2=http2,
             network_backend=PinnedBackend(guard.pins, httpcore.AnyIOBackend()),
         )
+
 
 __all__ = [
     "DEFAULT_PORTS",

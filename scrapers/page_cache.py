@@ -67,8 +67,13 @@ class PageCache:
     def put(self, page: ExtractedPage, *, final_url: str, status: int) -> str:
         digest = text_hash(page.text)
         with self._store.transaction() as conn:
-            conn.execute(sa.text("INSERT INTO page_texts (content_hash, text) VALUES (:hash, :text) "
-                                 "ON CONFLICT (content_hash) DO NOTHING"), {"hash": digest, "text": page.text})
+            conn.execute(
+                sa.text(
+                    "INSERT INTO page_texts (content_hash, text) VALUES (:hash, :text) "
+                    "ON CONFLICT (content_hash) DO NOTHING"
+                ),
+                {"hash": digest, "text": page.text},
+            )
             conn.execute(
                 sa.text(
                     "INSERT INTO page_snapshots (url, final_url, status, content_hash, title, published, site_name,"
@@ -78,8 +83,17 @@ class PageCache:
                     " title=excluded.title, published=excluded.published, site_name=excluded.site_name,"
                     " lang=excluded.lang, fetched_at=excluded.fetched_at, fetched_epoch=excluded.fetched_epoch"
                 ),
-                {"url": page.url, "final_url": final_url, "status": status, "hash": digest, "title": page.title,
-                 "published": page.published, "site_name": page.site_name, "lang": page.lang,
-                 "fetched_at": datetime.now(UTC).isoformat(), "fetched_epoch": time.time()},
+                {
+                    "url": page.url,
+                    "final_url": final_url,
+                    "status": status,
+                    "hash": digest,
+                    "title": page.title,
+                    "published": page.published,
+                    "site_name": page.site_name,
+                    "lang": page.lang,
+                    "fetched_at": datetime.now(UTC).isoformat(),
+                    "fetched_epoch": time.time(),
+                },
             )
         return digest

@@ -52,6 +52,7 @@ def product_token(user_agent: str) -> str:
     """``"MAGI-Cluster-Research/0.1 (...)"`` -> ``"MAGI-Cluster-Research"``, the name robots.txt groups use."""
     return user_agent.split("/", 1)[0].strip()
 
+
 __all__ = [
     "RobotsRules",
     "product_token",

@@ -20,7 +20,9 @@ class SearchSettings(Section):
         default_factory=list, description="Providers tried in order when the first fails (e.g. [searxng])."
     )
     cache_ttl_s: float = Field(86_400.0, ge=0, description="Reuse cached web search results this long (0: off).")
-    corpus_dir: AbsolutePath = Field(default_factory=lambda: data_path("corpus"), description="Folder searched by the local provider.")
+    corpus_dir: AbsolutePath = Field(
+        default_factory=lambda: data_path("corpus"), description="Folder searched by the local provider."
+    )
     ddgs_region: str = Field("jp-jp", description="DuckDuckGo region, e.g. jp-jp, us-en, wt-wt.")
     ddgs_backend: str = Field("auto", description="ddgs backend(s), e.g. auto, duckduckgo, bing,brave.")
     searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON API enabled.")

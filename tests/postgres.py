@@ -55,16 +55,39 @@ class PostgresServer:
         if done.returncode != 0:
             log = self.root / "server.log"
             tail = log.read_text(errors="replace")[-2000:] if log.is_file() else ""
-            raise RuntimeError(f"{Path(args[0]).name} {' '.join(args[1:3])} failed ({done.returncode}): "
-                               f"{done.stderr or done.stdout}\n{tail}")
+            raise RuntimeError(
+                f"{Path(args[0]).name} {' '.join(args[1:3])} failed ({done.returncode}): "
+                f"{done.stderr or done.stdout}\n{tail}"
+            )
 
     def start(self) -> None:
-        self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-U", PG_USER, "--auth=trust",
-                  "--encoding=UTF8", "--locale=C.UTF-8")
-        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}"
-                   " -c fsync=off -c max_connections=200 -c shared_buffers=32MB")
-        self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "server.log"),
-                  "-w", "-t", "60", "start")
+        self._run(
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            PG_USER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+        )
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}"
+            " -c fsync=off -c max_connections=200 -c shared_buffers=32MB"
+        )
+        self._run(
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def stop(self) -> None:
         with contextlib.suppress(RuntimeError):
@@ -73,8 +96,9 @@ class PostgresServer:
     def _admin(self, sql: str) -> None:
         import psycopg
 
-        with psycopg.connect(host="127.0.0.1", port=self.port, user=PG_USER, dbname="postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user=PG_USER, dbname="postgres", autocommit=True
+        ) as conn:
             conn.execute(sql)  # type: ignore[arg-type]  # identifiers below are generated, never user input
 
     def create_database(self) -> str:
@@ -90,8 +114,10 @@ class PostgresServer:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     if not (PG_BIN / "initdb").is_file() or not (PG_BIN / "pg_ctl").is_file():
-        pytest.skip(f"PostgreSQL 15 binaries not found in {PG_BIN}: apt-get install -y postgresql-15 "
-                    "(.ci/run does this), or set MAGI_TEST_PG_BIN to their folder")
+        pytest.skip(
+            f"PostgreSQL 15 binaries not found in {PG_BIN}: apt-get install -y postgresql-15 "
+            "(.ci/run does this), or set MAGI_TEST_PG_BIN to their folder"
+        )
     root = Path(tempfile.mkdtemp(prefix="magi-pg-"))
     if os.geteuid() == 0:
         entry = pwd.getpwnam(PG_USER)

@@ -123,9 +123,7 @@ async def _run_one(
         try:
             argument = model.model_validate(call.arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors())
             return step(None, f"arguments of {call.name} do not match its schema: {problems}; call it again corrected")
     try:
         value = await _call_handler(handler, argument)

@@ -11,7 +11,14 @@ from core.errors import InputError
 
 TimeLimit = Literal["d", "w", "m", "y"]
 _TIME_LIMITS: dict[str, TimeLimit] = {
-    "d": "d", "day": "d", "w": "w", "week": "w", "m": "m", "month": "m", "y": "y", "year": "y",
+    "d": "d",
+    "day": "d",
+    "w": "w",
+    "week": "w",
+    "m": "m",
+    "month": "m",
+    "y": "y",
+    "year": "y",
 }
 
 
@@ -76,6 +83,7 @@ def check_request(query: str, max_results: int) -> None:
         raise InputError("search query is empty; give some words to search for")
     if max_results < 1:
         raise InputError(f"max_results must be at least 1, got {max_results}")
+
 
 __all__ = [
     "SearchProvider",

@@ -42,6 +42,7 @@ class BM25Index:
                 out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
         return out
 
+
 __all__ = [
     "BM25Index",
 ]

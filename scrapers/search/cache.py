@@ -149,12 +149,19 @@ class CachedSearchProvider:
         try:
             with self.store().transaction() as conn:
                 conn.execute(
-                    sa.text("INSERT INTO search_cache (key, provider, query, results_json, created_at) "
-                            "VALUES (:key, :provider, :query, :results, :at) ON CONFLICT (key) DO UPDATE SET "
-                            "provider=excluded.provider, query=excluded.query, results_json=excluded.results_json, "
-                            "created_at=excluded.created_at"),
-                    {"key": key, "provider": self.identity, "query": query,
-                     "results": _RESULTS.dump_json(results).decode(), "at": self._clock()},
+                    sa.text(
+                        "INSERT INTO search_cache (key, provider, query, results_json, created_at) "
+                        "VALUES (:key, :provider, :query, :results, :at) ON CONFLICT (key) DO UPDATE SET "
+                        "provider=excluded.provider, query=excluded.query, results_json=excluded.results_json, "
+                        "created_at=excluded.created_at"
+                    ),
+                    {
+                        "key": key,
+                        "provider": self.identity,
+                        "query": query,
+                        "results": _RESULTS.dump_json(results).decode(),
+                        "at": self._clock(),
+                    },
                 )
         except (SQLAlchemyError, OSError, ConfigError) as exc:
             log.warning("search cache write failed (%s); results are not cached", exc)

@@ -43,13 +43,17 @@ class FallbackSearchProvider:
         self.last_provider, self.last_errors = None, errors
         for index, provider in enumerate(self.providers):
             try:
-                results = await provider.search(query, max_results=max_results, time_range=time_range,
-                                                region=region)
+                results = await provider.search(query, max_results=max_results, time_range=time_range, region=region)
             except SearchError as exc:
                 errors.append((provider.name, first_line(exc, 400)))
                 following = self.providers[index + 1].name if index + 1 < len(self.providers) else None
-                log.warning("search provider %s failed for %r: %s%s", provider.name, query, first_line(exc, 400),
-                            f"; trying {following}" if following else "")
+                log.warning(
+                    "search provider %s failed for %r: %s%s",
+                    provider.name,
+                    query,
+                    first_line(exc, 400),
+                    f"; trying {following}" if following else "",
+                )
                 continue
             self.last_provider = provider.name
             return results
@@ -57,6 +61,7 @@ class FallbackSearchProvider:
             f"all {len(errors)} search providers failed for {query!r}: "
             + " | ".join(f"{name}: {message}" for name, message in errors)
         )
+
 
 __all__ = [
     "FallbackSearchProvider",

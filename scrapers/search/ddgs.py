@@ -115,8 +115,14 @@ class DdgsSearchProvider:
             return self._results(rows, max_results)
 
         def on_retry(retry_index: int, exc: Exception, delay: float) -> None:
-            log.info("%s attempt %d/%d failed (%s); retrying in %.1f s",
-                     self.name, retry_index + 1, self._attempts, exc, delay)
+            log.info(
+                "%s attempt %d/%d failed (%s); retrying in %.1f s",
+                self.name,
+                retry_index + 1,
+                self._attempts,
+                exc,
+                delay,
+            )
 
         try:
             return await retry(
@@ -143,11 +149,17 @@ class DdgsSearchProvider:
             if not isinstance(url, str) or not url or url in seen:
                 continue
             seen.add(url)
-            results.append(SearchResult(
-                url=url, title=str(row.get("title") or ""), snippet=str(row.get("body") or ""),
-                published=parse_date(row.get("date")), provider=self.name, rank=len(results) + 1,
-                source_type="news" if self.kind == "news" else None,
-            ))
+            results.append(
+                SearchResult(
+                    url=url,
+                    title=str(row.get("title") or ""),
+                    snippet=str(row.get("body") or ""),
+                    published=parse_date(row.get("date")),
+                    provider=self.name,
+                    rank=len(results) + 1,
+                    source_type="news" if self.kind == "news" else None,
+                )
+            )
             if len(results) >= max_results:
                 break
         return results

@@ -49,8 +49,13 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
         elif name == "ddgs":
             providers.append(DdgsSearchProvider(region=search.ddgs_region, backend=search.ddgs_backend))
         elif name == "searxng":
-            providers.append(SearxngSearchProvider(search.searxng_url, timeout_s=search.searxng_timeout_s,
-                                                   language=searxng_language(search.ddgs_region)))
+            providers.append(
+                SearxngSearchProvider(
+                    search.searxng_url,
+                    timeout_s=search.searxng_timeout_s,
+                    language=searxng_language(search.ddgs_region),
+                )
+            )
         else:
             raise ConfigError(f"unknown search provider {name!r}; use one of {', '.join(PROVIDERS)}")
     provider: SearchProvider = providers[0] if len(providers) == 1 else FallbackSearchProvider(providers)

@@ -253,6 +253,7 @@ class LocalSearchProvider:
             for rank, (score, i) in enumerate(scored[:max_results], start=1)
         ]
 
+
 __all__ = [
     "TIME_RANGES",
     "CorpusDocument",

@@ -95,6 +95,7 @@ def load_manifest(directory: Path) -> Manifest | None:
     topic = data.get("topic")
     return Manifest(topic=str(topic) if topic is not None else None, entries=entries)
 
+
 __all__ = [
     "MANIFEST_NAME",
     "Manifest",

@@ -75,7 +75,9 @@ class SearxngSearchProvider:
                 "(or searxng_url in magi.yaml), e.g. http://127.0.0.1:8888"
             )
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"search.searxng_url {base_url!r} must start with http:// or https:// (MAGI_SEARCH_SEARXNG_URL)")
+            raise ConfigError(
+                f"search.searxng_url {base_url!r} must start with http:// or https:// (MAGI_SEARCH_SEARXNG_URL)"
+            )
         self.base_url = url.removesuffix("/search")
         self.language = language
         self.categories = categories
@@ -118,8 +120,9 @@ class SearxngSearchProvider:
                 except SearchError:
                     if not results:
                         raise
-                    log.warning("searxng page %d for %r failed; keeping the %d results of page 1",
-                                page, query, len(results))
+                    log.warning(
+                        "searxng page %d for %r failed; keeping the %d results of page 1", page, query, len(results)
+                    )
                     break
                 rows = data.get("results")
                 rows = rows if isinstance(rows, list) else []
@@ -146,8 +149,9 @@ class SearxngSearchProvider:
             raise _Transient(f"HTTP {response.status_code}")
 
         def on_retry(retry_index: int, exc: Exception, delay: float) -> None:
-            log.info("searxng attempt %d/%d failed (%s); retrying in %.1f s", retry_index + 1, self._attempts,
-                     exc, delay)
+            log.info(
+                "searxng attempt %d/%d failed (%s); retrying in %.1f s", retry_index + 1, self._attempts, exc, delay
+            )
 
         try:
             return await retry(
@@ -222,11 +226,17 @@ class SearxngSearchProvider:
             seen.add(url)
             engines = row.get("engines") or ([row["engine"]] if row.get("engine") else [])
             score = row.get("score")
-            out.append(SearchResult(
-                url=url, title=str(row.get("title") or ""), snippet=str(row.get("content") or ""),
-                published=parse_date(row.get("publishedDate")), provider=self.name,
-                rank=first_rank + len(out), score=float(score) if isinstance(score, int | float) else 0.0,
-                source_type=CATEGORY_TYPES.get(str(row.get("category"))),
-                engines=[str(e) for e in engines] if isinstance(engines, list) else [],
-            ))
+            out.append(
+                SearchResult(
+                    url=url,
+                    title=str(row.get("title") or ""),
+                    snippet=str(row.get("content") or ""),
+                    published=parse_date(row.get("publishedDate")),
+                    provider=self.name,
+                    rank=first_rank + len(out),
+                    score=float(score) if isinstance(score, int | float) else 0.0,
+                    source_type=CATEGORY_TYPES.get(str(row.get("category"))),
+                    engines=[str(e) for e in engines] if isinstance(engines, list) else [],
+                )
+            )
         return out

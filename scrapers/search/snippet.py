@@ -53,6 +53,7 @@ def snippet(text: str, weights: Mapping[str, float], max_chars: int = MAX_CHARS)
     piece = " ".join(piece.split())
     return ("…" if start else "") + piece + ("…" if more else "")
 
+
 __all__ = [
     "MAX_CHARS",
     "snippet",

@@ -145,6 +145,7 @@ def read_file(path: Path) -> FileText:
     text = clean(source)
     return FileText(_first_line(text), text, None)
 
+
 __all__ = [
     "HTML_SUFFIXES",
     "MARKDOWN_SUFFIXES",

@@ -125,6 +125,7 @@ def is_japanese(text: str) -> bool:
     ja = len(_JAPANESE.findall(sample))
     return ja > 0 and ja * 10 >= len(sample.strip() or "x")
 
+
 __all__ = [
     "MAX_CHUNK_CHARS",
     "is_japanese",

@@ -14,8 +14,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def magi(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                          timeout=240, cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+    )
 
 
 def test_research_writes_reports_and_prints_where(tmp_path: Path) -> None:
@@ -29,16 +35,33 @@ def test_research_writes_reports_and_prints_where(tmp_path: Path) -> None:
     assert len({s.url for s in parsed.sources}) >= 10
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# 中小企業の価格転嫁の現状")
     runs = subprocess.run(
-        [sys.executable, "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]);"
-         "print(c.execute('select status from research_runs').fetchall())",
-         str(Path(os.environ["MAGI_DATA_DIR"]) / "magi.sqlite3")], capture_output=True, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]);"
+            "print(c.execute('select status from research_runs').fetchall())",
+            str(Path(os.environ["MAGI_DATA_DIR"]) / "magi.sqlite3"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert "completed" in runs.stdout
 
 
 def test_research_without_network_is_one_line_error(tmp_path: Path) -> None:
     out = tmp_path / "failed"
-    result = magi("research", "価格転嫁", "--provider", "ddgs", "--agents", "1", "--out", str(out), cwd=tmp_path,
-                  env={"DDGS_PROXY": "http://127.0.0.1:9"})  # fails at once, on a machine with a network too
+    result = magi(
+        "research",
+        "価格転嫁",
+        "--provider",
+        "ddgs",
+        "--agents",
+        "1",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+        env={"DDGS_PROXY": "http://127.0.0.1:9"},
+    )  # fails at once, on a machine with a network too
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
@@ -49,9 +72,16 @@ def test_research_without_network_is_one_line_error(tmp_path: Path) -> None:
 
 def test_doctor_llm_with_python_provider(tmp_path: Path) -> None:
     (tmp_path / "tiny_model.py").write_text(
-        "def reply(request):\n    return 'ok from ' + request.messages[-1].content\n", encoding="utf-8")
-    result = magi("doctor", "--llm", "--format", "json", cwd=tmp_path,
-                  env={"MAGI_LLM_PROVIDER": f"python:{tmp_path / 'tiny_model.py'}:reply"})
+        "def reply(request):\n    return 'ok from ' + request.messages[-1].content\n", encoding="utf-8"
+    )
+    result = magi(
+        "doctor",
+        "--llm",
+        "--format",
+        "json",
+        cwd=tmp_path,
+        env={"MAGI_LLM_PROVIDER": f"python:{tmp_path / 'tiny_model.py'}:reply"},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["llm"]["status"] == "ok" and "ok from" in checks["llm"]["detail"]

@@ -11,11 +11,25 @@ from research import runs
 from tests.integration.test_cli_end_to_end import magi
 
 
-def test_research_stores_its_run_in_the_database_named_by_magi_store_url(tmp_path: Path, postgres_url: str,
-                                                                       isolated_settings: Path) -> None:
+def test_research_stores_its_run_in_the_database_named_by_magi_store_url(
+    tmp_path: Path, postgres_url: str, isolated_settings: Path
+) -> None:
     out = tmp_path / "report"
-    result = magi("research", "中小企業の価格転嫁の現状", "--agents", "2", "--iterations", "1", "--out", str(out),
-                  "--format", "json", "--no-progress", cwd=tmp_path, env={"MAGI_STORE_URL": postgres_url})
+    result = magi(
+        "research",
+        "中小企業の価格転嫁の現状",
+        "--agents",
+        "2",
+        "--iterations",
+        "1",
+        "--out",
+        str(out),
+        "--format",
+        "json",
+        "--no-progress",
+        cwd=tmp_path,
+        env={"MAGI_STORE_URL": postgres_url},
+    )
     assert result.returncode == 0, result.stderr
     run_id = json.loads(result.stdout)["runId"]
     store = Store(postgres_url)
@@ -31,8 +45,14 @@ def test_research_stores_its_run_in_the_database_named_by_magi_store_url(tmp_pat
 
 
 def test_an_unreachable_store_url_is_a_one_line_error(tmp_path: Path) -> None:
-    result = magi("research", "価格転嫁", "--agents", "1", cwd=tmp_path,
-                  env={"MAGI_STORE_URL": "postgresql+psycopg://magi:s3cret@127.0.0.1:1/magi"})
+    result = magi(
+        "research",
+        "価格転嫁",
+        "--agents",
+        "1",
+        cwd=tmp_path,
+        env={"MAGI_STORE_URL": "postgresql+psycopg://magi:s3cret@127.0.0.1:1/magi"},
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr

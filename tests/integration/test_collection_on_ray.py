@@ -63,7 +63,9 @@ async def test_each_url_fetched_and_analysed_once_across_agents(
     ray_cluster: None, site: tuple[str, Counter[str]], tmp_path: Path
 ) -> None:
     base, hits = site
-    settings = load_settings(overrides={"data_dir": tmp_path, "fetch": {"allow_private": True, "politeness_delay_s": 0}})
+    settings = load_settings(
+        overrides={"data_dir": tmp_path, "fetch": {"allow_private": True, "politeness_delay_s": 0}}
+    )
     runtime = RayRuntime()
     pool = NlpPool.start(runtime, 2)
     collector = runtime.spawn(Collector, settings, pool, num_cpus=0)

@@ -44,6 +44,7 @@ VENV_BIN = Path(sys.executable).parent
 
 # --- helpers, no Ray ---------------------------------------------------------------------------------
 
+
 def test_topic_ids_are_stable_readable_and_normalised() -> None:
     a = topic_id("中小企業の価格転嫁の現状")
     assert a == topic_id("  中小企業の価格転嫁の現状 ") and a.startswith("中小企業の価格転嫁の現状-")
@@ -77,8 +78,9 @@ class _Result:
         self.run_id, self.topic, self.sources = "r1", topic, ["s"] * 3
 
 
-async def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+async def test_run_batch_skips_finished_records_failures_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import jobs.research_batch as rb
 
     written: list[str] = []
@@ -103,7 +105,8 @@ async def test_run_batch_skips_finished_records_failures_and_resumes(tmp_path: P
     assert first[1].error == "RuntimeError: search failed"
     assert json.loads((tmp_path / topics[1].id / "error.json").read_text())["error"] == "RuntimeError: search failed"
     assert finished(tmp_path, topics[1]) is None and finished(tmp_path, topics[0]) == json.loads(
-        (tmp_path / topics[0].id / MARKER).read_text())
+        (tmp_path / topics[0].id / MARKER).read_text()
+    )
 
     (tmp_path / topics[1].id / ".report.md.x1y2.tmp").write_text("half")  # a writer killed mid-write
     second = await run_batch(topics, tmp_path, steady, concurrency=2)
@@ -128,6 +131,7 @@ def test_a_half_written_marker_does_not_count(tmp_path: Path) -> None:
 
 
 # --- the real job ------------------------------------------------------------------------------------
+
 
 def _free_ports(n: int) -> list[int]:
     with ExitStack() as stack:
@@ -166,17 +170,39 @@ def job_head() -> Iterator[str]:
     temp_dir = tempfile.mkdtemp(prefix="magi-rb-", dir="/tmp")  # short: Ray puts Unix sockets under it
     gcs, dash, client, agent_http, agent_grpc, rt_env, node_mgr, obj_mgr, metrics = _free_ports(9)
     env = {k: v for k, v in os.environ.items() if k not in {"RAY_ADDRESS", "RAY_AUTH_TOKEN"}}
-    env.update(RAY_AUTH_MODE="disabled", PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
-               RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0")
+    env.update(
+        RAY_AUTH_MODE="disabled",
+        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+        RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0",
+    )
     log = open(Path(temp_dir) / "ray-start.log", "wb")  # noqa: SIM115 (closed in finally)
     head = subprocess.Popen(
-        [str(VENV_BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={gcs}",
-         "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
-         f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent_http}",
-         f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={rt_env}",
-         f"--node-manager-port={node_mgr}", f"--object-manager-port={obj_mgr}", f"--metrics-export-port={metrics}",
-         "--num-cpus=2", "--disable-usage-stats", f"--temp-dir={temp_dir}"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=temp_dir,
+        [
+            str(VENV_BIN / "ray"),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--port={gcs}",
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dash}",
+            f"--ray-client-server-port={client}",
+            f"--dashboard-agent-listen-port={agent_http}",
+            f"--dashboard-agent-grpc-port={agent_grpc}",
+            f"--runtime-env-agent-port={rt_env}",
+            f"--node-manager-port={node_mgr}",
+            f"--object-manager-port={obj_mgr}",
+            f"--metrics-export-port={metrics}",
+            "--num-cpus=2",
+            "--disable-usage-stats",
+            f"--temp-dir={temp_dir}",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=temp_dir,
     )
     url = f"http://127.0.0.1:{dash}"
     try:
@@ -185,8 +211,10 @@ def job_head() -> Iterator[str]:
         deadline = time.monotonic() + 90
         while True:
             if head.poll() is not None:
-                raise RuntimeError(f"ray start exited {head.returncode}: "
-                                   + (Path(temp_dir) / "ray-start.log").read_text(errors="replace")[-2000:])
+                raise RuntimeError(
+                    f"ray start exited {head.returncode}: "
+                    + (Path(temp_dir) / "ray-start.log").read_text(errors="replace")[-2000:]
+                )
             try:
                 JobSubmissionClient(url).list_jobs()
                 break
@@ -214,8 +242,9 @@ def _wait_terminal(client: Any, job_id: str, timeout_s: float) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(420)
-def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(job_head: str, tmp_path: Path,
-                                                             isolated_settings: Path) -> None:
+def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(
+    job_head: str, tmp_path: Path, isolated_settings: Path
+) -> None:
     from ray.job_submission import JobSubmissionClient
 
     client = JobSubmissionClient(job_head)
@@ -223,12 +252,23 @@ def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(job_head: str, tmp_
     topics = read_topics(SAMPLE_TOPICS)
     runtime_env = {
         "working_dir": str(REPO_ROOT),
-        "excludes": ["/.venv/", "/out/", "/.magi/", "/.git/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
-                     "__pycache__/", "*.egg-info/"],
+        "excludes": [
+            "/.venv/",
+            "/out/",
+            "/.magi/",
+            "/.git/",
+            ".mypy_cache/",
+            ".pytest_cache/",
+            ".ruff_cache/",
+            "__pycache__/",
+            "*.egg-info/",
+        ],
         "env_vars": {"MAGI_DATA_DIR": str(isolated_settings), "RAY_AUTH_MODE": "disabled"},
     }
-    entrypoint = (f"python -m jobs.research_batch {SAMPLE_TOPICS.relative_to(REPO_ROOT)} --out {out} "
-                  "--agents 1 --iterations 1 --concurrency 2")
+    entrypoint = (
+        f"python -m jobs.research_batch {SAMPLE_TOPICS.relative_to(REPO_ROOT)} --out {out} "
+        "--agents 1 --iterations 1 --concurrency 2"
+    )
     timings: dict[str, float] = {}
 
     started = time.monotonic()

@@ -43,11 +43,18 @@ def searxng_holding(*words: str, delay_s: float) -> Iterator[str]:
 
 def _settings(tmp_path: Path, searxng_url: str, **research: object) -> Settings:
     # The SearXNG client waits longer than the hold, so only the agent's own timeout can end it.
-    return load_settings(overrides={
-        "data_dir": tmp_path / "data",
-        "search": {"provider": "searxng", "fallbacks": ["local"], "searxng_url": searxng_url, "searxng_timeout_s": 120},
-        "research": {"iterations": 1, **research},
-    })
+    return load_settings(
+        overrides={
+            "data_dir": tmp_path / "data",
+            "search": {
+                "provider": "searxng",
+                "fallbacks": ["local"],
+                "searxng_url": searxng_url,
+                "searxng_timeout_s": 120,
+            },
+            "research": {"iterations": 1, **research},
+        }
+    )
 
 
 class _Watch:
@@ -92,12 +99,16 @@ async def test_an_agent_killed_mid_iteration_leaves_the_others_to_finish(ray_clu
     [failure] = iteration.agent_failures
     assert failure.agent_id == 2 and not failure.timed_out and "Actor" in failure.error_type
     assert failure.last_stage == "search 0/1"
-    assert result.total_agent_runs == 3 and result.claims and "Agent 2 (iteration 1, attempt 1) failed" in (
-        result.final_report)
+    assert (
+        result.total_agent_runs == 3
+        and result.claims
+        and "Agent 2 (iteration 1, attempt 1) failed" in (result.final_report)
+    )
 
 
 async def test_a_timed_out_agent_is_cancelled_logged_and_the_rest_are_unaffected(
-        ray_cluster: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    ray_cluster: None, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with searxng_holding("ニュース", delay_s=90) as url:
         runtime = RayRuntime()
         try:
@@ -117,7 +128,8 @@ async def test_a_timed_out_agent_is_cancelled_logged_and_the_rest_are_unaffected
 
 
 async def test_a_majority_failure_is_retried_once_then_reported_with_partial_results(
-        ray_cluster: None, tmp_path: Path) -> None:
+    ray_cluster: None, tmp_path: Path
+) -> None:
     with searxng_holding("最新", "分析", delay_s=90) as url:  # agents 2 and 3 never finish searching
         runtime = RayRuntime()
         events = ListSink()
@@ -142,7 +154,13 @@ async def test_every_search_provider_failing_is_a_clear_error(tmp_path: Path, mo
     """SearXNG refuses, DuckDuckGo (ddgs) cannot connect: each agent fails, the retry fails, the error says why."""
     monkeypatch.setenv("DDGS_PROXY", "http://127.0.0.1:9")  # nothing listens: fails at once, network or not
     with SearxngServer(lambda _params: Reply(403, "<h1>Forbidden</h1>")) as server:
-        settings = load_settings(overrides={"data_dir": tmp_path / "data", "search": {"provider": "searxng", "fallbacks": ["ddgs"], "searxng_url": server.url, "cache_ttl_s": 0}, "research": {"iterations": 1}})
+        settings = load_settings(
+            overrides={
+                "data_dir": tmp_path / "data",
+                "search": {"provider": "searxng", "fallbacks": ["ddgs"], "searxng_url": server.url, "cache_ttl_s": 0},
+                "research": {"iterations": 1},
+            }
+        )
         runtime = InProcessRuntime()
         try:
             with pytest.raises(ResearchError) as caught:

@@ -77,8 +77,11 @@ def test_every_planted_contradiction_is_disputed_with_both_sources(ray_result: t
     numbered = _source_numbers(result.final_report)
     for conflict in planted:
         urls = {side["url"] for side in conflict["sides"]}
-        matches = [d for d in result.disputed if d.type == conflict["type"]
-                   and {d.statement1.source, d.statement2.source} <= urls | _copies(urls)]
+        matches = [
+            d
+            for d in result.disputed
+            if d.type == conflict["type"] and {d.statement1.source, d.statement2.source} <= urls | _copies(urls)
+        ]
         assert matches, conflict["id"]
         for d in matches:
             for statement in (d.statement1, d.statement2):
@@ -102,19 +105,35 @@ def test_result_has_the_spec_shape(ray_result: tuple[Result, ListSink]) -> None:
     assert {"finalReport", "iterations", "totalDurationMs", "totalAgentRuns", "finalScore", "metadata"} <= set(data)
     config = data["metadata"]["config"]
     assert {"topic", "agentCount", "iterationCount", "agentTimeoutMs", "conflictThreshold", "searchConfig"} <= set(
-        config) and set(config["searchConfig"]) == {"provider", "maxResultsPerAgent"}
+        config
+    ) and set(config["searchConfig"]) == {"provider", "maxResultsPerAgent"}
     it = data["iterations"][0]
     assert {"iteration", "agentReports", "scores", "consensusReport", "selectionReason", "durationMs"} <= set(it)
     assert {"agentId", "reportId", "content", "sources", "strategy", "generatedAt", "durationMs"} <= set(
-        it["agentReports"][0])
+        it["agentReports"][0]
+    )
     assert {"url", "title", "fetchedAt", "reliabilityScore"} <= set(data["sources"][0])
     assert all(0 <= src["reliabilityScore"] <= 1 for r in it["agentReports"] for src in r["sources"])
-    assert {"reportId", "consistencyScore", "sourceReliabilityScore", "coverageScore", "overallScore", "conflicts",
-            "unverifiedCount"} <= set(data["finalScore"])
+    assert {
+        "reportId",
+        "consistencyScore",
+        "sourceReliabilityScore",
+        "coverageScore",
+        "overallScore",
+        "conflicts",
+        "unverifiedCount",
+    } <= set(data["finalScore"])
     assert {"conflictId", "type", "statement1", "statement2", "severity", "confidence", "resolution"} <= set(
-        data["disputed"][0])
-    for section in ("## Executive summary", "## Key findings by iteration", "## Claims, confidence and sources",
-                    "## Disputed figures", "## Methodology", "## Sources"):
+        data["disputed"][0]
+    )
+    for section in (
+        "## Executive summary",
+        "## Key findings by iteration",
+        "## Claims, confidence and sources",
+        "## Disputed figures",
+        "## Methodology",
+        "## Sources",
+    ):
         assert section in result.final_report
 
 
@@ -193,5 +212,9 @@ def test_standalone_python_api_uses_the_spec_option_names(ray_cluster: None, tmp
     result = research(TOPIC, agent_count=2, iteration_count=1, agent_timeout_ms=120_000, conflict_threshold=0.2)
     config = result.metadata.config
     assert (config.agent_count, config.iteration_count, config.agent_timeout_ms, config.conflict_threshold) == (
-        2, 1, 120_000, 0.2)
+        2,
+        1,
+        120_000,
+        0.2,
+    )
     assert len(result.iterations) == 1 and result.claims

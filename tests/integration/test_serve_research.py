@@ -72,8 +72,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture(scope="module")
 def finished_run(service: tuple[httpx.Client, Path]) -> tuple[str, list[dict[str, Any]]]:
     client, _ = service
-    answer = client.post("/research", json={"topic": TOPIC, "agents": 2, "iterations": 1,
-                                                 "corpus": str(CORPUS_DIR)})
+    answer = client.post("/research", json={"topic": TOPIC, "agents": 2, "iterations": 1, "corpus": str(CORPUS_DIR)})
     assert answer.status_code == 202, answer.text
     body = answer.json()
     assert body["status"] == "accepted" and body["links"]["events"] == f"/research/{body['runId']}/events"
@@ -93,8 +92,9 @@ def test_event_stream_is_ordered_and_ends_with_completion(finished_run: tuple[st
     assert all(e.run_id == run_id and e.type == m["event"] for e, m in zip(events, messages, strict=True))
 
 
-def test_completed_run_has_its_result(service: tuple[httpx.Client, Path],
-                                      finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+def test_completed_run_has_its_result(
+    service: tuple[httpx.Client, Path], finished_run: tuple[str, list[dict[str, Any]]]
+) -> None:
     client, _ = service
     run_id, _ = finished_run
     body = client.get(f"/research/{run_id}").json()  # the stream ended: the result is already stored
@@ -107,8 +107,9 @@ def test_completed_run_has_its_result(service: tuple[httpx.Client, Path],
 def test_a_failed_run_keeps_its_partial_results(service: tuple[httpx.Client, Path]) -> None:
     """Every agent times out twice: the run fails, and what it produced is still served with the error."""
     client, _ = service
-    answer = client.post("/research", json={"topic": TOPIC, "agents": 2, "iterations": 1, "timeout": 0.001,
-                                            "corpus": str(CORPUS_DIR)})
+    answer = client.post(
+        "/research", json={"topic": TOPIC, "agents": 2, "iterations": 1, "timeout": 0.001, "corpus": str(CORPUS_DIR)}
+    )
     assert answer.status_code == 202, answer.text
     run_id = answer.json()["runId"]
     kinds = [m["event"] for m in _read_sse(client, f"/research/{run_id}/events")]
@@ -119,8 +120,9 @@ def test_a_failed_run_keeps_its_partial_results(service: tuple[httpx.Client, Pat
     assert all(f["timedOut"] for a in body["partial"]["failedAttempts"] for f in a["failures"])
 
 
-def test_late_client_replays_events_from_last_event_id(service: tuple[httpx.Client, Path],
-                                                       finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+def test_late_client_replays_events_from_last_event_id(
+    service: tuple[httpx.Client, Path], finished_run: tuple[str, list[dict[str, Any]]]
+) -> None:
     client, _ = service
     run_id, messages = finished_run
     assert _read_sse(client, f"/research/{run_id}/events") == messages
@@ -142,7 +144,8 @@ def test_unknown_run_and_bad_input(service: tuple[httpx.Client, Path]) -> None:
 
 
 def test_runs_survive_a_restart_and_interrupted_runs_run_again(
-        service: tuple[httpx.Client, Path], finished_run: tuple[str, list[dict[str, Any]]]) -> None:
+    service: tuple[httpx.Client, Path], finished_run: tuple[str, list[dict[str, Any]]]
+) -> None:
     from ray import serve
 
     from deployments.research import APP_NAME

@@ -39,8 +39,14 @@ def three_nodes() -> Iterator[Any]:
         ray.shutdown()
     # A spread threshold of 0 lets the scheduler place even zero-CPU actors (agents, collector) on the
     # least loaded node instead of always on the driver's, as a busy real cluster would.
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False, "_system_config": {"scheduler_spread_threshold": 0.0}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": False,
+            "_system_config": {"scheduler_spread_threshold": 0.0},
+        },
+    )
     for _ in range(2):
         cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
@@ -67,13 +73,20 @@ def _actor_nodes() -> dict[str, set[str]]:
 
 
 @pytest.fixture(scope="module")
-def clustered_run(three_nodes: Any, tmp_path_factory: pytest.TempPathFactory,
-                  postgres_server: Any) -> Iterator[tuple[Any, ...]]:
+def clustered_run(
+    three_nodes: Any, tmp_path_factory: pytest.TempPathFactory, postgres_server: Any
+) -> Iterator[tuple[Any, ...]]:
     url = postgres_server.create_database()
     # Module-scoped: runs before the per-test isolation, so every setting is given explicitly.
     data_dir = tmp_path_factory.mktemp("node-local")
-    settings = load_settings(data_dir=data_dir, store_url=url, research_agents=3,
-                             research_iterations=1, research_agent_timeout_s=120, nlp_workers=3)
+    settings = load_settings(
+        data_dir=data_dir,
+        store_url=url,
+        research_agents=3,
+        research_iterations=1,
+        research_agent_timeout_s=120,
+        nlp_workers=3,
+    )
     store = Store(url)
     events = ListSink()
     runtime = RayRuntime()
@@ -142,9 +155,11 @@ def test_a_collector_on_every_other_node_reads_the_run_s_pages_from_the_shared_c
     pool = NlpPool.start(runtime, 1)  # needed by the constructor; every analysis should come from the cache
     try:
         for node in sorted(others):
-            reader = ray.remote(Collector).options(
-                num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
-            ).remote(settings, pool)
+            reader = (
+                ray.remote(Collector)
+                .options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+                .remote(settings, pool)
+            )
             collected = ray.get(reader.collect.remote(urls))
             stats = ray.get(reader.stats.remote())
             assert [c.from_cache for c in collected] == [True] * len(urls), node

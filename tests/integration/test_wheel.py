@@ -23,7 +23,17 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 TOPIC = "中小企業の価格転嫁の現状"
 NOT_SHIPPED = shutil.ignore_patterns(
-    ".git", ".venv", ".magi", "out", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "tests", "benchmarks",
+    ".git",
+    ".venv",
+    ".magi",
+    "out",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    "tests",
+    "benchmarks",
 )
 
 pytestmark = pytest.mark.slow
@@ -57,8 +67,19 @@ def fresh_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=venv).stdout.strip())
     borrowed = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (site / "project_venv_packages.pth").write_text("".join(f"{p}\n" for p in borrowed), encoding="utf-8")
-    run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "--quiet", wheel,
-        cwd=venv)
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--quiet",
+        wheel,
+        cwd=venv,
+    )
     return python
 
 
@@ -75,20 +96,36 @@ def test_the_wheel_ships_every_data_file_and_the_serve_config(wheel: Path) -> No
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
 
 
-def test_installed_wheel_researches_the_bundled_corpus_from_another_folder(
-    fresh_python: Path, tmp_path: Path
-) -> None:
+def test_installed_wheel_researches_the_bundled_corpus_from_another_folder(fresh_python: Path, tmp_path: Path) -> None:
     venv = fresh_python.parent.parent
-    where = run(fresh_python, "-c", "import core, cli, deployments.apps as a; from core.resources import data_path; "
-                "print(core.__file__); print(cli.__file__); print(a.SERVE_CONFIG); print(data_path('corpus'))",
-                cwd=tmp_path).stdout.split()
+    where = run(
+        fresh_python,
+        "-c",
+        "import core, cli, deployments.apps as a; from core.resources import data_path; "
+        "print(core.__file__); print(cli.__file__); print(a.SERVE_CONFIG); print(data_path('corpus'))",
+        cwd=tmp_path,
+    ).stdout.split()
     for path in where:
         assert Path(path).is_relative_to(venv), f"{path} is not from the installed wheel"
     corpus = Path(where[-1])
 
     out = tmp_path / "report"
-    result = run(venv / "bin" / "magi", "research", TOPIC, "--agents", "2", "--iterations", "1",
-                 "--out", out, "--format", "json", "--no-progress", cwd=tmp_path, MAGI_DATA_DIR=str(tmp_path / "data"))
+    result = run(
+        venv / "bin" / "magi",
+        "research",
+        TOPIC,
+        "--agents",
+        "2",
+        "--iterations",
+        "1",
+        "--out",
+        out,
+        "--format",
+        "json",
+        "--no-progress",
+        cwd=tmp_path,
+        MAGI_DATA_DIR=str(tmp_path / "data"),
+    )
     summary = json.loads(result.stdout)
     assert summary["report"] == str(out / "report.md")
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))

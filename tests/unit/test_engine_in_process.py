@@ -30,10 +30,17 @@ def write_corpus(root: Path) -> Path:
     return root
 
 
-async def _run(tmp_path: Path, topic: str = "中小企業の価格転嫁率", llm: dict[str, Any] | None = None,
-               **research: Any) -> tuple[Any, ListSink]:
-    settings = load_settings(overrides={"search": {"corpus_dir": write_corpus(tmp_path)}, "nlp": {"workers": 1},
-                                        "research": {"agents": 2, **research}, "llm": llm or {}})
+async def _run(
+    tmp_path: Path, topic: str = "中小企業の価格転嫁率", llm: dict[str, Any] | None = None, **research: Any
+) -> tuple[Any, ListSink]:
+    settings = load_settings(
+        overrides={
+            "search": {"corpus_dir": write_corpus(tmp_path)},
+            "nlp": {"workers": 1},
+            "research": {"agents": 2, **research},
+            "llm": llm or {},
+        }
+    )
     runtime = InProcessRuntime()
     events = ListSink()
     try:

@@ -141,10 +141,12 @@ def head(status: int, headers: dict[str, str] | None = None, length: int | None 
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def send(writer: asyncio.StreamWriter, status: int, body: bytes = b"", ctype: str = "text/html",
-         **headers: str) -> None:
-    writer.write(head(status, {"Content-Type": ctype, **{k.replace("_", "-"): v for k, v in headers.items()}},
-                      len(body)) + body)
+def send(
+    writer: asyncio.StreamWriter, status: int, body: bytes = b"", ctype: str = "text/html", **headers: str
+) -> None:
+    writer.write(
+        head(status, {"Content-Type": ctype, **{k.replace("_", "-"): v for k, v in headers.items()}}, len(body)) + body
+    )
 
 
 async def missing(srv: HostileServer, w: asyncio.StreamWriter, q: dict[str, str], h: dict[str, str]) -> None:
@@ -355,9 +357,20 @@ class FakeDNS:
 
 DNS = {name: [["127.0.0.1"]] for name in ("down.test", "gone.test", "slowrobots.test", "a.test", "b.test")}
 FAST = FetchPolicy(
-    timeout_s=3, connect_timeout_s=1, read_timeout_s=1, write_timeout_s=1, pool_timeout_s=1,
-    max_bytes=MB, max_decoded_bytes=2 * MB, retries=2, backoff_base_s=0.05, backoff_max_s=0.2,
-    retry_after_max_s=2, politeness_delay_s=0, respect_robots=False, robots_timeout_s=0.5,
+    timeout_s=3,
+    connect_timeout_s=1,
+    read_timeout_s=1,
+    write_timeout_s=1,
+    pool_timeout_s=1,
+    max_bytes=MB,
+    max_decoded_bytes=2 * MB,
+    retries=2,
+    backoff_base_s=0.05,
+    backoff_max_s=0.2,
+    retry_after_max_s=2,
+    politeness_delay_s=0,
+    respect_robots=False,
+    robots_timeout_s=0.5,
     allow_networks=("127.0.0.1/32",),
 )
 
@@ -421,8 +434,16 @@ def test_gzipped_page_is_decoded(server: HostileServer) -> None:
     assert JAPANESE in page.text and page.content.startswith(b"<html>")
 
 
-@pytest.mark.parametrize(("path", "kind"), [("/badgzip", "bad_encoding"), ("/brotli", "bad_encoding"),
-                                            ("/binary", "binary"), ("/nul", "binary"), ("/image", "content_type")])
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("/badgzip", "bad_encoding"),
+        ("/brotli", "bad_encoding"),
+        ("/binary", "binary"),
+        ("/nul", "binary"),
+        ("/image", "content_type"),
+    ],
+)
 def test_lying_bodies_are_refused(server: HostileServer, path: str, kind: str) -> None:
     fails(server.url(path), kind)
 
@@ -441,8 +462,10 @@ def test_redirects_are_followed_and_recorded(server: HostileServer) -> None:
 # --- charsets ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "encoding"), [("/sjis", "cp932"), ("/eucjp", "euc_jp"), ("/sjis-meta", "cp932"),
-                                                ("/sjis-lying", "cp932"), ("/ok", "utf-8")])
+@pytest.mark.parametrize(
+    ("path", "encoding"),
+    [("/sjis", "cp932"), ("/eucjp", "euc_jp"), ("/sjis-meta", "cp932"), ("/sjis-lying", "cp932"), ("/ok", "utf-8")],
+)
 def test_japanese_pages_decode(server: HostileServer, path: str, encoding: str) -> None:
     page = fetch(server.url(path))
     assert page.encoding == encoding and JAPANESE in page.text
@@ -506,8 +529,9 @@ def test_robots_disallow_and_allow(server: HostileServer) -> None:
     assert ua.startswith("MAGI-Cluster-Research/") and "research bot" in ua
 
 
-@pytest.mark.parametrize(("host", "outcome"), [("gone.test", "ok"), ("down.test", "robots"),
-                                               ("slowrobots.test", "robots")])
+@pytest.mark.parametrize(
+    ("host", "outcome"), [("gone.test", "ok"), ("down.test", "robots"), ("slowrobots.test", "robots")]
+)
 def test_robots_unavailable_allows_unreachable_disallows(server: HostileServer, host: str, outcome: str) -> None:
     """RFC 9309: 4xx means no rules; 5xx or a timeout means stay away for this run."""
     url = server.url("/ok", host=host)
@@ -520,9 +544,18 @@ def test_robots_unavailable_allows_unreachable_disallows(server: HostileServer, 
 # --- SSRF guard ------------------------------------------------------------------------------------------------
 
 PRIVATE_TARGETS = [
-    "http://127.0.0.2:9/", "http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:9/",
-    "http://[::ffff:10.0.0.1]/", "http://[fd00:ec2::254]/", "http://100.64.0.1/", "http://0.0.0.0/",
-    "http://224.0.0.1/", "http://192.168.1.1:8080/", "gopher://127.0.0.1:70/", "http://metadata.test/",
+    "http://127.0.0.2:9/",
+    "http://10.0.0.1/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[::1]:9/",
+    "http://[::ffff:10.0.0.1]/",
+    "http://[fd00:ec2::254]/",
+    "http://100.64.0.1/",
+    "http://0.0.0.0/",
+    "http://224.0.0.1/",
+    "http://192.168.1.1:8080/",
+    "gopher://127.0.0.1:70/",
+    "http://metadata.test/",
 ]
 
 
@@ -542,11 +575,14 @@ def test_private_url_is_refused_before_connecting(spies: Spies, target: str) -> 
     assert spies.connects == [] and not spies.lookups
 
 
-@pytest.mark.parametrize(("host", "addresses", "port"), [
-    ("mixed.test", ["93.184.216.34", "10.0.0.1"], 80),  # one bad address is enough
-    ("public.test", ["93.184.216.34"], 8080),  # a public address, but not on 80/443
-    ("localhost.test", ["127.0.0.1"], 80),  # loopback is refused unless allowed
-])
+@pytest.mark.parametrize(
+    ("host", "addresses", "port"),
+    [
+        ("mixed.test", ["93.184.216.34", "10.0.0.1"], 80),  # one bad address is enough
+        ("public.test", ["93.184.216.34"], 8080),  # a public address, but not on 80/443
+        ("localhost.test", ["127.0.0.1"], 80),  # loopback is refused unless allowed
+    ],
+)
 def test_hostnames_are_vetted_by_every_address(spies: Spies, host: str, addresses: list[str], port: int) -> None:
     fails(f"http://{host}:{port}/", "ssrf", resolver=FakeDNS({host: [addresses]}), allow_networks=())
     assert spies.connects == []
@@ -583,11 +619,17 @@ def test_connection_is_pinned_to_the_vetted_address(server: HostileServer, spies
 # --- concurrency and politeness ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("hosts", "per_host", "concurrency", "peak"), [
-    (["a.test"], 2, 16, 2), (["a.test", "b.test"], 2, 16, 4), (["a.test", "b.test"], 2, 3, 3),
-])
-def test_concurrency_limits(server: HostileServer, hosts: list[str], per_host: int, concurrency: int,
-                            peak: int) -> None:
+@pytest.mark.parametrize(
+    ("hosts", "per_host", "concurrency", "peak"),
+    [
+        (["a.test"], 2, 16, 2),
+        (["a.test", "b.test"], 2, 16, 4),
+        (["a.test", "b.test"], 2, 3, 3),
+    ],
+)
+def test_concurrency_limits(
+    server: HostileServer, hosts: list[str], per_host: int, concurrency: int, peak: int
+) -> None:
     urls = [server.url(f"/slow?i={i}", host=host) for host in hosts for i in range(2 * per_host)]
     fetch_all(urls, per_host_concurrency=per_host, concurrency=concurrency)
     assert server.peak == peak
@@ -614,8 +656,10 @@ def tls_contexts(name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, subject)]))
             .issuer_name(x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, issuer)]))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(hours=1))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(hours=1))
+            .not_valid_after(now + timedelta(hours=1))
             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         )
         if not ca:
@@ -630,8 +674,9 @@ def tls_contexts(name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     with tempfile.TemporaryDirectory() as tmp:
         cert_file, key_file = Path(tmp, "cert.pem"), Path(tmp, "key.pem")
         cert_file.write_bytes(leaf.public_bytes(pem))
-        key_file.write_bytes(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                    serialization.NoEncryption()))
+        key_file.write_bytes(
+            leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        )
         server.load_cert_chain(cert_file, key_file)
     client = ssl.create_default_context(cadata=ca_cert.public_bytes(pem).decode())
     return server, client
@@ -645,7 +690,8 @@ def test_https_uses_the_name_for_sni_and_certificate(
     sni: list[str | None] = []
     server_ctx.sni_callback = lambda _sock, name, _ctx: sni.append(name)
     tls = asyncio.run_coroutine_threadsafe(
-        asyncio.start_server(server._handle, "127.0.0.1", 0, ssl=server_ctx), server.loop).result(timeout=5)
+        asyncio.start_server(server._handle, "127.0.0.1", 0, ssl=server_ctx), server.loop
+    ).result(timeout=5)
     port = tls.sockets[0].getsockname()[1]
     monkeypatch.setattr(httpx, "create_ssl_context", lambda **_: client_ctx)
     dns = FakeDNS({"secure.test": [["127.0.0.1"]], "impostor.test": [["127.0.0.1"]]})

@@ -20,17 +20,38 @@ from scrapers.settings import FetchSettings
 JA = "日本語のテキストです。ひらがなとカタカナと漢字。"
 
 
-@pytest.mark.parametrize("address", [
-    "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.0.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-    "224.0.0.1", "240.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1",
-    "::ffff:127.0.0.1", "::ffff:169.254.169.254", "2002:a00:1::", "64:ff9b::a00:1",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.0.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "fe80::1",
+        "fc00::1",
+        "fd00:ec2::254",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:169.254.169.254",
+        "2002:a00:1::",
+        "64:ff9b::a00:1",
+    ],
+)
 def test_non_public_addresses_are_blocked(address: str) -> None:
     assert blocked_reason(ip_address(address))
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "64:ff9b::808:808",
-                                     "::ffff:8.8.8.8"])
+@pytest.mark.parametrize(
+    "address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "64:ff9b::808:808", "::ffff:8.8.8.8"]
+)
 def test_public_addresses_pass(address: str) -> None:
     assert blocked_reason(ip_address(address)) is None
 
@@ -40,18 +61,21 @@ def test_metadata_addresses_are_named() -> None:
     assert "metadata" in (blocked_reason(ip_address("fd00:ec2::254")) or "")
 
 
-@pytest.mark.parametrize(("body", "header", "encoding"), [
-    (codecs.BOM_UTF16_LE + JA.encode("utf-16-le"), None, "utf-16-le"),
-    (codecs.BOM_UTF8 + JA.encode(), "shift_jis", "utf-8"),  # a BOM beats the header (WHATWG)
-    (JA.encode("cp932"), "Shift_JIS", "cp932"),
-    (JA.encode("euc_jp"), "EUC-JP", "euc_jp"),
-    (b"<meta charset='euc-jp'>" + JA.encode("euc_jp"), None, "euc_jp"),
-    (b"<?xml version='1.0' encoding='Shift_JIS'?>" + JA.encode("cp932"), None, "cp932"),
-    (JA.encode("cp932"), None, "cp932"),
-    (JA.encode("euc_jp"), None, "euc_jp"),
-    (JA.encode("cp932"), "utf-8", "cp932"),  # a wrong declaration falls through to detection
-    (JA.encode() * 100 + b"\xff", None, "utf-8"),  # one stray byte does not make a UTF-8 page Japanese-legacy
-])
+@pytest.mark.parametrize(
+    ("body", "header", "encoding"),
+    [
+        (codecs.BOM_UTF16_LE + JA.encode("utf-16-le"), None, "utf-16-le"),
+        (codecs.BOM_UTF8 + JA.encode(), "shift_jis", "utf-8"),  # a BOM beats the header (WHATWG)
+        (JA.encode("cp932"), "Shift_JIS", "cp932"),
+        (JA.encode("euc_jp"), "EUC-JP", "euc_jp"),
+        (b"<meta charset='euc-jp'>" + JA.encode("euc_jp"), None, "euc_jp"),
+        (b"<?xml version='1.0' encoding='Shift_JIS'?>" + JA.encode("cp932"), None, "cp932"),
+        (JA.encode("cp932"), None, "cp932"),
+        (JA.encode("euc_jp"), None, "euc_jp"),
+        (JA.encode("cp932"), "utf-8", "cp932"),  # a wrong declaration falls through to detection
+        (JA.encode() * 100 + b"\xff", None, "utf-8"),  # one stray byte does not make a UTF-8 page Japanese-legacy
+    ],
+)
 def test_decode_body(body: bytes, header: str | None, encoding: str) -> None:
     text, codec = decode_body(body, header)
     assert codec == encoding and JA in text
@@ -61,10 +85,16 @@ def test_latin1_label_decodes_as_windows_1252() -> None:
     assert decode_body("caf\u00e9 \u20ac".encode("cp1252"), "iso-8859-1") == ("caf\u00e9 \u20ac", "cp1252")
 
 
-@pytest.mark.parametrize(("head", "binary"), [
-    (b"%PDF-1.7\n", True), (b"PK\x03\x04rest", True), (b"<html>\x00</html>", True), (b"<html>ok</html>", False),
-    (codecs.BOM_UTF16_LE + "<html>".encode("utf-16-le"), False),
-])
+@pytest.mark.parametrize(
+    ("head", "binary"),
+    [
+        (b"%PDF-1.7\n", True),
+        (b"PK\x03\x04rest", True),
+        (b"<html>\x00</html>", True),
+        (b"<html>ok</html>", False),
+        (codecs.BOM_UTF16_LE + "<html>".encode("utf-16-le"), False),
+    ],
+)
 def test_sniff_binary(head: bytes, binary: bool) -> None:
     assert bool(sniff_binary(head)) is binary
 
@@ -106,8 +136,9 @@ def test_retry_after_parsing() -> None:
 
 
 async def test_policy_from_settings_and_overrides() -> None:
-    settings = load_settings(overrides={"fetch": {"allow_private": True, "retries": 4, "max_bytes": 123_456,
-                                                  "respect_robots": False}})
+    settings = load_settings(
+        overrides={"fetch": {"allow_private": True, "retries": 4, "max_bytes": 123_456, "respect_robots": False}}
+    )
     policy = FetchPolicy.from_settings(settings)
     assert policy.allow_private and policy.retries == 4 and not policy.respect_robots
     assert policy.max_bytes == policy.max_decoded_bytes == 123_456

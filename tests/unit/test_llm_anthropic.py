@@ -371,24 +371,38 @@ def streamed(*deltas: str, tool: tuple[str, str] | None = None) -> httpx2.Respon
     start = {
         "type": "message_start",
         "message": {
-            "id": "msg_s", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1},
+            "id": "msg_s",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 1},
         },
     }
-    events: list[dict[str, Any]] = [start, {"type": "content_block_start", "index": 0,
-                                            "content_block": {"type": "text", "text": ""}}]
+    events: list[dict[str, Any]] = [
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ]
     events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}} for d in deltas]
     events.append({"type": "content_block_stop", "index": 0})
     if tool is not None:
         events += [
-            {"type": "content_block_start", "index": 1,
-             "content_block": {"type": "tool_use", "id": "toolu_9", "name": tool[0], "input": {}}},
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_9", "name": tool[0], "input": {}},
+            },
             {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": tool[1]}},
             {"type": "content_block_stop", "index": 1},
         ]
     events += [
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
-         "usage": {"output_tokens": 7}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 7},
+        },
         {"type": "message_stop"},
     ]
     return sse(*events)

@@ -13,7 +13,9 @@ from core.llm import LLMResponse, Usage, UsageMeter, call_cost
 from core.llm.cost import PRICES_PATH, load_prices
 
 ONE_MILLION_EACH = Usage(
-    input_tokens=1_000_000, output_tokens=1_000_000, cache_creation_input_tokens=1_000_000,
+    input_tokens=1_000_000,
+    output_tokens=1_000_000,
+    cache_creation_input_tokens=1_000_000,
     cache_read_input_tokens=1_000_000,
 )
 

@@ -62,10 +62,16 @@ def test_replay_and_record_need_a_cassette(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"does not exist; record it first"):
         make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "none.jsonl"}}))
     (tmp_path / "c.jsonl").write_text("", encoding="utf-8")
-    replay = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "c.jsonl"}})))
+    replay = unwrap(
+        make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "c.jsonl"}}))
+    )
     assert isinstance(replay, ReplayClient)
     recorder = unwrap(
-        make_llm(load_settings(overrides={"anthropic_api_key": "k", "llm": {"provider": "record", "cassette": tmp_path / "r.jsonl"}}))
+        make_llm(
+            load_settings(
+                overrides={"anthropic_api_key": "k", "llm": {"provider": "record", "cassette": tmp_path / "r.jsonl"}}
+            )
+        )
     )
     assert isinstance(recorder, RecordingClient) and isinstance(recorder.inner, AnthropicClient)
 

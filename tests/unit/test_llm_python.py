@@ -154,19 +154,25 @@ def test_pickled_client_works_here_and_in_a_fresh_process(tmp_path: Path) -> Non
 
 
 def test_provider_sees_parts_and_answers_with_tool_calls(tmp_path: Path) -> None:
-    write(tmp_path / "agent.py", '''
+    write(
+        tmp_path / "agent.py",
+        """
 def act(request):
     last = request.messages[-1]
     if isinstance(last.content, list):
         return {"text": "result was " + last.content[0].content}
     return {"tool_calls": [{"id": "t1", "name": "lookup", "arguments": {"q": last.content}}]}
-''')
+""",
+    )
     provider = f"python:{tmp_path / 'agent.py'}:act"
     first = complete(provider, request("price"))
     assert first.tool_calls == [ToolCallPart(id="t1", name="lookup", arguments={"q": "price"})]
-    follow_up = LLMRequest(system="sys", messages=[
-        Message(role="user", content="price"),
-        first.as_message(),
-        Message(role="user", content=[ToolResultPart(tool_call_id="t1", content="49.7%")]),
-    ])
+    follow_up = LLMRequest(
+        system="sys",
+        messages=[
+            Message(role="user", content="price"),
+            first.as_message(),
+            Message(role="user", content=[ToolResultPart(tool_call_id="t1", content="49.7%")]),
+        ],
+    )
     assert complete(provider, follow_up).text == "result was 49.7%"

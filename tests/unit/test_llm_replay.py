@@ -135,8 +135,13 @@ def test_plain_text_keys_did_not_change_with_roles_and_parts() -> None:
     """The key of a plain-text request is the hash of exactly the fields requests had before roles/parts."""
     plain = request("ray", temperature=0.2)
     before = {
-        "system": "You summarise.", "messages": [{"role": "user", "content": "ray"}], "tools": [],
-        "temperature": 0.2, "max_tokens": 1024, "output_schema": None, "output_name": None,
+        "system": "You summarise.",
+        "messages": [{"role": "user", "content": "ray"}],
+        "tools": [],
+        "temperature": 0.2,
+        "max_tokens": 1024,
+        "output_schema": None,
+        "output_name": None,
     }
     canonical = json.dumps(before, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     expected = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]

@@ -14,10 +14,18 @@ from core.llm.streaming import collect
 from core.llm.testing import ScriptedClient
 from core.settings import LLMRoleParams, load_settings
 
-SETTINGS = load_settings(overrides={"llm": {"model": "claude-sonnet-4-6", "models": {"default": "claude-haiku-4-5", "magi.melchior": "claude-opus-4-6"}, "params": {
-        "critic.worker": LLMRoleParams(temperature=0.7, max_tokens=300),
-        "default": LLMRoleParams(max_tokens=900),
-    }}})
+SETTINGS = load_settings(
+    overrides={
+        "llm": {
+            "model": "claude-sonnet-4-6",
+            "models": {"default": "claude-haiku-4-5", "magi.melchior": "claude-opus-4-6"},
+            "params": {
+                "critic.worker": LLMRoleParams(temperature=0.7, max_tokens=300),
+                "default": LLMRoleParams(max_tokens=900),
+            },
+        }
+    }
+)
 
 
 def request(**kw: object) -> LLMRequest:
@@ -46,10 +54,16 @@ def test_role_client_fills_the_request_and_per_call_role_wins() -> None:
     asyncio.run(run())
     first, second, third = inner.requests
     assert (first.role, first.model, first.temperature, first.max_tokens) == (
-        "critic.worker", "claude-haiku-4-5", 0.7, 300
+        "critic.worker",
+        "claude-haiku-4-5",
+        0.7,
+        300,
     )
     assert (second.role, second.model, second.temperature, second.max_tokens) == (
-        "magi.melchior", "claude-opus-4-6", 0.2, 900
+        "magi.melchior",
+        "claude-opus-4-6",
+        0.2,
+        900,
     )
     assert third.model == "claude-explicit"  # an explicit model beats the role's
 
@@ -84,8 +98,9 @@ def test_roles_come_from_yaml_and_environment(tmp_path: Path, monkeypatch: pytes
 
 
 def test_generate_passes_a_per_call_role(tmp_path: Path) -> None:
-    (tmp_path / "show.py").write_text("def show(request):\n    return f'{request.role} {request.model}'\n",
-                                      encoding="utf-8")
+    (tmp_path / "show.py").write_text(
+        "def show(request):\n    return f'{request.role} {request.model}'\n", encoding="utf-8"
+    )
     settings = SETTINGS.model_copy(update={"llm_provider": f"python:{tmp_path / 'show.py'}:show"})
     client = make_llm(settings)  # no role bound: each call names its own
     assert client is not None

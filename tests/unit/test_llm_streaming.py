@@ -46,7 +46,7 @@ def test_errors_surface_from_the_stream() -> None:
         asyncio.run(events_of(ScriptedClient(LLMError("quota exceeded"))))
 
 
-PROVIDER = '''
+PROVIDER = """
 from core.llm.base import LLMResponse, Usage
 
 async def chunky(request):
@@ -56,7 +56,7 @@ async def chunky(request):
 
 def plain(request):
     return "one piece"
-'''
+"""
 
 
 def test_python_provider_async_generator_streams_and_completes(tmp_path: Path) -> None:

@@ -51,14 +51,20 @@ def test_tools_run_until_the_final_answer() -> None:
     assert [t.name for t in first.tools] == ["add", "weather"] and first.role == "magi.melchior"
     assert first.tools[0].input_schema == Add.model_json_schema()
     # the second turn sees the assistant's calls and the results, in the order asked
-    assert second.messages[1] == Message(role="assistant", content=[
-        ToolCallPart(id="c1", name="add", arguments={"a": 2, "b": 3}),
-        ToolCallPart(id="c2", name="weather", arguments={"city": "Tokyo"}),
-    ])
-    assert second.messages[2] == Message(role="user", content=[
-        ToolResultPart(tool_call_id="c1", content="5"),
-        ToolResultPart(tool_call_id="c2", content='{"city": "Tokyo", "sky": "clear"}'),
-    ])
+    assert second.messages[1] == Message(
+        role="assistant",
+        content=[
+            ToolCallPart(id="c1", name="add", arguments={"a": 2, "b": 3}),
+            ToolCallPart(id="c2", name="weather", arguments={"city": "Tokyo"}),
+        ],
+    )
+    assert second.messages[2] == Message(
+        role="user",
+        content=[
+            ToolResultPart(tool_call_id="c1", content="5"),
+            ToolResultPart(tool_call_id="c2", content='{"city": "Tokyo", "sky": "clear"}'),
+        ],
+    )
     assert result.messages[-1] == Message(role="assistant", content="5, and the sky is clear.")
     assert len(result.messages) == 4
 
@@ -68,8 +74,11 @@ def test_unknown_tool_bad_arguments_and_handler_errors_go_back_to_the_model() ->
         raise RuntimeError("station offline")
 
     client = ScriptedClient(
-        [tool_call("divide", {"a": 1}, id="u"), tool_call("add", {"a": "two", "b": 3}, id="v"),
-         tool_call("weather", {"city": "Osaka"}, id="w")],
+        [
+            tool_call("divide", {"a": 1}, id="u"),
+            tool_call("add", {"a": "two", "b": 3}, id="v"),
+            tool_call("weather", {"city": "Osaka"}, id="w"),
+        ],
         "Sorry, I could not compute it.",
     )
     result = asyncio.run(run_tools(client, "s", USER, [ADD, WEATHER], {"add": add, "weather": broken}))

@@ -11,9 +11,17 @@ from nlp.analysis import analyser_fingerprint, analysis_key, fingerprint
 def test_key_depends_on_text_language_and_date() -> None:
     key = analysis_key("価格転嫁率は49.7%", "ja", date(2024, 11, 29))
     assert key == analysis_key("価格転嫁率は49.7%", "ja", date(2024, 11, 29))
-    assert len({key, analysis_key("価格転嫁率は49.8%", "ja", date(2024, 11, 29)),
+    assert (
+        len(
+            {
+                key,
+                analysis_key("価格転嫁率は49.8%", "ja", date(2024, 11, 29)),
                 analysis_key("価格転嫁率は49.7%", "en", date(2024, 11, 29)),
-                analysis_key("価格転嫁率は49.7%", "ja", None)}) == 4
+                analysis_key("価格転嫁率は49.7%", "ja", None),
+            }
+        )
+        == 4
+    )
 
 
 def test_fingerprint_changes_with_the_version_and_the_rule_files(tmp_path: Path) -> None:

@@ -73,10 +73,15 @@ def test_a_yaml_syntax_error_gives_the_parsers_line_and_column(tmp_path: Path) -
 
 
 def test_a_validation_error_names_the_key_and_its_line(tmp_path: Path) -> None:
-    path = write(tmp_path, "version: 1\ndefault: 0.4\nrules:\n  - name: gov\n    score: 0.9\n"
-                           "  - name: blog\n    score: 7\n")
-    with pytest.raises(ConfigError, match=re.escape("rules.yaml: line 7, column 5: rules[1] ('blog').score: Input "
-                                                    "should be less than or equal to 1")):
+    path = write(
+        tmp_path, "version: 1\ndefault: 0.4\nrules:\n  - name: gov\n    score: 0.9\n  - name: blog\n    score: 7\n"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "rules.yaml: line 7, column 5: rules[1] ('blog').score: Input should be less than or equal to 1"
+        ),
+    ):
         load_policy(path, Rules)
 
 
@@ -90,8 +95,9 @@ def test_a_missing_key_points_at_the_entry_and_a_typo_at_itself(tmp_path: Path) 
 
 
 def test_lines_survive_aliases_and_flow_style(tmp_path: Path) -> None:
-    path = write(tmp_path, "version: 1\nrules:\n  - &gov {name: gov, score: 0.9}\n  - {name: blog, score: -1}\n"
-                           "  - *gov\n")
+    path = write(
+        tmp_path, "version: 1\nrules:\n  - &gov {name: gov, score: 0.9}\n  - {name: blog, score: -1}\n  - *gov\n"
+    )
     with pytest.raises(ConfigError, match=re.escape("line 4, column 18: rules[1] ('blog').score: Input should be")):
         load_policy(path, Rules)
 

@@ -32,20 +32,36 @@ def documents() -> dict[str, SourceDocument]:
     analyses = analyse_texts([AnalysisInput(t, p["lang"], p["published"]) for t, p in zip(texts, pages, strict=True)])
     return {
         p["url"]: SourceDocument(
-            source=SourceReference(url=p["url"], title=p["title"], fetched_at=dt.datetime.now(dt.UTC),
-                                   source_type=p["source_type"], published=str(p["published"]), lang=p["lang"]),
-            text=t, claims=a.claims)
+            source=SourceReference(
+                url=p["url"],
+                title=p["title"],
+                fetched_at=dt.datetime.now(dt.UTC),
+                source_type=p["source_type"],
+                published=str(p["published"]),
+                lang=p["lang"],
+            ),
+            text=t,
+            claims=a.claims,
+        )
         for p, t, a in zip(pages, texts, analyses, strict=True)
     }
 
 
-def _report(agent_id: int, documents: dict[str, SourceDocument], urls: list[str], finding_from: str,
-            fragment: str) -> AgentReport:
+def _report(
+    agent_id: int, documents: dict[str, SourceDocument], urls: list[str], finding_from: str, fragment: str
+) -> AgentReport:
     claim = next(c for c in documents[finding_from].claims if fragment in c.text and c.values)
     finding = Finding(text=claim.text, source=finding_from, key=claim_key(claim), values=[v.raw for v in claim.values])
-    return AgentReport(agent_id=agent_id, report_id=f"r{agent_id}", content="",
-                       strategy=AgentStrategy(agent_id=agent_id), sources=[documents[u].source for u in urls],
-                       generated_at=dt.datetime.now(dt.UTC), duration_ms=1, findings=[finding])
+    return AgentReport(
+        agent_id=agent_id,
+        report_id=f"r{agent_id}",
+        content="",
+        strategy=AgentStrategy(agent_id=agent_id),
+        sources=[documents[u].source for u in urls],
+        generated_at=dt.datetime.now(dt.UTC),
+        duration_ms=1,
+        findings=[finding],
+    )
 
 
 def test_the_report_whose_sources_agree_becomes_the_consensus(documents: dict[str, SourceDocument]) -> None:

@@ -143,16 +143,33 @@ def test_claim_key_is_the_conflict_statement_key(corpus: tuple[dict[str, SourceD
         for statement in (conflict.statement1, conflict.statement2):
             keys = {claim_key(c) for c in documents[statement.source].claims if c.text == statement.text}
             assert statement.key in keys
-    assert claim_key(Claim(text="x", start=0, end=1, subject=None, attribute="a", values=[], when=None,
-                           polarity="positive", entities=[], lang="ja")) is None
+    assert (
+        claim_key(
+            Claim(
+                text="x",
+                start=0,
+                end=1,
+                subject=None,
+                attribute="a",
+                values=[],
+                when=None,
+                polarity="positive",
+                entities=[],
+                lang="ja",
+            )
+        )
+        is None
+    )
 
 
 def test_an_altered_figure_loses_its_own_citation(corpus: tuple[dict[str, SourceDocument], list[Conflict]]) -> None:
     documents, conflicts = corpus
     honest = _finding(documents, OFFICIAL, "直近6か月間")
     altered = honest.model_copy(
-        update={"text": honest.text.replace("49.7%", "49.9%"), "values": ["49.9%" if v == "49.7%" else v
-                                                                            for v in honest.values]}
+        update={
+            "text": honest.text.replace("49.7%", "49.9%"),
+            "values": ["49.9%" if v == "49.7%" else v for v in honest.values],
+        }
     )
     claims, check = build_evidence([(1, altered)], documents, conflicts, today=TODAY)
     evidence = _only(claims)
@@ -177,8 +194,12 @@ def test_findings_merge_across_iterations_and_order_is_deterministic(
         (1, _finding(documents, OFFICIAL, "直近6か月間")),
         (2, _finding(documents, BLOG, "先月発表")),
         (2, _finding(documents, "https://sme-price-survey.example/2025/spring", "52.4%")),
-        (1, _finding(documents, "https://nippon-commerce-wire.example/2025/01/28/truckers-struggle-to-pass-on-costs",
-                     "21.3%")),
+        (
+            1,
+            _finding(
+                documents, "https://nippon-commerce-wire.example/2025/01/28/truckers-struggle-to-pass-on-costs", "21.3%"
+            ),
+        ),
         (2, Finding(text="A sentence from a page that was never read: 12.3%.", source="https://nowhere.example/")),
     ]
     claims, check = build_evidence(findings, documents, conflicts, today=TODAY)
@@ -212,7 +233,11 @@ SENTENCE = "令和6年9月調査では、中小企業の価格転嫁率は49.7%�
 def _doc(url: str, text: str, source_type: str = "news", duplicate_of: str | None = None) -> SourceDocument:
     claims = extract_claims(text, [], "ja", reference_date=dt.date(2024, 12, 1))
     ref = SourceReference(
-        url=url, title=url, fetched_at=FETCHED, source_type=source_type, published="2024-12-01",
+        url=url,
+        title=url,
+        fetched_at=FETCHED,
+        source_type=source_type,
+        published="2024-12-01",
         duplicate_of=duplicate_of,
     )
     return SourceDocument(source=ref, text=text, claims=claims)
@@ -225,16 +250,22 @@ def _evidence(docs: list[SourceDocument], *, conflicts: bool = False, today: dt.
     found = []
     if conflicts:
         for d in docs:
-            found += sourced(d.claims, d.source.url, source_type=d.source.source_type,
-                             duplicate_of=d.source.duplicate_of)
-    return _only(build_evidence([(1, finding)], {d.source.url: d for d in docs}, detect_conflicts(found),
-                                today=today)[0])
+            found += sourced(
+                d.claims, d.source.url, source_type=d.source.source_type, duplicate_of=d.source.duplicate_of
+            )
+    return _only(
+        build_evidence([(1, finding)], {d.source.url: d for d in docs}, detect_conflicts(found), today=today)[0]
+    )
 
 
 def test_confidence_rises_with_independent_origins_only() -> None:
     official = _doc("https://a.example/", SENTENCE, "official")
     news = _doc("https://b.example/", "2024年9月の調査で、中小企業の価格転嫁率は49.7%だった。")
-    copy = _doc("https://c.example/", "2024年9月の調査で、中小企業の価格転嫁率は49.7%だった。", duplicate_of="https://b.example/")
+    copy = _doc(
+        "https://c.example/",
+        "2024年9月の調査で、中小企業の価格転嫁率は49.7%だった。",
+        duplicate_of="https://b.example/",
+    )
     academic = _doc("https://d.example/", "中小企業の価格転嫁率は2024年9月時点で約5割であった。", "academic")
     one, two = _evidence([official]), _evidence([official, news])
     with_copy, three = _evidence([official, news, copy]), _evidence([official, news, academic])

@@ -14,15 +14,18 @@ from research.models import AgentReport, AgentStrategy, Finding
 from research.scoring import ReportScore
 
 
-@pytest.mark.parametrize(("history", "stops"), [
-    ([0.80, 0.81, 0.82], True),  # two flat steps in a row
-    ([0.80, 0.90, 0.91], False),  # one big step, then one flat: not yet
-    ([0.80, 0.81], False),  # only one step so far
-    ([0.90, 0.91, 0.99], False),  # the latest step gained 8.8%
-    ([1.0, 1.0, 1.0], True),
-    ([0.0, 0.0, 0.5], False),  # any rise from zero is an improvement
-    ([0.9, 0.8, 0.7], True),  # getting worse is not improving
-])
+@pytest.mark.parametrize(
+    ("history", "stops"),
+    [
+        ([0.80, 0.81, 0.82], True),  # two flat steps in a row
+        ([0.80, 0.90, 0.91], False),  # one big step, then one flat: not yet
+        ([0.80, 0.81], False),  # only one step so far
+        ([0.90, 0.91, 0.99], False),  # the latest step gained 8.8%
+        ([1.0, 1.0, 1.0], True),
+        ([0.0, 0.0, 0.5], False),  # any rise from zero is an improvement
+        ([0.9, 0.8, 0.7], True),  # getting worse is not improving
+    ],
+)
 def test_early_termination_needs_two_consecutive_small_gains(history: list[float], stops: bool) -> None:
     assert should_stop_early(history) is stops
 
@@ -34,25 +37,55 @@ def test_relative_gain() -> None:
 
 def _conflict() -> Conflict:
     return Conflict(
-        conflict_id="c1", type="contradiction", severity=4, confidence=0.7, subject="sme",
-        attribute="pass_through_rate", when="2024-09",
-        statement1=Statement(text="価格転嫁率は49.7%だった。", source="https://a.example/1", value="49.7%",
-                             key="sme/pass_through_rate@2024-09"),
-        statement2=Statement(text="中小企業の価格転嫁率は約6割まで来たらしい。", source="https://b.example/2",
-                             value="約6割", key="sme/pass_through_rate@2024-09"),
+        conflict_id="c1",
+        type="contradiction",
+        severity=4,
+        confidence=0.7,
+        subject="sme",
+        attribute="pass_through_rate",
+        when="2024-09",
+        statement1=Statement(
+            text="価格転嫁率は49.7%だった。",
+            source="https://a.example/1",
+            value="49.7%",
+            key="sme/pass_through_rate@2024-09",
+        ),
+        statement2=Statement(
+            text="中小企業の価格転嫁率は約6割まで来たらしい。",
+            source="https://b.example/2",
+            value="約6割",
+            key="sme/pass_through_rate@2024-09",
+        ),
     )
 
 
 def test_next_context_carries_consensus_questions_sources_and_gaps() -> None:
     report = AgentReport(
-        agent_id=1, report_id="r1", content="# consensus", sources=[], generated_at=datetime.now(UTC),
-        duration_ms=1, strategy=AgentStrategy(agent_id=1),
+        agent_id=1,
+        report_id="r1",
+        content="# consensus",
+        sources=[],
+        generated_at=datetime.now(UTC),
+        duration_ms=1,
+        strategy=AgentStrategy(agent_id=1),
         findings=[Finding(text="価格転嫁率は49.7%だった。", source="https://a.example/1")],
     )
-    score = ReportScore(report_id="r1", consistency_score=0.9, source_reliability_score=0.8, coverage_score=0.2,
-                        overall_score=0.75, conflicts=[_conflict()])
-    context = next_context("中小企業の価格転嫁の現状", 2, report, score, ["https://b.example/2", "https://a.example/1"],
-                           ["sme/labour_cost_pass_through_rate@2024-09"])
+    score = ReportScore(
+        report_id="r1",
+        consistency_score=0.9,
+        source_reliability_score=0.8,
+        coverage_score=0.2,
+        overall_score=0.75,
+        conflicts=[_conflict()],
+    )
+    context = next_context(
+        "中小企業の価格転嫁の現状",
+        2,
+        report,
+        score,
+        ["https://b.example/2", "https://a.example/1"],
+        ["sme/labour_cost_pass_through_rate@2024-09"],
+    )
     assert context.iteration == 2 and not context.is_initial and context.previous_consensus == "# consensus"
     assert context.previous_score == score
     assert context.covered_sources == ["https://a.example/1", "https://b.example/2"]
@@ -75,8 +108,9 @@ def test_cross_language_query_from_the_glossary() -> None:
 
 
 def test_focus_queries_are_dealt_out_among_agents() -> None:
-    context = IterationContext(iteration=2, is_initial=False, focus_queries=["q1", "q2", "q3", "q4"],
-                               covered_sources=["https://a.example/1"])
+    context = IterationContext(
+        iteration=2, is_initial=False, focus_queries=["q1", "q2", "q3", "q4"], covered_sources=["https://a.example/1"]
+    )
     shares = [context.brief(i, 3).focus_queries for i in (1, 2, 3)]
     assert shares == [["q1", "q4"], ["q2"], ["q3"]]
     assert sorted(q for share in shares for q in share) == context.focus_queries  # every question searched

@@ -20,28 +20,51 @@ RULES = load_rules()
 
 
 def src(url: str, source_type: str | None = None, duplicate_of: str | None = None) -> SourceReference:
-    return SourceReference(url=url, title="t", fetched_at=datetime(2025, 1, 1, tzinfo=UTC),
-                           source_type=source_type, duplicate_of=duplicate_of)
+    return SourceReference(
+        url=url,
+        title="t",
+        fetched_at=datetime(2025, 1, 1, tzinfo=UTC),
+        source_type=source_type,
+        duplicate_of=duplicate_of,
+    )
 
 
 def valid_raw() -> dict[str, Any]:
-    return {"default": 0.5, "domain_weight": 0.7, "type_priors": {"official": 0.9},
-            "domains": [{"name": "gov", "score": 0.9, "suffixes": ["gov"]}]}
+    return {
+        "default": 0.5,
+        "domain_weight": 0.7,
+        "type_priors": {"official": 0.9},
+        "domains": [{"name": "gov", "score": 0.9, "suffixes": ["gov"]}],
+    }
 
 
-@pytest.mark.parametrize("url", [
-    "https://www.meti.go.jp/press/2024/x.html", "https://www.city.osaka.lg.jp/a", "https://www.census.gov/x",
-    "https://www.gov.uk/guidance", "https://www.u-tokyo.ac.jp/ja/", "https://econ.stanford.edu/paper",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://www.meti.go.jp/press/2024/x.html",
+        "https://www.city.osaka.lg.jp/a",
+        "https://www.census.gov/x",
+        "https://www.gov.uk/guidance",
+        "https://www.u-tokyo.ac.jp/ja/",
+        "https://econ.stanford.edu/paper",
+    ],
+)
 def test_public_and_academic_domains_rank_above_unknown(url: str) -> None:
     assert reliability_for(src(url)) >= 0.85 > RULES.default == reliability_for(src("https://unknown-site.example/"))
 
 
-@pytest.mark.parametrize("url", [
-    "https://someone.hatenablog.com/entry/1", "https://note.com/user/n/abc", "https://ameblo.jp/x/entry-1.html",
-    "https://medium.com/@a/post", "https://foo.blog.jp/archives/1", "https://blog.example.org/2024/1",
-    "https://machikouba-blog.example/entry/1",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://someone.hatenablog.com/entry/1",
+        "https://note.com/user/n/abc",
+        "https://ameblo.jp/x/entry-1.html",
+        "https://medium.com/@a/post",
+        "https://foo.blog.jp/archives/1",
+        "https://blog.example.org/2024/1",
+        "https://machikouba-blog.example/entry/1",
+    ],
+)
 def test_blogs_rank_below_unknown(url: str) -> None:
     assert reliability_for(src(url)) < RULES.default
 
@@ -102,23 +125,28 @@ def test_bundled_rules_are_bounded() -> None:
 
 def test_first_matching_rule_wins() -> None:
     raw = valid_raw()
-    raw["domains"] = [{"name": "first", "score": 0.1, "suffixes": ["a.example"]},
-                      {"name": "second", "score": 0.9, "patterns": ["example$"]}]
+    raw["domains"] = [
+        {"name": "first", "score": 0.1, "suffixes": ["a.example"]},
+        {"name": "second", "score": 0.9, "patterns": ["example$"]},
+    ]
     rules = parse_rules(raw)
     assert reliability_for(src("https://x.a.example/"), rules) == 0.1
     assert reliability_for(src("https://b.example/"), rules) == 0.9
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda r: r.update(default=1.5), "default"),
-    (lambda r: r.update(domain_weight="high"), "domain_weight"),
-    (lambda r: r["type_priors"].update(news=-0.1), "type_priors.news"),
-    (lambda r: r["domains"].append({"name": "bad", "score": 0.5, "patterns": ["("]}), "domains[1] ('bad')"),
-    (lambda r: r["domains"].append({"name": "empty", "score": 0.5}), "domains[1] ('empty')"),
-    (lambda r: r["domains"].append({"name": "typo", "score": 0.5, "sufixes": ["x"]}), "domains[1] ('typo')"),
-    (lambda r: r["domains"].append({"score": 0.5, "suffixes": ["x"]}), "domains[1]"),
-    (lambda r: r["domains"][0].update(score=None), "domains[0] ('gov').score"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.update(default=1.5), "default"),
+        (lambda r: r.update(domain_weight="high"), "domain_weight"),
+        (lambda r: r["type_priors"].update(news=-0.1), "type_priors.news"),
+        (lambda r: r["domains"].append({"name": "bad", "score": 0.5, "patterns": ["("]}), "domains[1] ('bad')"),
+        (lambda r: r["domains"].append({"name": "empty", "score": 0.5}), "domains[1] ('empty')"),
+        (lambda r: r["domains"].append({"name": "typo", "score": 0.5, "sufixes": ["x"]}), "domains[1] ('typo')"),
+        (lambda r: r["domains"].append({"score": 0.5, "suffixes": ["x"]}), "domains[1]"),
+        (lambda r: r["domains"][0].update(score=None), "domains[0] ('gov').score"),
+    ],
+)
 def test_bad_entries_are_named(change: Any, message: str) -> None:
     raw = valid_raw()
     change(raw)

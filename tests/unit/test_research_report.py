@@ -10,15 +10,19 @@ from research.report import MAX_CITES, SourceNumbers, distinct_claims
 
 
 def _claim(claim_id: str, key: str | None, values: list[str]) -> EvidencedClaim:
-    return EvidencedClaim(claim_id=claim_id, text=f"text {claim_id}", source=f"https://s.example/{claim_id}", key=key,
-                          values=values)
+    return EvidencedClaim(
+        claim_id=claim_id, text=f"text {claim_id}", source=f"https://s.example/{claim_id}", key=key, values=values
+    )
 
 
 def test_one_claim_per_key_and_figures_the_first_standing_for_the_rest() -> None:
-    claims = [_claim("a", "sme/energy@2024-09", ["45.9%", "51.8%"]),
-              _claim("b", "sme/energy@2024-09", ["51.8％", "45.9％"]),  # same figures, other width and order
-              _claim("c", "sme/energy@2024-09", ["46.0%"]),
-              _claim("d", None, ["45.9%"]), _claim("e", None, ["45.9%"])]
+    claims = [
+        _claim("a", "sme/energy@2024-09", ["45.9%", "51.8%"]),
+        _claim("b", "sme/energy@2024-09", ["51.8％", "45.9％"]),  # same figures, other width and order
+        _claim("c", "sme/energy@2024-09", ["46.0%"]),
+        _claim("d", None, ["45.9%"]),
+        _claim("e", None, ["45.9%"]),
+    ]
     assert [c.claim_id for c in distinct_claims(claims)] == ["a", "c", "d", "e"]
 
 

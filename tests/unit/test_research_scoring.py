@@ -36,10 +36,14 @@ from research.scoring import (
 TOPIC = "中小企業の価格転嫁の現状"
 FACETS = facets_for(TOPIC)
 TWO_FACETS = "中小企業の価格転嫁率は49.7%と5割に迫った。一方で労務費の転嫁は遅れている。"
-SIX_FACETS = (TWO_FACETS + "エネルギーや原材料の上昇分も残る。業種別ではトラック運送業が34.2%と低い。"
-              "最低賃金の引き上げが続き、価格交渉の機会を設ける企業が増えた。")
-SIX_FACETS_EN = ("The pass-through rate reached 49.7%. Labour costs lag behind; energy prices eased. "
-                 "Trucking remains the weakest sector, wages keep rising and firms negotiate more often.")
+SIX_FACETS = (
+    TWO_FACETS + "エネルギーや原材料の上昇分も残る。業種別ではトラック運送業が34.2%と低い。"
+    "最低賃金の引き上げが続き、価格交渉の機会を設ける企業が増えた。"
+)
+SIX_FACETS_EN = (
+    "The pass-through rate reached 49.7%. Labour costs lag behind; energy prices eased. "
+    "Trucking remains the weakest sector, wages keep rising and firms negotiate more often."
+)
 
 
 class Conflict(CamelModel):
@@ -55,30 +59,50 @@ def conflict(severity: int = 3, confidence: float = 1.0, cid: str = "c") -> Conf
 
 
 def src(url: str, source_type: str | None = None, duplicate_of: str | None = None) -> SourceReference:
-    return SourceReference(url=url, title="t", fetched_at=datetime(2025, 1, 1, tzinfo=UTC),
-                           source_type=source_type, duplicate_of=duplicate_of)
+    return SourceReference(
+        url=url,
+        title="t",
+        fetched_at=datetime(2025, 1, 1, tzinfo=UTC),
+        source_type=source_type,
+        duplicate_of=duplicate_of,
+    )
 
 
 def score(rid: str, consistency: float, coverage: float = 0.5, reliability: float = 0.5) -> ReportScore:
-    return ReportScore(report_id=rid, consistency_score=consistency, coverage_score=coverage,
-                       source_reliability_score=reliability,
-                       overall_score=overall_score(consistency, reliability, coverage))
+    return ReportScore(
+        report_id=rid,
+        consistency_score=consistency,
+        coverage_score=coverage,
+        source_reliability_score=reliability,
+        overall_score=overall_score(consistency, reliability, coverage),
+    )
 
 
 # --- bounds -------------------------------------------------------------------------------------
 
-CONFLICT_SETS = [[], [conflict(1, 0.1)], [conflict(5, 1.0)], [conflict(5, 1.0, str(i)) for i in range(50)],
-                 [conflict(9, 3.0)], [conflict(-2, -1.0)]]  # out-of-range inputs are clamped, not trusted
-SOURCE_SETS = [[], [src("https://www.meti.go.jp/a")], [src("https://note.com/u/n/1", "community"),
-                                                        src("https://a.example/", "official")]]
+CONFLICT_SETS = [
+    [],
+    [conflict(1, 0.1)],
+    [conflict(5, 1.0)],
+    [conflict(5, 1.0, str(i)) for i in range(50)],
+    [conflict(9, 3.0)],
+    [conflict(-2, -1.0)],
+]  # out-of-range inputs are clamped, not trusted
+SOURCE_SETS = [
+    [],
+    [src("https://www.meti.go.jp/a")],
+    [src("https://note.com/u/n/1", "community"), src("https://a.example/", "official")],
+]
 TEXTS = ["", TWO_FACETS, SIX_FACETS, SIX_FACETS_EN, [Finding(text=SIX_FACETS, source="u")]]
 
 
-@pytest.mark.parametrize(("conflicts", "claims", "sources", "text"), [
-    (c, n, s, t) for c, n, s, t in itertools.product(CONFLICT_SETS, [0, 1, 20], SOURCE_SETS, TEXTS)
-])
-def test_every_score_is_bounded(conflicts: list[Conflict], claims: int, sources: list[SourceReference],
-                                text: Any) -> None:
+@pytest.mark.parametrize(
+    ("conflicts", "claims", "sources", "text"),
+    [(c, n, s, t) for c, n, s, t in itertools.product(CONFLICT_SETS, [0, 1, 20], SOURCE_SETS, TEXTS)],
+)
+def test_every_score_is_bounded(
+    conflicts: list[Conflict], claims: int, sources: list[SourceReference], text: Any
+) -> None:
     s = score_report("r", conflicts=conflicts, claim_count=claims, sources=sources, text=text, facets=FACETS)
     for value in (s.consistency_score, s.source_reliability_score, s.coverage_score, s.overall_score):
         assert 0.0 <= value <= 1.0
@@ -135,7 +159,8 @@ def test_syndicated_copy_counts_once_at_origin_reliability() -> None:
     copies = [src(f"https://portal{i}.example/1", "news", duplicate_of=origin.url) for i in range(3)]
     official = src("https://b.example/release", "official")
     assert reliability_score([official, origin, *copies]) == pytest.approx(
-        (reliability_for(official) + reliability_for(origin)) / 2)
+        (reliability_for(official) + reliability_for(origin)) / 2
+    )
     # a copy alone stands for its origin
     assert reliability_score([official, copies[0]]) == reliability_score([official, origin])
 
@@ -145,14 +170,29 @@ def test_syndicated_copy_counts_once_at_origin_reliability() -> None:
 
 def test_bundled_topic_has_configured_facets() -> None:
     names = [f.name for f in FACETS]
-    assert {"overall_rate", "labour_cost", "energy_raw_materials", "sectors", "regions", "wages",
-            "law_enforcement", "negotiation", "firm_size"} <= set(names)
+    assert {
+        "overall_rate",
+        "labour_cost",
+        "energy_raw_materials",
+        "sectors",
+        "regions",
+        "wages",
+        "law_enforcement",
+        "negotiation",
+        "firm_size",
+    } <= set(names)
 
 
 def test_coverage_two_versus_six_facets() -> None:
     assert covered_facets(TWO_FACETS, FACETS) == ["overall_rate", "labour_cost"]
-    assert covered_facets(SIX_FACETS, FACETS) == ["overall_rate", "labour_cost", "energy_raw_materials",
-                                                  "sectors", "wages", "negotiation"]
+    assert covered_facets(SIX_FACETS, FACETS) == [
+        "overall_rate",
+        "labour_cost",
+        "energy_raw_materials",
+        "sectors",
+        "wages",
+        "negotiation",
+    ]
     assert coverage_score(TWO_FACETS, FACETS) == pytest.approx(2 / len(FACETS))
     assert coverage_score(SIX_FACETS, FACETS) == pytest.approx(6 / len(FACETS))
     assert coverage_score(SIX_FACETS_EN, FACETS) == coverage_score(SIX_FACETS, FACETS)
@@ -179,8 +219,9 @@ def test_generic_facets_for_other_topics() -> None:
 def test_facet_file_errors_name_the_entry(tmp_path: Path) -> None:
     good_facet = {"name": "f", "keywords": ["x"]}
     with pytest.raises(ConfigError, match=r"facets\.yaml: topics\[0\] \('t'\)\.facets\[1\] \('empty'\)"):
-        parse_facets({"topics": [{"name": "t", "match": ["x"], "facets": [good_facet, {"name": "empty"}]}]},
-                     "facets.yaml")
+        parse_facets(
+            {"topics": [{"name": "t", "match": ["x"], "facets": [good_facet, {"name": "empty"}]}]}, "facets.yaml"
+        )
     with pytest.raises(ConfigError, match=re.escape("topics[0] ('t').match")):
         parse_facets({"topics": [{"name": "t", "match": ["("], "facets": [good_facet]}]}, "facets.yaml")
     with pytest.raises(ConfigError, match=r"facets\.yaml: top level: expected a mapping of keys, got list"):
@@ -199,17 +240,33 @@ def test_overall_formula(c: float, r: float, v: float) -> None:
 
 def test_score_report_fields_and_arithmetic() -> None:
     sources = [src("https://a.example/1", "official"), src("https://b.example/2", "community")]
-    s = score_report("r1", conflicts=[conflict(4, 0.5)], claim_count=10, sources=sources, text=TWO_FACETS,
-                     facets=FACETS, unverified_count=3)
+    s = score_report(
+        "r1",
+        conflicts=[conflict(4, 0.5)],
+        claim_count=10,
+        sources=sources,
+        text=TWO_FACETS,
+        facets=FACETS,
+        unverified_count=3,
+    )
     assert s.consistency_score == pytest.approx(1 - 0.4 / 10)
     assert s.source_reliability_score == pytest.approx((0.9 + 0.3) / 2)
     assert s.coverage_score == pytest.approx(2 / 9)
-    assert s.overall_score == pytest.approx(0.5 * s.consistency_score + 0.3 * s.source_reliability_score
-                                            + 0.2 * s.coverage_score)
+    assert s.overall_score == pytest.approx(
+        0.5 * s.consistency_score + 0.3 * s.source_reliability_score + 0.2 * s.coverage_score
+    )
     assert "4/5×0.50" in s.arithmetic and "2/9 facets" in s.arithmetic and f"{s.overall_score:.3f}" in s.arithmetic
     dumped = s.model_dump(by_alias=True)
-    assert {"reportId", "consistencyScore", "sourceReliabilityScore", "coverageScore", "overallScore",
-            "conflicts", "unverifiedCount", "arithmetic"} == set(dumped)
+    assert {
+        "reportId",
+        "consistencyScore",
+        "sourceReliabilityScore",
+        "coverageScore",
+        "overallScore",
+        "conflicts",
+        "unverifiedCount",
+        "arithmetic",
+    } == set(dumped)
     assert dumped["conflicts"] == [{"conflictId": "c", "severity": 4, "confidence": 0.5}]
     back = ReportScore.model_validate_json(s.model_dump_json(by_alias=True))
     assert isinstance(back.conflicts[0], ConflictSummary) and back.conflicts[0].severity == 4
@@ -220,8 +277,14 @@ def test_report_score_rejects_conflicts_without_severity() -> None:
         text: str
 
     with pytest.raises(ValidationError, match="severity"):
-        ReportScore(report_id="r", consistency_score=1, source_reliability_score=1, coverage_score=1,
-                    overall_score=1, conflicts=[Bare(text="x")])
+        ReportScore(
+            report_id="r",
+            consistency_score=1,
+            source_reliability_score=1,
+            coverage_score=1,
+            overall_score=1,
+            conflicts=[Bare(text="x")],
+        )
     with pytest.raises(ValidationError):
         score("r", consistency=1.2)
 

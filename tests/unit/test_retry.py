@@ -48,11 +48,16 @@ def test_retry_until_success_with_injected_sleep() -> None:
         return "ok"
 
     sleeps = Sleeps()
-    result = asyncio.run(retry(
-        flaky, attempts=3, retryable=lambda e: isinstance(e, ConnectionError),
-        delay=lambda n, _e: backoff_delay(n, 0.1, 1.0, rand=lambda: 0.0), sleep=sleeps,
-        on_retry=lambda n, e, s: seen.append((n, str(e), s)),
-    ))
+    result = asyncio.run(
+        retry(
+            flaky,
+            attempts=3,
+            retryable=lambda e: isinstance(e, ConnectionError),
+            delay=lambda n, _e: backoff_delay(n, 0.1, 1.0, rand=lambda: 0.0),
+            sleep=sleeps,
+            on_retry=lambda n, e, s: seen.append((n, str(e), s)),
+        )
+    )
     assert result == "ok" and len(calls) == 3
     assert sleeps == pytest.approx([0.1, 0.2])
     assert seen == [(0, "try 1", pytest.approx(0.1)), (1, "try 2", pytest.approx(0.2))]
@@ -72,8 +77,15 @@ def test_last_error_and_non_retryable_errors_propagate_unchanged() -> None:
 
     sleeps.clear()
     with pytest.raises(ValueError, match="bad request"):
-        asyncio.run(retry(wrong, attempts=3, retryable=lambda e: isinstance(e, ConnectionError),
-                          delay=lambda n, e: 0.5, sleep=sleeps))
+        asyncio.run(
+            retry(
+                wrong,
+                attempts=3,
+                retryable=lambda e: isinstance(e, ConnectionError),
+                delay=lambda n, e: 0.5,
+                sleep=sleeps,
+            )
+        )
     assert sleeps == []
 
 

@@ -88,9 +88,15 @@ def test_ttl_expiry(server: SearxngServer, store: Store) -> None:
     assert len(server.requests) == 2
 
 
-@pytest.mark.parametrize("change", [
-    {"query": "別のクエリ"}, {"max_results": 1}, {"time_range": "week"}, {"region": "us-en"},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"query": "別のクエリ"},
+        {"max_results": 1},
+        {"time_range": "week"},
+        {"region": "us-en"},
+    ],
+)
 def test_a_different_search_misses(server: SearxngServer, store: Store, change: dict[str, Any]) -> None:
     provider = cached(server, store)
     base: dict[str, Any] = {"query": "価格転嫁", "max_results": 2}
@@ -141,13 +147,18 @@ def test_the_store_is_opened_lazily_by_the_opener(server: SearxngServer, tmp_pat
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_an_unusable_store_degrades_to_uncached_search(server: SearxngServer, tmp_path: Path, backend: str,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unusable_store_degrades_to_uncached_search(
+    server: SearxngServer, tmp_path: Path, backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     unreachable = "postgresql+psycopg://nobody:secret@127.0.0.1:1/magi"  # nothing listens on port 1
-    provider = cached(server, (lambda: open_store(Settings(data_dir=blocker / "data"))) if backend == "sqlite"
-                      else (lambda: Store(unreachable)))
+    provider = cached(
+        server,
+        (lambda: open_store(Settings(data_dir=blocker / "data")))
+        if backend == "sqlite"
+        else (lambda: Store(unreachable)),
+    )
     assert len(run(provider, max_results=2)) == 2
     assert len(run(provider, max_results=2)) == 2
     assert len(server.requests) == 2
@@ -156,8 +167,9 @@ def test_an_unusable_store_degrades_to_uncached_search(server: SearxngServer, tm
     assert "secret" not in " ".join(warnings)
 
 
-def test_concurrent_writers_in_separate_connections(server: SearxngServer, store_url: str,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_concurrent_writers_in_separate_connections(
+    server: SearxngServer, store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     stores = [Store(store_url) for _ in range(4)]
     results = run(SearxngSearchProvider(server.url), max_results=2)
     errors: list[BaseException] = []

@@ -30,8 +30,9 @@ def searxng(url: str, attempts: int = 1) -> SearxngSearchProvider:
 def local(tmp_path: Path) -> LocalSearchProvider:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    (corpus / "price.md").write_text("# Price pass-through\n\nSmall firms pass rising costs to customers.\n",
-                                     encoding="utf-8")
+    (corpus / "price.md").write_text(
+        "# Price pass-through\n\nSmall firms pass rising costs to customers.\n", encoding="utf-8"
+    )
     (corpus / "cats.md").write_text("# Cats\n\nCats sleep most of the day.\n", encoding="utf-8")
     return LocalSearchProvider(corpus)
 
@@ -94,9 +95,13 @@ def test_ddgs_failing_falls_back_to_searxng() -> None:
 def test_all_failing_lists_every_error_on_one_line() -> None:
     fake = fake_ddgs(ValueError("boom"))
     with serving(Reply(403, "Forbidden")) as forbidden:
-        chain = FallbackSearchProvider([
-            searxng(forbidden.url), searxng(closed_port_url()), DdgsSearchProvider(ddgs_factory=fake),
-        ])
+        chain = FallbackSearchProvider(
+            [
+                searxng(forbidden.url),
+                searxng(closed_port_url()),
+                DdgsSearchProvider(ddgs_factory=fake),
+            ]
+        )
         with pytest.raises(SearchError) as info:
             run(chain)
     message = str(info.value)

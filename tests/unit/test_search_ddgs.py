@@ -22,8 +22,14 @@ TEXT_ROWS = [
     {"title": "Second", "href": "https://example.jp/b", "body": "another"},
 ]
 NEWS_ROWS = [
-    {"date": "2024-11-29T09:00:00+00:00", "title": "Price pass-through", "body": "Survey...",
-     "url": "https://news.example.jp/1", "image": "", "source": "Example News"},
+    {
+        "date": "2024-11-29T09:00:00+00:00",
+        "title": "Price pass-through",
+        "body": "Survey...",
+        "url": "https://news.example.jp/1",
+        "image": "",
+        "source": "Example News",
+    },
     {"date": "3 days ago", "title": "Undated", "body": "...", "url": "https://news.example.jp/2", "source": "X"},
 ]
 
@@ -69,8 +75,9 @@ def run(provider: DdgsSearchProvider, query: str = "価格転嫁", **kwargs: Any
 def test_backoff_then_success() -> None:
     fake = fake_ddgs(RatelimitException("429 Too Many Requests"), TimeoutException("timed out"), TEXT_ROWS)
     sleeps = Sleeps()
-    provider = DdgsSearchProvider(ddgs_factory=fake, attempts=3, backoff_s=1.0, backoff_max_s=8.0, sleep=sleeps,
-                                  timeout_s=7)
+    provider = DdgsSearchProvider(
+        ddgs_factory=fake, attempts=3, backoff_s=1.0, backoff_max_s=8.0, sleep=sleeps, timeout_s=7
+    )
     assert isinstance(provider, SearchProvider)
     results = run(provider, max_results=5)
     assert [r.url for r in results] == ["https://example.jp/a", "https://example.jp/b"]
@@ -131,9 +138,18 @@ def test_news_results_carry_dates_and_the_news_source_type() -> None:
     assert {r.source_type for r in results} == {"news"}
 
 
-@pytest.mark.parametrize(("time_range", "timelimit"), [
-    (None, None), ("all", None), ("d", "d"), ("day", "d"), ("week", "w"), ("M", "m"), ("year", "y"),
-])
+@pytest.mark.parametrize(
+    ("time_range", "timelimit"),
+    [
+        (None, None),
+        ("all", None),
+        ("d", "d"),
+        ("day", "d"),
+        ("week", "w"),
+        ("M", "m"),
+        ("year", "y"),
+    ],
+)
 def test_time_range_maps_to_timelimit(time_range: str | None, timelimit: str | None) -> None:
     fake = fake_ddgs(TEXT_ROWS)
     run(DdgsSearchProvider(ddgs_factory=fake, sleep=Sleeps()), time_range=time_range)
@@ -153,7 +169,9 @@ def test_region_backend_and_max_results_reach_ddgs() -> None:
     assert [r.url for r in run(provider, max_results=1)] == ["https://example.jp/a"]
     run(provider, region="wt-wt")
     assert [(c["region"], c["backend"], c["max_results"]) for c in fake.calls] == [
-        ("us-en", "bing,brave", 1), ("wt-wt", "bing,brave", 10)]
+        ("us-en", "bing,brave", 1),
+        ("wt-wt", "bing,brave", 10),
+    ]
     assert provider.cache_identity == "ddgs:bing,brave:us-en"
 
 

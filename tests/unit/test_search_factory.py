@@ -45,7 +45,18 @@ def test_searxng_without_url_is_a_config_error() -> None:
 
 
 def test_chain_is_deduplicated_cached_and_keeps_the_resolver(corpus: Path) -> None:
-    settings = load_settings(overrides={"search": {"provider": "searxng", "fallbacks": ["local", "searxng", "ddgs", "local"], "searxng_url": "http://127.0.0.1:1", "corpus_dir": corpus, "ddgs_region": "us-en", "ddgs_backend": "bing"}})
+    settings = load_settings(
+        overrides={
+            "search": {
+                "provider": "searxng",
+                "fallbacks": ["local", "searxng", "ddgs", "local"],
+                "searxng_url": "http://127.0.0.1:1",
+                "corpus_dir": corpus,
+                "ddgs_region": "us-en",
+                "ddgs_backend": "bing",
+            }
+        }
+    )
     setup = open_search(settings)
     assert setup.chain == ("searxng", "local", "ddgs") and setup.cached
     assert isinstance(setup.provider, CachedSearchProvider)
@@ -64,7 +75,16 @@ def test_zero_ttl_means_no_cache() -> None:
 
 def test_preflight_does_not_open_the_store_the_first_search_does(corpus: Path, isolated_settings: Path) -> None:
     with serving(Reply(500, "down")) as server:
-        settings = load_settings(overrides={"search": {"provider": "searxng", "fallbacks": ["local"], "searxng_url": server.url, "corpus_dir": corpus}})
+        settings = load_settings(
+            overrides={
+                "search": {
+                    "provider": "searxng",
+                    "fallbacks": ["local"],
+                    "searxng_url": server.url,
+                    "corpus_dir": corpus,
+                }
+            }
+        )
         setup = open_search(settings)
         assert not isolated_settings.exists()  # MAGI_DATA_DIR: nothing created by the preflight
         first = asyncio.run(setup.provider.search("price", max_results=3))

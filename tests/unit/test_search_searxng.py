@@ -52,8 +52,9 @@ def test_parses_results_and_sends_the_json_api_parameters() -> None:
     assert (third.rank, third.title, third.snippet) == (3, "", "")
 
 
-@pytest.mark.parametrize(("time_range", "sent"), [(None, None), ("all", None), ("d", "day"), ("month", "month"),
-                                                  ("Y", "year")])
+@pytest.mark.parametrize(
+    ("time_range", "sent"), [(None, None), ("all", None), ("d", "day"), ("month", "month"), ("Y", "year")]
+)
 def test_time_range_mapping(time_range: str | None, sent: str | None) -> None:
     with serving(answer(row(1))) as server:
         search(provider(server.url), time_range=time_range)
@@ -72,10 +73,22 @@ def test_region_argument_becomes_a_language() -> None:
     assert server.requests[0]["language"] == "en-US"
 
 
-@pytest.mark.parametrize(("region", "language"), [
-    ("jp-jp", "ja-JP"), ("us-en", "en-US"), ("uk-en", "en-GB"), ("wt-wt", "all"), ("", "all"), (None, "all"),
-    ("kr-kr", "ko-KR"), ("xa-ar", "ar"), ("ja", "ja"), ("ja-JP", "ja-JP"), ("all", "all"),
-])
+@pytest.mark.parametrize(
+    ("region", "language"),
+    [
+        ("jp-jp", "ja-JP"),
+        ("us-en", "en-US"),
+        ("uk-en", "en-GB"),
+        ("wt-wt", "all"),
+        ("", "all"),
+        (None, "all"),
+        ("kr-kr", "ko-KR"),
+        ("xa-ar", "ar"),
+        ("ja", "ja"),
+        ("ja-JP", "ja-JP"),
+        ("all", "all"),
+    ],
+)
 def test_searxng_language(region: str | None, language: str) -> None:
     assert searxng_language(region) == language
 
@@ -155,8 +168,10 @@ def test_connection_refused_is_a_search_error() -> None:
 
 
 def test_timeout_is_a_search_error() -> None:
-    with serving(Reply(200, {"results": []}, delay_s=1.0)) as server, \
-            pytest.raises(SearchError, match=r"no answer within 0\.2 s"):
+    with (
+        serving(Reply(200, {"results": []}, delay_s=1.0)) as server,
+        pytest.raises(SearchError, match=r"no answer within 0\.2 s"),
+    ):
         search(provider(server.url, timeout_s=0.2, attempts=1))
 
 

@@ -33,15 +33,32 @@ Responder = Callable[[dict[str, str]], Reply]
 
 def row(n: int, **extra: Any) -> dict[str, Any]:
     """One SearXNG result row."""
-    return {"url": f"https://example.org/{n}", "title": f"Title {n}", "content": f"Content {n}",
-            "engine": "duckduckgo", "engines": ["duckduckgo", "brave"], "score": 1.0 / n,
-            "category": "general", "publishedDate": None, **extra}
+    return {
+        "url": f"https://example.org/{n}",
+        "title": f"Title {n}",
+        "content": f"Content {n}",
+        "engine": "duckduckgo",
+        "engines": ["duckduckgo", "brave"],
+        "score": 1.0 / n,
+        "category": "general",
+        "publishedDate": None,
+        **extra,
+    }
 
 
 def answer(*rows: dict[str, Any], unresponsive: list[list[str]] | None = None) -> Reply:
     """A 200 JSON answer shaped like SearXNG's."""
-    return Reply(200, {"query": "q", "number_of_results": len(rows), "results": list(rows), "answers": [],
-                       "suggestions": [], "unresponsive_engines": unresponsive or []})
+    return Reply(
+        200,
+        {
+            "query": "q",
+            "number_of_results": len(rows),
+            "results": list(rows),
+            "answers": [],
+            "suggestions": [],
+            "unresponsive_engines": unresponsive or [],
+        },
+    )
 
 
 def script(*replies: Reply) -> Responder:
@@ -90,8 +107,7 @@ class SearxngServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def __enter__(self) -> SearxngServer:
         self._thread.start()

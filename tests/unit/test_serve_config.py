@@ -44,8 +44,11 @@ def write(tmp_path: Path, apps: str) -> Path:
 
 def test_two_apps_with_one_name_or_prefix_are_refused(tmp_path: Path) -> None:
     one = "  - {name: research, route_prefix: /, import_path: deployments.research:app}\n"
-    with pytest.raises(ConfigError, match=r"serve\.yaml: line 2, column 1: applications: two applications share "
-                                          r"the name 'research'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"serve\.yaml: line 2, column 1: applications: two applications share "
+        r"the name 'research'",
+    ):
         load_serve_config(write(tmp_path, one + one))
     other = "  - {name: magi, route_prefix: /, import_path: deployments.research:app}\n"
     with pytest.raises(ConfigError, match="share the route_prefix '/'"):
@@ -54,8 +57,12 @@ def test_two_apps_with_one_name_or_prefix_are_refused(tmp_path: Path) -> None:
 
 def test_a_bad_import_path_is_named_with_its_line(tmp_path: Path) -> None:
     bad = "  - name: research\n    route_prefix: /\n    import_path: deployments.research\n"
-    with pytest.raises(ConfigError, match=re.escape("line 5, column 5: applications[0] ('research').import_path: "
-                                                    "import_path must be 'package.module:builder'")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "line 5, column 5: applications[0] ('research').import_path: import_path must be 'package.module:builder'"
+        ),
+    ):
         load_serve_config(write(tmp_path, bad))
     missing = "  - {name: research, route_prefix: /, import_path: deployments.research:nothing}\n"
     (app,) = load_serve_config(write(tmp_path, missing)).applications

@@ -38,7 +38,19 @@ def test_every_layer_registers_its_section() -> None:
 def test_core_imports_no_layer_above_it() -> None:
     """core/ knows no system: a new system adds its own package and edits nothing in core."""
     core = Path(__file__).resolve().parents[2] / "core"
-    above = {"research", "magi", "critic", "router", "advisor", "actors", "scrapers", "nlp", "cli", "deployments", "jobs"}
+    above = {
+        "research",
+        "magi",
+        "critic",
+        "router",
+        "advisor",
+        "actors",
+        "scrapers",
+        "nlp",
+        "cli",
+        "deployments",
+        "jobs",
+    }
     for path in core.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
@@ -165,8 +177,14 @@ def test_settings_cross_processes_with_their_sections() -> None:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("iterations", 0), ("iterations", 11), ("agents", 0), ("agent_timeout_s", 0), ("conflict_threshold", 1.5),
-     ("results_per_agent", 0)],
+    [
+        ("iterations", 0),
+        ("iterations", 11),
+        ("agents", 0),
+        ("agent_timeout_s", 0),
+        ("conflict_threshold", 1.5),
+        ("results_per_agent", 0),
+    ],
 )
 def test_research_config_is_validated(key: str, value: object) -> None:
     with pytest.raises(ConfigError, match=f"research.{key}"):

@@ -44,8 +44,21 @@ def test_list_by_prefix(artifacts: Artifacts) -> None:
     assert artifacts.list("nothing/here/") == []
 
 
-@pytest.mark.parametrize("key", ["/etc/passwd", "../up.txt", "a/../../b", "a//b", "./a", "C:/x", "a\\b",
-                                 "", "s3://bucket/x", f"a/{PARTIAL_PREFIX}x"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "/etc/passwd",
+        "../up.txt",
+        "a/../../b",
+        "a//b",
+        "./a",
+        "C:/x",
+        "a\\b",
+        "",
+        "s3://bucket/x",
+        f"a/{PARTIAL_PREFIX}x",
+    ],
+)
 def test_keys_stay_inside_the_root(artifacts: Artifacts, key: str) -> None:
     with pytest.raises(InputError, match="artifact key"):
         artifacts.put_bytes(key, b"x")

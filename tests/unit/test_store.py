@@ -49,12 +49,17 @@ def test_later_features_add_tables(store_url: str) -> None:
 
 
 def test_a_dialect_variant_replaces_the_portable_sql(store_url: str) -> None:
-    register_migration("testvariant", 1, "CREATE TABLE testvariant_items (n INTEGER)",
-                       variants={"postgresql": "CREATE TABLE testvariant_items (n BIGINT)"})
+    register_migration(
+        "testvariant",
+        1,
+        "CREATE TABLE testvariant_items (n INTEGER)",
+        variants={"postgresql": "CREATE TABLE testvariant_items (n BIGINT)"},
+    )
     store = Store(store_url)
     if store.dialect == "postgresql":
-        declared = store.query("SELECT data_type FROM information_schema.columns "
-                               "WHERE table_name = 'testvariant_items'")[0][0]
+        declared = store.query(
+            "SELECT data_type FROM information_schema.columns WHERE table_name = 'testvariant_items'"
+        )[0][0]
         assert declared == "bigint"
     else:
         assert store.query("SELECT type FROM pragma_table_info('testvariant_items')")[0][0] == "INTEGER"
@@ -162,8 +167,11 @@ def test_an_sqlite_file_made_by_the_old_store_keeps_working(tmp_path: Path) -> N
     assert run is not None and run.topic == "価格転嫁" and run.status == "failed"
     cached = PageCache(store, ttl_s=60).get("https://example.org/a")
     assert cached is not None and cached.text == "old text"
-    PageCache(store, ttl_s=60).put(ExtractedPage(url="https://example.org/a", title="A2", text="new"),
-                                   final_url="https://example.org/a", status=200)
+    PageCache(store, ttl_s=60).put(
+        ExtractedPage(url="https://example.org/a", title="A2", text="new"),
+        final_url="https://example.org/a",
+        status=200,
+    )
     again = PageCache(store, ttl_s=60).get("https://example.org/a")
     assert again is not None and again.title == "A2"
     store.close()
@@ -176,12 +184,15 @@ def test_unwritable_data_dir_is_a_clear_error(tmp_path: Path) -> None:
         open_store(Settings(data_dir=blocker / "sub"))
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("not a url", "not a database URL"),
-    ("mysql://u@h/db", "supports SQLite"),
-    ("postgresql+nodriver://u@h/db", "psycopg"),
-    ("sqlite://", "has no file"),
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("not a url", "not a database URL"),
+        ("mysql://u@h/db", "supports SQLite"),
+        ("postgresql+nodriver://u@h/db", "psycopg"),
+        ("sqlite://", "has no file"),
+    ],
+)
 def test_a_bad_url_is_a_config_error(url: str, expected: str) -> None:
     with pytest.raises(ConfigError, match=expected):
         Store(url)

@@ -76,17 +76,18 @@ def test_page_cache_shares_texts_and_replaces_snapshots(store: Store) -> None:
     cache = PageCache(store, ttl_s=3600)
     page = ExtractedPage(url="https://a.example/1", title="A", text="同じ本文", lang="ja", published="2024-11-29")
     digest = cache.put(page, final_url="https://a.example/1", status=200)
-    cache.put(page.model_copy(update={"url": "https://b.example/copy"}), final_url="https://b.example/copy",
-              status=200)
+    cache.put(page.model_copy(update={"url": "https://b.example/copy"}), final_url="https://b.example/copy", status=200)
     assert digest == text_hash("同じ本文")
     assert store.query("SELECT COUNT(*) FROM page_texts")[0][0] == 1  # syndicated copy: one text row
     assert cache.get("https://a.example/1") == page
-    cache.put(page.model_copy(update={"title": "A v2", "text": "新しい本文"}), final_url="https://a.example/x",
-              status=203)
+    cache.put(
+        page.model_copy(update={"title": "A v2", "text": "新しい本文"}), final_url="https://a.example/x", status=203
+    )
     latest = cache.get("https://a.example/1")
     assert latest is not None and (latest.title, latest.text) == ("A v2", "新しい本文")
-    assert tuple(store.query("SELECT final_url, status FROM page_snapshots WHERE url = :u",
-                             {"u": "https://a.example/1"})[0]) == ("https://a.example/x", 203)
+    assert tuple(
+        store.query("SELECT final_url, status FROM page_snapshots WHERE url = :u", {"u": "https://a.example/1"})[0]
+    ) == ("https://a.example/x", 203)
     assert PageCache(store, ttl_s=0).get("https://a.example/1") is None
     with store.transaction() as conn:  # an old snapshot is not reused (epoch kept to the second on both)
         conn.exec_driver_sql("UPDATE page_snapshots SET fetched_epoch = fetched_epoch - 3601")
@@ -112,8 +113,11 @@ def _writer(store: Store, writer: int) -> None:
     runs.record_started(store, f"run-{writer}", "t")
     for i in range(EVENTS_PER_WRITER):
         runs.append_event(store, "shared", progress(writer, i))
-    PageCache(store, 3600).put(ExtractedPage(url=f"https://p.example/{writer}", title="p", text=f"text {writer % 7}"),
-                               final_url=f"https://p.example/{writer}", status=200)
+    PageCache(store, 3600).put(
+        ExtractedPage(url=f"https://p.example/{writer}", title="p", text=f"text {writer % 7}"),
+        final_url=f"https://p.example/{writer}",
+        status=200,
+    )
     AnalysisCache(store).put_many([analysis(f"a{writer % 10}", writer)])
     provider = CachedSearchProvider(SearxngSearchProvider("http://127.0.0.1:1"), store, 3600)
     result = SearchResult(url=f"https://s.example/{writer}", title="t", snippet="s", provider="searxng", rank=1)
@@ -133,8 +137,7 @@ def _check_nothing_lost(store: Store) -> None:
     assert store.query("SELECT COUNT(*) FROM search_cache")[0][0] == WRITERS
 
 
-def test_50_concurrent_threads_lose_nothing(store: Store, store_url: str,
-                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_50_concurrent_threads_lose_nothing(store: Store, store_url: str, caplog: pytest.LogCaptureFixture) -> None:
     runs.record_started(store, "shared", "t")
     errors: list[BaseException] = []
     start = threading.Barrier(WRITERS)
