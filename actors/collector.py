@@ -199,3 +199,12 @@ class Collector:
     async def aclose(self) -> None:
         if self._fetcher is not None:
             await self._fetcher.aclose()
+
+
+__all__ = [
+    "BATCH_WAIT_S",
+    "Collected",
+    "CollectionStats",
+    "Collector",
+    "Queued",
+]

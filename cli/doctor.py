@@ -187,3 +187,17 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"- [{check.status}] {check.name}: {check.detail}" + (f" — fix: {check.fix}" if check.fix else ""))
     emit(settings, {"settings": describe(settings), "checks": [c.__dict__ for c in checks]}, "\n".join(lines))
     return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+__all__ = [
+    "Check",
+    "check_ddgs",
+    "check_ginza",
+    "check_llm",
+    "check_local_search",
+    "check_ray",
+    "check_searxng",
+    "check_store",
+    "register",
+    "run",
+]

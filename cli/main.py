@@ -73,3 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+__all__ = [
+    "COMMANDS",
+    "MagiParser",
+    "build_parser",
+    "main",
+]

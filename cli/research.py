@@ -141,3 +141,10 @@ async def research(args: argparse.Namespace) -> int:
         ),
     )
     return 0
+
+
+__all__ = [
+    "register",
+    "research",
+    "run",
+]

@@ -71,3 +71,9 @@ def run(args: argparse.Namespace) -> int:
             for app, _ in apps:
                 serve.delete(app.name)
     return 0
+
+
+__all__ = [
+    "register",
+    "run",
+]

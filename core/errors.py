@@ -104,3 +104,20 @@ class ResearchError(MagiError):
 
 class RuntimeSetupError(MagiError):
     """Ray could not be started or attached to."""
+
+
+__all__ = [
+    "CassetteMissError",
+    "ConfigError",
+    "ExtractionError",
+    "FetchError",
+    "InputError",
+    "LLMError",
+    "LLMNotConfiguredError",
+    "LLMOutputError",
+    "MagiError",
+    "ResearchError",
+    "RuntimeSetupError",
+    "SearchError",
+    "first_line",
+]

@@ -94,3 +94,14 @@ async def retry(
                 on_retry(attempt, exc, seconds)
             await sleep(seconds)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+__all__ = [
+    "DEFAULT_RETRY_AFTER_CAP_S",
+    "DelayFor",
+    "Sleep",
+    "backoff_delay",
+    "parse_retry_after",
+    "retry",
+    "retry_after_s",
+]

@@ -444,3 +444,29 @@ def env_table() -> list[tuple[str, str]]:
     for name, cls in registered_sections().items():
         rows += [(_dotted(name, k), ENV_PREFIX + _env_suffix(name, k)) for k in cls.model_fields]
     return rows
+
+
+__all__ = [
+    "CORE_SECTIONS",
+    "DEFAULT_CONFIG_NAME",
+    "ENV_ONLY",
+    "ENV_PREFIX",
+    "FOREIGN_ENV",
+    "RENAMED",
+    "ROOT",
+    "SECTION_GROUP",
+    "AbsolutePath",
+    "LLMRoleParams",
+    "LLMSettings",
+    "Layer",
+    "Origins",
+    "RaySettings",
+    "Section",
+    "Settings",
+    "Values",
+    "config_path",
+    "describe",
+    "env_table",
+    "load_settings",
+    "registered_sections",
+]

@@ -152,3 +152,11 @@ def open_artifacts(settings: Settings) -> Artifacts:
             "writable folder or MAGI_ARTIFACTS_URL to another location"
         ) from err
     return Artifacts(str(root))
+
+
+__all__ = [
+    "PARTIAL_PREFIX",
+    "Artifacts",
+    "check_key",
+    "open_artifacts",
+]

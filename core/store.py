@@ -287,3 +287,19 @@ def _split_sql(script: str) -> list[str]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+__all__ = [
+    "DB_FILENAME",
+    "MIGRATION_LOCK_KEY",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "SUPPORTED",
+    "AnyRow",
+    "Migration",
+    "Store",
+    "configured_url",
+    "masked",
+    "open_store",
+    "register_migration",
+    "sqlite_url",
+]

@@ -271,3 +271,17 @@ def app(args: dict[str, Any]) -> Application:
     """
     args = dict(args or {})
     return build_app(load_settings(args.pop("config", None), args, origin="serve.yaml argument"))
+
+
+__all__ = [
+    "APP_NAME",
+    "INTERRUPTED",
+    "KEEPALIVE_S",
+    "MAX_ATTEMPTS",
+    "POLL_S",
+    "ROUTE_PREFIX",
+    "ResearchRequest",
+    "ResearchService",
+    "app",
+    "build_app",
+]

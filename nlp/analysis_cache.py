@@ -52,3 +52,8 @@ class AnalysisCache:
                 ),
                 [{"hash": a.content_hash, "json": a.model_dump_json(), "at": now} for a in unique.values()],
             )
+
+
+__all__ = [
+    "AnalysisCache",
+]

@@ -30,6 +30,7 @@ __all__ = [
     "Entity",
     "EntityLabel",
     "ModelUnavailableError",
+    "attach_era_names",
     "extract_entities",
     "extract_entities_batch",
     "ginza_available",

@@ -536,3 +536,17 @@ def _source_order(s: SourceReference) -> tuple[float, str]:
 
 def _lang(topic: str) -> str:
     return "en" if topic.isascii() else "ja"
+
+
+__all__ = [
+    "MAX_TOPIC_CHARS",
+    "RESEARCH_SHARE",
+    "SNAPSHOT_TIMEOUT_S",
+    "SUMMARY_ROLE",
+    "agent_name",
+    "build_config",
+    "preflight",
+    "root_cause",
+    "run_research",
+    "validate_topic",
+]

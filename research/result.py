@@ -137,3 +137,16 @@ def write_outputs(result: ConsensusResearchResult, out_dir: Path) -> tuple[Path,
 def write_partial(partial: dict[str, Any], out_dir: Path) -> Path:
     """What a failed run produced, for debugging (``partial.json``)."""
     return atomic_write_text(out_dir / "partial.json", json.dumps(partial, ensure_ascii=False, indent=2) + "\n")
+
+
+__all__ = [
+    "AgentFailure",
+    "ConsensusResearchConfig",
+    "ConsensusResearchResult",
+    "IterationResult",
+    "ResultMetadata",
+    "SearchConfig",
+    "source_overlap",
+    "write_outputs",
+    "write_partial",
+]

@@ -235,3 +235,22 @@ class StoreEventSink:
             self.terminal = event
             return
         append_event(self._store, self._run_id, event)
+
+
+__all__ = [
+    "EVENT_LOCK_SPACE",
+    "TERMINAL_EVENTS",
+    "UNFINISHED",
+    "Requeued",
+    "RunRecord",
+    "StoreEventSink",
+    "StoredEvent",
+    "append_event",
+    "finish_completed",
+    "finish_failed",
+    "load_events",
+    "load_run",
+    "mark_running",
+    "record_started",
+    "requeue_unfinished",
+]

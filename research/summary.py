@@ -297,3 +297,15 @@ async def write_summary(
         claims_used=[c.claim_id for c in given],
         note=f"{len(removed)} unsupported sentence(s) removed" if removed else None,
     )
+
+
+__all__ = [
+    "MAX_LLM_CLAIMS",
+    "MAX_TOKENS",
+    "MIN_SHARED_TERMS",
+    "PROMPT_PATH",
+    "ExecutiveSummary",
+    "check_sentences",
+    "extractive_summary",
+    "write_summary",
+]

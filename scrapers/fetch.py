@@ -567,3 +567,16 @@ def _media_type(header: str) -> tuple[str, str | None]:
         if name.strip().lower() == "charset":
             charset = value.strip().strip("\"'") or None
     return media.strip().lower(), charset
+
+
+__all__ = [
+    "ALLOWED_TYPES",
+    "LOCAL_TYPES",
+    "REDIRECT_STATUSES",
+    "ROBOTS_MAX_REDIRECTS",
+    "USER_AGENT",
+    "FetchPolicy",
+    "FetchedPage",
+    "Fetcher",
+    "UrlResolver",
+]

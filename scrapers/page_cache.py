@@ -97,3 +97,9 @@ class PageCache:
                 },
             )
         return digest
+
+
+__all__ = [
+    "PageCache",
+    "text_hash",
+]

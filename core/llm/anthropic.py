@@ -372,3 +372,19 @@ class AnthropicClient:
                 retryable=True,
             )
         return LLMError(f"LLM request to {where} failed: {exc}; check the server's logs", model=model)
+
+
+__all__ = [
+    "CACHE_MIN_SYSTEM_CHARS",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_OUTPUT_NAME",
+    "PAUSE_STATUSES",
+    "PLACEHOLDER_KEY",
+    "REJECTION_STATUSES",
+    "RETRY_AFTER_CAP_S",
+    "RETRY_STATUSES",
+    "AnthropicClient",
+    "Sleep",
+    "StructuredMode",
+    "wire_message",
+]

@@ -278,3 +278,21 @@ async def generate(
                 f"even after one repair attempt: {errors}"
             )
     return Generated(response=response, parsed=parsed, usage=usage)
+
+
+__all__ = [
+    "Generated",
+    "LLMClient",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "Part",
+    "TextPart",
+    "ToolCall",
+    "ToolCallPart",
+    "ToolResultPart",
+    "ToolSpec",
+    "Usage",
+    "generate",
+    "output_from_text",
+]

@@ -168,3 +168,16 @@ class UsageMeter:
         self._calls = state["calls"]
         self._cost = state["cost"]
         self._unpriced = state["unpriced"]
+
+
+__all__ = [
+    "PER_MILLION",
+    "PRICES_PATH",
+    "ModelPrice",
+    "PriceList",
+    "UsageMeter",
+    "UsageSummary",
+    "call_cost",
+    "default_prices",
+    "load_prices",
+]

@@ -100,3 +100,12 @@ def require_llm(settings: Settings, command: str, role: str | None = None) -> LL
             "(with ANTHROPIC_API_KEY), replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
         )
     return client
+
+
+__all__ = [
+    "ALLOWED",
+    "MeteredClient",
+    "make_llm",
+    "provider_of",
+    "require_llm",
+]

@@ -359,3 +359,24 @@ class LimitedClient:
         async with lease(self.limiter):
             async for event in stream(self.inner, request):
                 yield event
+
+
+__all__ = [
+    "ACTOR_NAME",
+    "ACTOR_WAKE_S",
+    "LEASE_TTL_S",
+    "LOCAL_POLL_S",
+    "NAMESPACE",
+    "PAUSE_STATUSES",
+    "LimitedClient",
+    "Limiter",
+    "LimiterActor",
+    "LocalLimiter",
+    "PermitBook",
+    "RayLimiter",
+    "lease",
+    "limiter_actor",
+    "rate_limit_hook",
+    "report_rate_limit",
+    "shared_limiter",
+]

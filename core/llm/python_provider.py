@@ -166,3 +166,12 @@ class PythonClient:
         if not response.text and pieces:
             response = response.model_copy(update={"text": "".join(pieces)})
         yield StreamEnd(response)
+
+
+__all__ = [
+    "FORMAT",
+    "PREFIX",
+    "PythonClient",
+    "parse_spec",
+    "to_response",
+]

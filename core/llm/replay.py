@@ -147,3 +147,13 @@ class RecordingClient:
             if isinstance(event, StreamEnd):
                 append_record(self.cassette_path, request, event.response, self.default_model)
             yield event
+
+
+__all__ = [
+    "HEAD_CHARS",
+    "RecordingClient",
+    "ReplayClient",
+    "append_record",
+    "load_cassette",
+    "request_key",
+]

@@ -66,3 +66,12 @@ class RoleClient:
 
     def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
         return stream(self.inner, apply_role(self.settings, request, self.role))
+
+
+__all__ = [
+    "DEFAULT_ROLE",
+    "ResolvedRole",
+    "RoleClient",
+    "apply_role",
+    "resolve_role",
+]

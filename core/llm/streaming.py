@@ -66,3 +66,14 @@ async def collect(events: AsyncIterator[StreamEvent]) -> tuple[list[str], LLMRes
 def chunks(text: str, size: int) -> list[str]:
     """``text`` cut into pieces of ``size`` characters (for clients that fake streaming)."""
     return [text[i : i + size] for i in range(0, len(text), max(1, size))]
+
+
+__all__ = [
+    "StreamEnd",
+    "StreamEvent",
+    "StreamingClient",
+    "TextDelta",
+    "chunks",
+    "collect",
+    "stream",
+]

@@ -110,3 +110,14 @@ class FunctionClient:
 def echo(request: LLMRequest) -> str:
     """A provider for ``python:core.llm.testing:echo``: the last user message's text."""
     return next((m.text for m in reversed(request.messages) if m.role == "user"), "")
+
+
+__all__ = [
+    "FunctionClient",
+    "Responder",
+    "Script",
+    "ScriptedClient",
+    "echo",
+    "scripted_response",
+    "tool_call",
+]

@@ -198,3 +198,13 @@ async def run_tools(
             )
         )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+__all__ = [
+    "Handler",
+    "Tool",
+    "ToolLoopLimitError",
+    "ToolRunResult",
+    "ToolStep",
+    "run_tools",
+]

@@ -165,3 +165,12 @@ class CachedSearchProvider:
                 )
         except (SQLAlchemyError, OSError, ConfigError) as exc:
             log.warning("search cache write failed (%s); results are not cached", exc)
+
+
+__all__ = [
+    "COMPONENT",
+    "CachedSearchProvider",
+    "cache_key",
+    "provider_identity",
+    "shared_store",
+]

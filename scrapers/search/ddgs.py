@@ -175,3 +175,10 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, TimeoutException) or "timed out" in text.lower():
         return f"timed out ({text})"
     return text
+
+
+__all__ = [
+    "NO_RESULTS",
+    "DdgsSearchProvider",
+    "Kind",
+]

@@ -63,3 +63,10 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
     if cached:
         provider = CachedSearchProvider(provider, store or (lambda: shared_store(settings)), search.cache_ttl_s)
     return SearchSetup(provider, corpus, names, cached)
+
+
+__all__ = [
+    "PROVIDERS",
+    "SearchSetup",
+    "open_search",
+]

@@ -240,3 +240,13 @@ class SearxngSearchProvider:
                 )
             )
         return out
+
+
+__all__ = [
+    "CATEGORY_TYPES",
+    "MAX_PAGES",
+    "TIME_RANGES",
+    "USER_AGENT",
+    "SearxngSearchProvider",
+    "searxng_language",
+]
