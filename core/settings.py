@@ -53,6 +53,8 @@ RENAMED: dict[str, tuple[str, str]] = {
     "searxng_url": ("search", "searxng_url"),
     "searxng_timeout_s": ("search", "searxng_timeout_s"),
     "page_cache_ttl_s": ("fetch", "page_cache_ttl_s"),
+    "anthropic_api_key": ("llm", "anthropic_api_key"),
+    "anthropic_base_url": ("llm", "anthropic_base_url"),
 }
 ENV_ONLY = frozenset({("llm", "anthropic_api_key")})  # secrets: never from a file or an option
 
@@ -215,7 +217,8 @@ def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
     for key, value in tree.items():
         if value is None:
             continue
-        if key in sections or (isinstance(value, Mapping) and key not in Settings.model_fields):
+        legacy = None if key in sections or key in Settings.model_fields else _legacy(key)
+        if key in sections or (isinstance(value, Mapping) and key not in Settings.model_fields and not legacy):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{origin_of(key)}: section '{key}' must be a mapping of keys, not {value!r}")
             for sub, subvalue in value.items():
@@ -223,7 +226,7 @@ def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
                     values.setdefault(key, {})[sub] = subvalue
                     origins[(key, sub)] = origin_of(_dotted(key, sub))
             continue
-        section, name = _legacy(key) or (ROOT, key)
+        section, name = legacy or (ROOT, key)
         if section != ROOT:
             log.warning("setting '%s' is now '%s.%s'; the old name still works but will go away", key, section, name)
         values.setdefault(section, {})[name] = value

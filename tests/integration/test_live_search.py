@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 
 import pytest
@@ -13,26 +12,26 @@ from scrapers.search.searxng import SearxngSearchProvider
 
 
 @pytest.mark.network
-def test_duckduckgo_returns_ranked_results() -> None:
-    results = asyncio.run(DdgsSearchProvider().search("価格転嫁 中小企業", max_results=5))
+async def test_duckduckgo_returns_ranked_results() -> None:
+    results = await DdgsSearchProvider().search("価格転嫁 中小企業", max_results=5)
     assert results and [r.rank for r in results] == list(range(1, len(results) + 1))
     assert all(r.url.startswith("http") and r.provider == "ddgs" for r in results)
 
 
 @pytest.mark.network
-def test_duckduckgo_news_results_are_dated() -> None:
+async def test_duckduckgo_news_results_are_dated() -> None:
     provider = DdgsSearchProvider(kind="news", region="jp-jp")
-    results = asyncio.run(provider.search("日本銀行 金利", max_results=5, time_range="month"))
+    results = await provider.search("日本銀行 金利", max_results=5, time_range="month")
     assert results and all(r.provider == "ddgs-news" and r.source_type == "news" for r in results)
     assert any(r.published is not None for r in results)
 
 
 @pytest.mark.network
-def test_fallback_chain_moves_past_a_dead_searxng_to_duckduckgo() -> None:
+async def test_fallback_chain_moves_past_a_dead_searxng_to_duckduckgo() -> None:
     with socket.socket() as sock:  # a loopback port where nothing listens
         sock.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
     chain = FallbackSearchProvider([SearxngSearchProvider(dead, attempts=1), DdgsSearchProvider()])
-    results = asyncio.run(chain.search("価格転嫁 中小企業", max_results=5))
+    results = await chain.search("価格転嫁 中小企業", max_results=5)
     assert results and {r.provider for r in results} == {"ddgs"}
     assert chain.last_provider == "ddgs" and chain.last_errors[0][0] == "searxng"

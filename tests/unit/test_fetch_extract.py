@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,7 +60,7 @@ def server() -> Iterator[str]:
     httpd.shutdown()
 
 
-def fetch(url: str, **options: Any) -> FetchedPage:
+async def fetch(url: str, **options: Any) -> FetchedPage:
     async def go() -> FetchedPage:
         fetcher = Fetcher(policy=LOCAL_TEST_POLICY, **options)
         try:
@@ -69,11 +68,11 @@ def fetch(url: str, **options: Any) -> FetchedPage:
         finally:
             await fetcher.aclose()
 
-    return asyncio.run(go())
+    return await go()
 
 
-def test_fetch_and_extract_article(server: str) -> None:
-    page = fetch(f"{server}/article")
+async def test_fetch_and_extract_article(server: str) -> None:
+    page = await fetch(f"{server}/article")
     extracted = extract_page(page.content, url=page.url, content_type=page.content_type)
     assert extracted.title == "価格転嫁の現状"
     assert "49.7%" in extracted.text and "ホーム" not in extracted.text and "©" not in extracted.text
@@ -84,25 +83,25 @@ def test_fetch_and_extract_article(server: str) -> None:
     ("path", "kind"),
     [("/image", "content_type"), ("/missing", "http_status"), ("/loop", "redirects"), ("/big", "too_large")],
 )
-def test_fetch_failures_are_typed(server: str, path: str, kind: str) -> None:
+async def test_fetch_failures_are_typed(server: str, path: str, kind: str) -> None:
     with pytest.raises(FetchError) as info:
-        fetch(f"{server}{path}", max_bytes=500_000)
+        await fetch(f"{server}{path}", max_bytes=500_000)
     assert info.value.kind == kind and info.value.url.endswith(path)
 
 
-def test_unsupported_scheme() -> None:
+async def test_unsupported_scheme() -> None:
     with pytest.raises(FetchError) as info:
-        fetch("ftp://example.com/x")
+        await fetch("ftp://example.com/x")
     assert info.value.kind == "unsupported_scheme"
 
 
-def test_extract_refuses_pages_without_text(server: str) -> None:
-    page = fetch(f"{server}/empty")
+async def test_extract_refuses_pages_without_text(server: str) -> None:
+    page = await fetch(f"{server}/empty")
     with pytest.raises(ExtractionError):
         extract_page(page.content, url=page.url)
 
 
-def test_local_resolver_reads_files(tmp_path: Path) -> None:
+async def test_local_resolver_reads_files(tmp_path: Path) -> None:
     file = tmp_path / "a.md"
     file.write_text("# 見出し\n\n" + "本文です。" * 30, encoding="utf-8")
 
@@ -110,7 +109,7 @@ def test_local_resolver_reads_files(tmp_path: Path) -> None:
         def path_for(self, url: str) -> Path | None:
             return file if url == "https://a.example/x" else None
 
-    page = fetch("https://a.example/x", local=Resolver())
+    page = await fetch("https://a.example/x", local=Resolver())
     assert page.origin == "local" and page.content_type == "text/markdown"
     extracted = extract_page(page.content, url=page.url, content_type=page.content_type)
     assert extracted.title == "見出し"

@@ -379,11 +379,11 @@ def make(resolver: FakeDNS | None = None, **changes: Any) -> Fetcher:
     return Fetcher(policy=FAST.model_copy(update=changes), resolver=resolver or FakeDNS(DNS))
 
 
-def fetch(url: str, resolver: FakeDNS | None = None, **changes: Any) -> FetchedPage:
-    return fetch_all([url], resolver, **changes)[0]
+async def fetch(url: str, resolver: FakeDNS | None = None, **changes: Any) -> FetchedPage:
+    return (await fetch_all([url], resolver, **changes))[0]
 
 
-def fetch_all(urls: list[str], resolver: FakeDNS | None = None, **changes: Any) -> list[FetchedPage]:
+async def fetch_all(urls: list[str], resolver: FakeDNS | None = None, **changes: Any) -> list[FetchedPage]:
     async def go() -> list[FetchedPage]:
         fetcher = make(resolver, **changes)
         try:
@@ -391,12 +391,12 @@ def fetch_all(urls: list[str], resolver: FakeDNS | None = None, **changes: Any) 
         finally:
             await fetcher.aclose()
 
-    return asyncio.run(go())
+    return await go()
 
 
-def fails(url: str, kind: str, resolver: FakeDNS | None = None, **changes: Any) -> FetchError:
+async def fails(url: str, kind: str, resolver: FakeDNS | None = None, **changes: Any) -> FetchError:
     with pytest.raises(FetchError) as info:
-        fetch(url, resolver, **changes)
+        await fetch(url, resolver, **changes)
     assert info.value.kind == kind, str(info.value)
     assert info.value.url == url and "\n" not in str(info.value)
     return info.value
@@ -409,28 +409,28 @@ def maxrss_mb() -> float:
 # --- abuse of size and time -------------------------------------------------------------------------------
 
 
-def test_slow_drip_hits_the_total_deadline(server: HostileServer) -> None:
+async def test_slow_drip_hits_the_total_deadline(server: HostileServer) -> None:
     """Read timeouts never fire on a server that sends a byte every 0.1 s; the deadline does, retries or not."""
     start = time.monotonic()
-    error = fails(server.url("/drip"), "timeout", timeout_s=1.0, read_timeout_s=0.5)
+    error = await fails(server.url("/drip"), "timeout", timeout_s=1.0, read_timeout_s=0.5)
     assert 0.9 < time.monotonic() - start < 2.0 and "deadline" in str(error)
 
 
-def test_endless_body_is_cut_at_the_cap(server: HostileServer) -> None:
+async def test_endless_body_is_cut_at_the_cap(server: HostileServer) -> None:
     before, start = maxrss_mb(), time.monotonic()
-    fails(server.url("/endless"), "too_large")
+    await fails(server.url("/endless"), "too_large")
     assert time.monotonic() - start < 2.0 and maxrss_mb() - before < 50
 
 
-def test_gzip_bomb_is_stopped_early(server: HostileServer) -> None:
+async def test_gzip_bomb_is_stopped_early(server: HostileServer) -> None:
     """150 KB that inflate to 150 MB: stopped one 64 KiB step past the 2 MB cap."""
     before, start = maxrss_mb(), time.monotonic()
-    fails(server.url("/bomb"), "decompression_bomb")
+    await fails(server.url("/bomb"), "decompression_bomb")
     assert time.monotonic() - start < 2.0 and maxrss_mb() - before < 50
 
 
-def test_gzipped_page_is_decoded(server: HostileServer) -> None:
-    page = fetch(server.url("/gzipped"))
+async def test_gzipped_page_is_decoded(server: HostileServer) -> None:
+    page = await fetch(server.url("/gzipped"))
     assert JAPANESE in page.text and page.content.startswith(b"<html>")
 
 
@@ -444,18 +444,18 @@ def test_gzipped_page_is_decoded(server: HostileServer) -> None:
         ("/image", "content_type"),
     ],
 )
-def test_lying_bodies_are_refused(server: HostileServer, path: str, kind: str) -> None:
-    fails(server.url(path), kind)
+async def test_lying_bodies_are_refused(server: HostileServer, path: str, kind: str) -> None:
+    await fails(server.url(path), kind)
 
 
-def test_redirect_loop(server: HostileServer) -> None:
-    fails(server.url("/loop"), "redirects", max_redirects=3)
+async def test_redirect_loop(server: HostileServer) -> None:
+    await fails(server.url("/loop"), "redirects", max_redirects=3)
     assert server.hits["/loop"] == 4
 
 
-def test_redirects_are_followed_and_recorded(server: HostileServer) -> None:
+async def test_redirects_are_followed_and_recorded(server: HostileServer) -> None:
     url = server.url("/redirect?to=/ok")
-    page = fetch(url)
+    page = await fetch(url)
     assert page.redirects == [url] and page.final_url == server.url("/ok") and JAPANESE in page.text
 
 
@@ -466,50 +466,50 @@ def test_redirects_are_followed_and_recorded(server: HostileServer) -> None:
     ("path", "encoding"),
     [("/sjis", "cp932"), ("/eucjp", "euc_jp"), ("/sjis-meta", "cp932"), ("/sjis-lying", "cp932"), ("/ok", "utf-8")],
 )
-def test_japanese_pages_decode(server: HostileServer, path: str, encoding: str) -> None:
-    page = fetch(server.url(path))
+async def test_japanese_pages_decode(server: HostileServer, path: str, encoding: str) -> None:
+    page = await fetch(server.url(path))
     assert page.encoding == encoding and JAPANESE in page.text
 
 
 # --- retries -------------------------------------------------------------------------------------------------
 
 
-def test_500_then_200_succeeds_on_retry(server: HostileServer) -> None:
-    page = fetch(server.url("/flaky"))
+async def test_500_then_200_succeeds_on_retry(server: HostileServer) -> None:
+    page = await fetch(server.url("/flaky"))
     assert page.attempts == 2 and server.hits["/flaky"] == 2
 
 
-def test_persistent_503_gives_up_after_retries(server: HostileServer) -> None:
-    error = fails(server.url("/down"), "http_status")
+async def test_persistent_503_gives_up_after_retries(server: HostileServer) -> None:
+    error = await fails(server.url("/down"), "http_status")
     assert "503" in str(error) and "3 attempts" in str(error) and server.hits["/down"] == 3
 
 
-def test_404_is_not_retried(server: HostileServer) -> None:
-    error = fails(server.url("/missing"), "http_status")
+async def test_404_is_not_retried(server: HostileServer) -> None:
+    error = await fails(server.url("/missing"), "http_status")
     assert "404" in str(error) and server.hits["/missing"] == 1
 
 
-def test_429_retry_after_is_honoured(server: HostileServer) -> None:
+async def test_429_retry_after_is_honoured(server: HostileServer) -> None:
     start = time.monotonic()
-    page = fetch(server.url("/limited?after=1"))
+    page = await fetch(server.url("/limited?after=1"))
     assert page.attempts == 2 and time.monotonic() - start >= 0.95
 
 
-def test_429_retry_after_over_the_cap_gives_up_at_once(server: HostileServer) -> None:
+async def test_429_retry_after_over_the_cap_gives_up_at_once(server: HostileServer) -> None:
     start = time.monotonic()
-    error = fails(server.url("/limited?after=3600"), "http_status")
+    error = await fails(server.url("/limited?after=3600"), "http_status")
     assert "429" in str(error) and "Retry-After" in str(error) and time.monotonic() - start < 0.5
 
 
-def test_connection_reset_is_retried_then_network(server: HostileServer) -> None:
-    fails(server.url("/reset"), "network", retries=1)
+async def test_connection_reset_is_retried_then_network(server: HostileServer) -> None:
+    await fails(server.url("/reset"), "network", retries=1)
     assert server.hits["/reset"] == 2
 
 
 # --- robots.txt ------------------------------------------------------------------------------------------------
 
 
-def test_robots_disallow_and_allow(server: HostileServer) -> None:
+async def test_robots_disallow_and_allow(server: HostileServer) -> None:
     async def go() -> tuple[FetchedPage, list[str]]:
         fetcher = make(respect_robots=True)
         try:
@@ -522,7 +522,7 @@ def test_robots_disallow_and_allow(server: HostileServer) -> None:
         finally:
             await fetcher.aclose()
 
-    page, kinds = asyncio.run(go())
+    page, kinds = await go()
     assert kinds == ["robots", "robots"] and JAPANESE in page.text
     assert server.hits["/robots.txt"] == 1 and "/no-magi/page" not in server.hits
     ua = server.requests[0].headers["user-agent"]
@@ -532,13 +532,13 @@ def test_robots_disallow_and_allow(server: HostileServer) -> None:
 @pytest.mark.parametrize(
     ("host", "outcome"), [("gone.test", "ok"), ("down.test", "robots"), ("slowrobots.test", "robots")]
 )
-def test_robots_unavailable_allows_unreachable_disallows(server: HostileServer, host: str, outcome: str) -> None:
+async def test_robots_unavailable_allows_unreachable_disallows(server: HostileServer, host: str, outcome: str) -> None:
     """RFC 9309: 4xx means no rules; 5xx or a timeout means stay away for this run."""
     url = server.url("/ok", host=host)
     if outcome == "ok":
-        assert JAPANESE in fetch(url, respect_robots=True).text
+        assert JAPANESE in (await fetch(url, respect_robots=True)).text
     else:
-        fails(url, outcome, respect_robots=True)
+        await fails(url, outcome, respect_robots=True)
 
 
 # --- SSRF guard ------------------------------------------------------------------------------------------------
@@ -560,18 +560,18 @@ PRIVATE_TARGETS = [
 
 
 @pytest.mark.parametrize("target", PRIVATE_TARGETS)
-def test_redirect_to_private_address_is_refused_before_connecting(
+async def test_redirect_to_private_address_is_refused_before_connecting(
     server: HostileServer, spies: Spies, target: str
 ) -> None:
     dns = FakeDNS({"metadata.test": [["169.254.169.254"]]})
-    error = fails(server.url(f"/redirect?to={target}"), "ssrf", resolver=dns)
+    error = await fails(server.url(f"/redirect?to={target}"), "ssrf", resolver=dns)
     assert "refused" in str(error)
     assert {address[0] for address in spies.connects} == {"127.0.0.1"} and not spies.lookups
 
 
 @pytest.mark.parametrize("target", [t for t in PRIVATE_TARGETS if t.startswith("http:")])
-def test_private_url_is_refused_before_connecting(spies: Spies, target: str) -> None:
-    fails(target, "ssrf", resolver=FakeDNS({"metadata.test": [["169.254.169.254"]]}), respect_robots=True)
+async def test_private_url_is_refused_before_connecting(spies: Spies, target: str) -> None:
+    await fails(target, "ssrf", resolver=FakeDNS({"metadata.test": [["169.254.169.254"]]}), respect_robots=True)
     assert spies.connects == [] and not spies.lookups
 
 
@@ -583,18 +583,18 @@ def test_private_url_is_refused_before_connecting(spies: Spies, target: str) -> 
         ("localhost.test", ["127.0.0.1"], 80),  # loopback is refused unless allowed
     ],
 )
-def test_hostnames_are_vetted_by_every_address(spies: Spies, host: str, addresses: list[str], port: int) -> None:
-    fails(f"http://{host}:{port}/", "ssrf", resolver=FakeDNS({host: [addresses]}), allow_networks=())
+async def test_hostnames_are_vetted_by_every_address(spies: Spies, host: str, addresses: list[str], port: int) -> None:
+    await fails(f"http://{host}:{port}/", "ssrf", resolver=FakeDNS({host: [addresses]}), allow_networks=())
     assert spies.connects == []
 
 
-def test_loopback_needs_allow_networks_or_allow_private(server: HostileServer, spies: Spies) -> None:
-    fails(server.url("/ok"), "ssrf", allow_networks=())
+async def test_loopback_needs_allow_networks_or_allow_private(server: HostileServer, spies: Spies) -> None:
+    await fails(server.url("/ok"), "ssrf", allow_networks=())
     assert spies.connects == []
-    assert JAPANESE in fetch(server.url("/ok"), allow_networks=(), allow_private=True).text
+    assert JAPANESE in (await fetch(server.url("/ok"), allow_networks=(), allow_private=True)).text
 
 
-def test_connection_is_pinned_to_the_vetted_address(server: HostileServer, spies: Spies) -> None:
+async def test_connection_is_pinned_to_the_vetted_address(server: HostileServer, spies: Spies) -> None:
     """DNS rebinding: the name resolves to 127.0.0.1 when vetted, then to 10.0.0.1; the connect uses the pin."""
     dns = FakeDNS({"rebind.test": [["127.0.0.1"], ["10.0.0.1"]]})
     url = server.url("/host", host="rebind.test")
@@ -609,7 +609,7 @@ def test_connection_is_pinned_to_the_vetted_address(server: HostileServer, spies
         finally:
             await fetcher.aclose()
 
-    page, error = asyncio.run(go())
+    page, error = await go()
     assert f"Host: rebind.test:{server.port}" in page.text  # the name is kept for Host (and SNI)
     assert error.kind == "ssrf" and "10.0.0.1" in str(error)
     assert dns.calls == ["rebind.test", "rebind.test"] and not spies.lookups
@@ -627,16 +627,16 @@ def test_connection_is_pinned_to_the_vetted_address(server: HostileServer, spies
         (["a.test", "b.test"], 2, 3, 3),
     ],
 )
-def test_concurrency_limits(
+async def test_concurrency_limits(
     server: HostileServer, hosts: list[str], per_host: int, concurrency: int, peak: int
 ) -> None:
     urls = [server.url(f"/slow?i={i}", host=host) for host in hosts for i in range(2 * per_host)]
-    fetch_all(urls, per_host_concurrency=per_host, concurrency=concurrency)
+    await fetch_all(urls, per_host_concurrency=per_host, concurrency=concurrency)
     assert server.peak == peak
 
 
-def test_politeness_delay_between_requests_to_one_host(server: HostileServer) -> None:
-    fetch_all([server.url(f"/ok?i={i}") for i in range(4)], politeness_delay_s=0.2, per_host_concurrency=4)
+async def test_politeness_delay_between_requests_to_one_host(server: HostileServer) -> None:
+    await fetch_all([server.url(f"/ok?i={i}") for i in range(4)], politeness_delay_s=0.2, per_host_concurrency=4)
     starts = sorted(r.at for r in server.requests)
     assert len(starts) == 4 and min(b - a for a, b in itertools.pairwise(starts)) >= 0.15
 
@@ -682,7 +682,7 @@ def tls_contexts(name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     return server, client
 
 
-def test_https_uses_the_name_for_sni_and_certificate(
+async def test_https_uses_the_name_for_sni_and_certificate(
     server: HostileServer, spies: Spies, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The TCP connect goes to the pinned 127.0.0.1, but TLS verifies the certificate for the URL's name."""
@@ -696,8 +696,8 @@ def test_https_uses_the_name_for_sni_and_certificate(
     monkeypatch.setattr(httpx, "create_ssl_context", lambda **_: client_ctx)
     dns = FakeDNS({"secure.test": [["127.0.0.1"]], "impostor.test": [["127.0.0.1"]]})
     try:
-        page = fetch(f"https://secure.test:{port}/host", dns)
-        error = fails(f"https://impostor.test:{port}/host", "network", dns, retries=0)
+        page = await fetch(f"https://secure.test:{port}/host", dns)
+        error = await fails(f"https://impostor.test:{port}/host", "network", dns, retries=0)
     finally:
         server.loop.call_soon_threadsafe(tls.close)
     assert f"Host: secure.test:{port}" in page.text and "CERTIFICATE_VERIFY_FAILED" in str(error)

@@ -100,11 +100,11 @@ def request(system: str = "You are terse.", **kw: Any) -> LLMRequest:
     return LLMRequest(system=system, messages=[Message(role="user", content="hello")], **kw)
 
 
-def test_retries_429_then_529_then_success_with_configured_backoff() -> None:
+async def test_retries_429_then_529_then_success_with_configured_backoff() -> None:
     server = FakeServer(error(429), error(529), message(text="done"))
     delays: list[float] = []
     client = make_client(server, delays)
-    response = asyncio.run(client.complete(request()))
+    response = await client.complete(request())
     assert response.text == "done"
     assert len(server.bodies) == 3
     assert delays == pytest.approx([0.01, 0.02])  # initial, then doubled
@@ -119,81 +119,81 @@ def test_backoff_is_capped_and_jittered() -> None:
 
 
 @pytest.mark.parametrize(("headers", "expected"), [({"retry-after-ms": "250"}, 0.25), ({"retry-after": "2"}, 2.0)])
-def test_retry_after_headers_are_honoured(headers: dict[str, str], expected: float) -> None:
+async def test_retry_after_headers_are_honoured(headers: dict[str, str], expected: float) -> None:
     server = FakeServer(error(429, headers=headers), message())
     delays: list[float] = []
-    asyncio.run(make_client(server, delays).complete(request()))
+    await make_client(server, delays).complete(request())
     assert delays == [expected]
 
 
-def test_no_retry_on_400() -> None:
+async def test_no_retry_on_400() -> None:
     server = FakeServer(error(400, "messages: field required"))
     delays: list[float] = []
     with pytest.raises(LLMError, match=r"HTTP 400: .*messages: field required"):
-        asyncio.run(make_client(server, delays).complete(request()))
+        await make_client(server, delays).complete(request())
     assert len(server.bodies) == 1
     assert delays == []
 
 
 @pytest.mark.parametrize("status", [403, 404, 422])
-def test_no_retry_on_client_errors(status: int) -> None:
+async def test_no_retry_on_client_errors(status: int) -> None:
     server = FakeServer(error(status), message())
     with pytest.raises(LLMError, match=f"HTTP {status}"):
-        asyncio.run(make_client(server, []).complete(request()))
+        await make_client(server, []).complete(request())
     assert len(server.bodies) == 1
 
 
 @pytest.mark.parametrize("status", [408, 409, 500, 503])
-def test_retry_on_transient_statuses(status: int) -> None:
+async def test_retry_on_transient_statuses(status: int) -> None:
     server = FakeServer(error(status), message(text="fine"))
-    assert asyncio.run(make_client(server, []).complete(request())).text == "fine"
+    assert (await make_client(server, []).complete(request())).text == "fine"
     assert len(server.bodies) == 2
 
 
-def test_401_names_the_key() -> None:
+async def test_401_names_the_key() -> None:
     server = FakeServer(error(401, "invalid x-api-key"))
     with pytest.raises(LLMError, match=r"HTTP 401.*ANTHROPIC_API_KEY"):
-        asyncio.run(make_client(server, []).complete(request()))
+        await make_client(server, []).complete(request())
     assert len(server.bodies) == 1
 
 
-def test_x_should_retry_false_is_obeyed() -> None:
+async def test_x_should_retry_false_is_obeyed() -> None:
     server = FakeServer(error(500, headers={"x-should-retry": "false"}), message())
     with pytest.raises(LLMError, match=r"HTTP 500"):
-        asyncio.run(make_client(server, []).complete(request()))
+        await make_client(server, []).complete(request())
     assert len(server.bodies) == 1
 
 
-def test_read_timeout_becomes_llm_error_after_retries() -> None:
+async def test_read_timeout_becomes_llm_error_after_retries() -> None:
     server = FakeServer(httpx2.ReadTimeout("slow"))
     delays: list[float] = []
     with pytest.raises(LLMError, match=r"timed out after 5 s"):
-        asyncio.run(make_client(server, delays).complete(request()))
+        await make_client(server, delays).complete(request())
     assert len(server.bodies) == 3  # first attempt + max_retries=2
     assert len(delays) == 2
 
 
-def test_wall_clock_timeout_per_request() -> None:
+async def test_wall_clock_timeout_per_request() -> None:
     async def slow(_request: httpx2.Request) -> httpx2.Response:
         await asyncio.sleep(2)
         return message()
 
     server = FakeServer(slow)
     with pytest.raises(LLMError, match=r"timed out after 0\.05 s"):
-        asyncio.run(make_client(server, [], max_retries=0).complete(request(timeout_s=0.05)))
+        await make_client(server, [], max_retries=0).complete(request(timeout_s=0.05))
 
 
-def test_connection_error_is_retried_then_explained() -> None:
+async def test_connection_error_is_retried_then_explained() -> None:
     server = FakeServer(httpx2.ConnectError("refused"))
     with pytest.raises(LLMError, match=r"cannot connect to the LLM server .*ANTHROPIC_BASE_URL"):
-        asyncio.run(make_client(server, [], max_retries=1).complete(request()))
+        await make_client(server, [], max_retries=1).complete(request())
     assert len(server.bodies) == 2
 
 
-def test_base_url_without_key_targets_compatible_server() -> None:
+async def test_base_url_without_key_targets_compatible_server() -> None:
     server = FakeServer(message())
     client = make_client(server, [], anthropic_api_key=None, anthropic_base_url="http://localhost:8080")
-    asyncio.run(client.complete(request()))
+    await client.complete(request())
     assert server.urls == ["http://localhost:8080/v1/messages"]
 
 
@@ -202,10 +202,10 @@ def test_missing_key_and_base_url_is_not_configured() -> None:
         AnthropicClient(load_settings())
 
 
-def test_native_structured_output() -> None:
+async def test_native_structured_output() -> None:
     server = FakeServer(message(text='{"answer": "42"}'))
     client = make_client(server, [])
-    response = asyncio.run(client.complete(request(output_schema=SCHEMA, output_name="Answer")))
+    response = await client.complete(request(output_schema=SCHEMA, output_name="Answer"))
     assert response.output == {"answer": "42"}
     assert client.structured_mode == "native"
     fmt = server.bodies[0]["output_config"]["format"]
@@ -213,7 +213,7 @@ def test_native_structured_output() -> None:
     assert fmt["schema"]["properties"] == SCHEMA["properties"]
 
 
-def test_rejected_parse_falls_back_to_forced_tool_and_remembers() -> None:
+async def test_rejected_parse_falls_back_to_forced_tool_and_remembers() -> None:
     server = FakeServer(
         error(400, "output_config: Extra inputs are not permitted"),
         message(text=None, tool=("Answer", {"answer": "a"})),
@@ -226,7 +226,7 @@ def test_rejected_parse_falls_back_to_forced_tool_and_remembers() -> None:
         second = await client.complete(request(output_schema=SCHEMA, output_name="Answer"))
         return [first.output, second.output]
 
-    assert asyncio.run(run()) == [{"answer": "a"}, {"answer": "b"}]
+    assert await run() == [{"answer": "a"}, {"answer": "b"}]
     assert len(server.bodies) == 3  # the native path is not tried again
     assert client.structured_mode == "tool"
     assert "output_config" in server.bodies[0]
@@ -236,28 +236,28 @@ def test_rejected_parse_falls_back_to_forced_tool_and_remembers() -> None:
         assert body["tools"][-1]["input_schema"] == SCHEMA
 
 
-def test_ignored_output_config_falls_back_to_forced_tool() -> None:
+async def test_ignored_output_config_falls_back_to_forced_tool() -> None:
     server = FakeServer(
         message(text="Sure! The answer is 42."), message(text=None, tool=("emit_output", {"answer": "42"}))
     )
     client = make_client(server, [])
-    response = asyncio.run(client.complete(request(output_schema=SCHEMA)))
+    response = await client.complete(request(output_schema=SCHEMA))
     assert response.output == {"answer": "42"}
     assert response.tool_calls == []  # the forced call is the output, not an action
     assert client.structured_mode == "tool"
 
 
-def test_long_system_prompt_is_sent_as_cached_block() -> None:
+async def test_long_system_prompt_is_sent_as_cached_block() -> None:
     server = FakeServer(message())
     client = make_client(server, [])
     long_system = "x" * CACHE_MIN_SYSTEM_CHARS
-    asyncio.run(client.complete(request(system=long_system)))
-    asyncio.run(client.complete(request(system="short")))
+    await client.complete(request(system=long_system))
+    await client.complete(request(system="short"))
     assert server.bodies[0]["system"] == [{"type": "text", "text": long_system, "cache_control": {"type": "ephemeral"}}]
     assert server.bodies[1]["system"] == "short"
 
 
-def test_usage_is_recorded_and_summed() -> None:
+async def test_usage_is_recorded_and_summed() -> None:
     usage = {"input_tokens": 7, "output_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 50}
     server = FakeServer(message(usage=usage))
     client = make_client(server, [])
@@ -267,28 +267,28 @@ def test_usage_is_recorded_and_summed() -> None:
             response = await client.complete(request())
             assert response.usage == Usage(**usage)
 
-    asyncio.run(run())
+    await run()
     assert client.usage.calls == 3
     assert client.usage.total == Usage(
         input_tokens=21, output_tokens=9, cache_creation_input_tokens=300, cache_read_input_tokens=150
     )
 
 
-def test_tool_calls_and_temperature_are_passed() -> None:
+async def test_tool_calls_and_temperature_are_passed() -> None:
     server = FakeServer(message(text="calling", tool=("search", {"q": "ray"})))
     client = make_client(server, [])
     spec = ToolSpec(name="search", description="Search.", input_schema={"type": "object"})
-    response = asyncio.run(client.complete(request(tools=[spec], temperature=0.3)))
+    response = await client.complete(request(tools=[spec], temperature=0.3))
     assert [(c.name, c.arguments) for c in response.tool_calls] == [("search", {"q": "ray"})]
     assert server.bodies[0]["temperature"] == 0.3
     assert server.bodies[0]["tools"] == [spec.model_dump()]
 
 
-def test_rejected_temperature_is_dropped_and_remembered() -> None:
+async def test_rejected_temperature_is_dropped_and_remembered() -> None:
     server = FakeServer(error(400, "`temperature` is deprecated for this model"), message())
     client = make_client(server, [])
-    asyncio.run(client.complete(request()))
-    asyncio.run(client.complete(request()))
+    await client.complete(request())
+    await client.complete(request())
     assert "temperature" in server.bodies[0]
     assert all("temperature" not in body for body in server.bodies[1:])
     assert len(server.bodies) == 3
@@ -304,7 +304,7 @@ def test_client_pickles_as_its_settings() -> None:
 # --- typed parts, per-request model, typed errors, rate-limit reports, streaming ------------------------------
 
 
-def test_tool_calls_and_results_travel_as_blocks() -> None:
+async def test_tool_calls_and_results_travel_as_blocks() -> None:
     server = FakeServer(message(text="done"))
     history = [
         Message(role="user", content="find ray"),
@@ -314,7 +314,7 @@ def test_tool_calls_and_results_travel_as_blocks() -> None:
         ),
         Message(role="user", content=[ToolResultPart(tool_call_id="toolu_1", content="boom", is_error=True)]),
     ]
-    asyncio.run(make_client(server, []).complete(LLMRequest(system="s", messages=history, model="claude-other")))
+    await make_client(server, []).complete(LLMRequest(system="s", messages=history, model="claude-other"))
     body = server.bodies[0]
     assert body["model"] == "claude-other"  # the request's model wins over llm_model
     assert body["messages"] == [
@@ -333,32 +333,32 @@ def test_tool_calls_and_results_travel_as_blocks() -> None:
     ]
 
 
-def test_tool_use_comes_back_as_a_part_and_continues_the_conversation() -> None:
+async def test_tool_use_comes_back_as_a_part_and_continues_the_conversation() -> None:
     server = FakeServer(message(text="look", tool=("search", {"q": "x"})))
-    response = asyncio.run(make_client(server, []).complete(request()))
+    response = await make_client(server, []).complete(request())
     assert response.tool_calls == [ToolCallPart(id="toolu_1", name="search", arguments={"q": "x"})]
     assert response.as_message().parts == [TextPart(text="look"), *response.tool_calls]
 
 
-def test_errors_are_typed_and_survive_pickling() -> None:
+async def test_errors_are_typed_and_survive_pickling() -> None:
     server = FakeServer(error(429, "slow down", headers={"retry-after": "3"}))
     with pytest.raises(LLMError) as info:
-        asyncio.run(make_client(server, [], max_retries=0).complete(request(model="claude-x")))
+        await make_client(server, [], max_retries=0).complete(request(model="claude-x"))
     err = info.value
     assert (err.status_code, err.model, err.retryable, err.retry_after_s) == (429, "claude-x", True, 3.0)
     copy = pickle.loads(pickle.dumps(err))
     assert type(copy) is LLMError and str(copy) == str(err)
     assert (copy.status_code, copy.model, copy.retryable, copy.retry_after_s) == (429, "claude-x", True, 3.0)
     with pytest.raises(LLMError) as info:
-        asyncio.run(make_client(FakeServer(error(404)), []).complete(request()))
+        await make_client(FakeServer(error(404)), []).complete(request())
     assert (info.value.status_code, info.value.retryable, info.value.model) == (404, False, "claude-test")
 
 
-def test_429_with_retry_after_is_reported_to_the_limiter() -> None:
+async def test_429_with_retry_after_is_reported_to_the_limiter() -> None:
     server = FakeServer(error(529, headers={"retry-after": "2"}), error(500), message())
     reported: list[float] = []
     with rate_limit_hook(reported.append):
-        asyncio.run(make_client(server, []).complete(request()))
+        await make_client(server, []).complete(request())
     assert reported == [2.0]  # the 529 with retry-after; the plain 500 pauses nobody
 
 
@@ -408,10 +408,10 @@ def streamed(*deltas: str, tool: tuple[str, str] | None = None) -> httpx2.Respon
     return sse(*events)
 
 
-def test_stream_yields_text_deltas_then_the_full_response() -> None:
+async def test_stream_yields_text_deltas_then_the_full_response() -> None:
     server = FakeServer(error(529), streamed("こん", "にち", "は", tool=("search", '{"q": "ray"}')))
     client = make_client(server, [])
-    deltas, response = asyncio.run(collect(stream(client, request(model="claude-s"))))
+    deltas, response = await collect(stream(client, request(model="claude-s")))
     assert deltas == ["こん", "にち", "は"]
     assert response.text == "こんにちは" and response.stop_reason == "tool_use"
     assert response.tool_calls == [ToolCallPart(id="toolu_9", name="search", arguments={"q": "ray"})]
@@ -421,13 +421,13 @@ def test_stream_yields_text_deltas_then_the_full_response() -> None:
     assert client.usage.calls == 1
 
 
-def test_stream_error_is_an_llm_error() -> None:
+async def test_stream_error_is_an_llm_error() -> None:
     server = FakeServer(error(401, "invalid x-api-key"))
     with pytest.raises(LLMError, match=r"HTTP 401.*ANTHROPIC_API_KEY"):
-        asyncio.run(collect(stream(make_client(server, []), request())))
+        await collect(stream(make_client(server, []), request()))
 
 
-def test_a_stream_that_breaks_off_is_a_retryable_llm_error() -> None:
+async def test_a_stream_that_breaks_off_is_a_retryable_llm_error() -> None:
     class Broken(httpx2.AsyncByteStream):
         async def __aiter__(self):  # type: ignore[no-untyped-def]
             yield streamed("part").content[:400]  # message_start and the first delta, then the connection drops
@@ -442,5 +442,5 @@ def test_a_stream_that_breaks_off_is_a_retryable_llm_error() -> None:
                 seen.append(event.text)
 
     with pytest.raises(LLMError, match=r"broke off after \d text deltas.*ReadError") as info:
-        asyncio.run(run())
+        await run()
     assert info.value.retryable and len(server.bodies) == 1

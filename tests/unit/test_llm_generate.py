@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import pickle
 import threading
@@ -31,13 +30,13 @@ def out(output: dict[str, Any] | None, text: str = "", tokens: int = 10) -> LLMR
 USER = [Message(role="user", content="Is the sky blue?")]
 
 
-def run(client: Scripted | AnthropicClient, **kw: Any) -> Generated[Verdict]:
-    return asyncio.run(generate(client, system="Judge.", messages=USER, output_type=Verdict, **kw))
+async def run(client: Scripted | AnthropicClient, **kw: Any) -> Generated[Verdict]:
+    return await generate(client, system="Judge.", messages=USER, output_type=Verdict, **kw)
 
 
-def test_valid_output_is_parsed_and_schema_sent() -> None:
+async def test_valid_output_is_parsed_and_schema_sent() -> None:
     client = Scripted(out({"label": "yes", "confidence": 0.9}))
-    result = run(client, max_tokens=50, timeout_s=3.0)
+    result = await run(client, max_tokens=50, timeout_s=3.0)
     assert result.parsed == Verdict(label="yes", confidence=0.9)
     sent = client.requests[0]
     assert sent.output_schema == Verdict.model_json_schema()
@@ -45,9 +44,9 @@ def test_valid_output_is_parsed_and_schema_sent() -> None:
     assert (sent.max_tokens, sent.timeout_s) == (50, 3.0)
 
 
-def test_invalid_output_is_repaired_once() -> None:
+async def test_invalid_output_is_repaired_once() -> None:
     client = Scripted(out({"label": "maybe"}, tokens=10), out({"label": "no", "confidence": 0.2}, tokens=20))
-    result = run(client)
+    result = await run(client)
     assert result.parsed == Verdict(label="no", confidence=0.2)
     assert len(client.requests) == 2
     repair = client.requests[1].messages
@@ -58,27 +57,27 @@ def test_invalid_output_is_repaired_once() -> None:
     assert result.usage.input_tokens == 30  # both attempts
 
 
-def test_still_invalid_after_repair_raises_output_error() -> None:
+async def test_still_invalid_after_repair_raises_output_error() -> None:
     client = Scripted(out({"label": "maybe"}), out({"label": "perhaps", "confidence": "high"}))
     with pytest.raises(LLMOutputError, match=r"not a valid Verdict even after one repair attempt: label: .*"):
-        run(client)
+        await run(client)
     assert len(client.requests) == 2
 
 
-def test_json_in_text_is_accepted_when_output_is_missing() -> None:
+async def test_json_in_text_is_accepted_when_output_is_missing() -> None:
     client = Scripted(out(None, text='```json\n{"label": "no", "confidence": 1}\n```'))
-    assert run(client).parsed == Verdict(label="no", confidence=1.0)
+    assert (await run(client)).parsed == Verdict(label="no", confidence=1.0)
 
 
-def test_no_output_at_all_gets_the_repair_turn() -> None:
+async def test_no_output_at_all_gets_the_repair_turn() -> None:
     client = Scripted(out(None, text="I think yes."), out({"label": "yes", "confidence": 0.5}))
-    assert run(client).parsed == Verdict(label="yes", confidence=0.5)
+    assert (await run(client)).parsed == Verdict(label="yes", confidence=0.5)
     assert client.requests[1].messages[1].content == "I think yes."
 
 
-def test_plain_text_generation() -> None:
+async def test_plain_text_generation() -> None:
     client = Scripted(out(None, text="Blue."))
-    result = asyncio.run(generate(client, system="s", messages=USER))
+    result = await generate(client, system="s", messages=USER)
     assert (result.parsed, result.response.text) == (None, "Blue.")
     assert client.requests[0].output_schema is None
 
@@ -109,18 +108,18 @@ def _message(text: str) -> dict[str, Any]:
     }
 
 
-def test_repair_over_the_anthropic_adapter() -> None:
+async def test_repair_over_the_anthropic_adapter() -> None:
     client, seen = _anthropic(_message('{"label": "yes"}'), _message('{"label": "yes", "confidence": 0.7}'))
-    result = run(client)
+    result = await run(client)
     assert result.parsed == Verdict(label="yes", confidence=0.7)
     assert len(seen) == 2 and all("output_config" in body for body in seen)
     assert client.usage.total == Usage(input_tokens=8, output_tokens=4)
 
 
-def test_output_error_over_the_anthropic_adapter() -> None:
+async def test_output_error_over_the_anthropic_adapter() -> None:
     client, _ = _anthropic(_message('{"label": "yes"}'), _message('{"label": "yes"}'))
     with pytest.raises(LLMOutputError, match=r"Verdict.*confidence: Field required"):
-        run(client)
+        await run(client)
 
 
 def test_usage_meter_sums_across_threads_and_pickles() -> None:

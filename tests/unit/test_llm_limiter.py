@@ -70,7 +70,7 @@ def test_permit_book_rules() -> None:
     assert book.try_acquire("never-granted", 10) == -1.0
 
 
-def test_at_most_the_permitted_calls_run_at_once() -> None:
+async def test_at_most_the_permitted_calls_run_at_once() -> None:
     provider = InFlight()
     limiter = LocalLimiter(3)
     client = LimitedClient(FunctionClient(provider), 3, limiter)
@@ -78,13 +78,13 @@ def test_at_most_the_permitted_calls_run_at_once() -> None:
     async def run() -> list[LLMResponse]:
         return await asyncio.gather(*(client.complete(REQUEST) for _ in range(12)))
 
-    answers = asyncio.run(run())
+    answers = await run()
     assert [a.text for a in answers] == ["ok"] * 12
     assert provider.peak == 3 and provider.calls == 12
     assert limiter.state()["in_use"] == 0 and limiter.book.granted == 12
 
 
-def test_a_rate_limit_pauses_every_caller_until_retry_after() -> None:
+async def test_a_rate_limit_pauses_every_caller_until_retry_after() -> None:
     clock = Clock()
     limiter = LocalLimiter(4, clock=clock)
     rate_limited = LLMError("HTTP 429", status_code=429, retry_after_s=30.0, retryable=True)
@@ -102,10 +102,10 @@ def test_a_rate_limit_pauses_every_caller_until_retry_after() -> None:
         await asyncio.gather(*waiting)
         assert provider.calls == 3
 
-    asyncio.run(run())
+    await run()
 
 
-def test_a_rate_limit_reported_during_a_call_pauses_the_others() -> None:
+async def test_a_rate_limit_reported_during_a_call_pauses_the_others() -> None:
     clock = Clock()
     limiter = LocalLimiter(4, clock=clock)
 
@@ -125,10 +125,10 @@ def test_a_rate_limit_reported_during_a_call_pauses_the_others() -> None:
         clock.now += 12
         await task
 
-    asyncio.run(run())
+    await run()
 
 
-def test_permits_come_back_after_errors_and_cancellation() -> None:
+async def test_permits_come_back_after_errors_and_cancellation() -> None:
     limiter = LocalLimiter(1)
     started = asyncio.Event()
 
@@ -153,10 +153,10 @@ def test_permits_come_back_after_errors_and_cancellation() -> None:
         assert limiter.state()["in_use"] == 0
         assert (await LimitedClient(ScriptedClient("free"), 1, limiter).complete(REQUEST)).text == "free"
 
-    asyncio.run(run())
+    await run()
 
 
-def test_a_dead_callers_lease_expires() -> None:
+async def test_a_dead_callers_lease_expires() -> None:
     clock = Clock()
     limiter = LocalLimiter(1, ttl_s=20.0, clock=clock)
 
@@ -168,10 +168,10 @@ def test_a_dead_callers_lease_expires() -> None:
         clock.now += 20
         assert (await task).text == "after expiry"
 
-    asyncio.run(run())
+    await run()
 
 
-def test_stream_holds_a_permit_until_it_ends() -> None:
+async def test_stream_holds_a_permit_until_it_ends() -> None:
     limiter = LocalLimiter(2)
     client = LimitedClient(ScriptedClient("streamed text", chunk_size=4), 2, limiter)
 
@@ -184,7 +184,7 @@ def test_stream_holds_a_permit_until_it_ends() -> None:
         assert set(seen) == {1}
         assert limiter.state()["in_use"] == 0
 
-    asyncio.run(run())
+    await run()
 
 
 def test_without_ray_the_process_shares_one_local_limiter() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import pickle
 import subprocess
 import sys
@@ -51,8 +50,8 @@ def request(text: str = "hi") -> LLMRequest:
     return LLMRequest(system="sys", messages=[Message(role="user", content=text)])
 
 
-def complete(provider: str, req: LLMRequest | None = None) -> LLMResponse:
-    return asyncio.run(PythonClient(provider).complete(req or request()))
+async def complete(provider: str, req: LLMRequest | None = None) -> LLMResponse:
+    return await PythonClient(provider).complete(req or request())
 
 
 @pytest.fixture
@@ -65,30 +64,30 @@ def module_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
         del sys.modules[name]
 
 
-def test_module_form_sync_str_return(module_name: str) -> None:
-    response = complete(f"python:{module_name}:sync_text", request("ping"))
+async def test_module_form_sync_str_return(module_name: str) -> None:
+    response = await complete(f"python:{module_name}:sync_text", request("ping"))
     assert response.text == "echo: ping"
     assert response.model == f"python:{module_name}:sync_text"
 
 
-def test_module_form_async_dict_return(module_name: str) -> None:
-    response = complete(f"python:{module_name}:async_dict")
+async def test_module_form_async_dict_return(module_name: str) -> None:
+    response = await complete(f"python:{module_name}:async_dict")
     assert response.text == "sys"
     assert response.usage.input_tokens == 3
 
 
-def test_file_form_relative_to_cwd(tmp_path: Path) -> None:
+async def test_file_form_relative_to_cwd(tmp_path: Path) -> None:
     write(tmp_path / "providers" / "fake.py")  # the cwd is tmp_path (tests/conftest.py)
-    assert complete("python:providers/fake.py:sync_text").text == "echo: hi"
-    assert complete("python:./providers/fake.py:async_dict").text == "sys"
-    full = complete(f"python:{tmp_path / 'providers' / 'fake.py'}:full")
+    assert (await complete("python:providers/fake.py:sync_text")).text == "echo: hi"
+    assert (await complete("python:./providers/fake.py:async_dict")).text == "sys"
+    full = await complete(f"python:{tmp_path / 'providers' / 'fake.py'}:full")
     assert (full.text, full.model, full.output) == ("full", "my-model", {"k": 1})
 
 
-def test_structured_output_from_dict(tmp_path: Path) -> None:
+async def test_structured_output_from_dict(tmp_path: Path) -> None:
     write(tmp_path / "fake.py")
     req = request().model_copy(update={"output_schema": {"type": "object"}, "output_name": "Thing"})
-    assert complete("python:fake.py:structured", req).output == {"name": "Thing"}
+    assert (await complete("python:fake.py:structured", req)).output == {"name": "Thing"}
 
 
 @pytest.mark.parametrize(
@@ -111,22 +110,22 @@ def test_bad_specs_are_config_errors(tmp_path: Path, provider: str, message: str
         PythonClient(provider).load()
 
 
-def test_function_errors_and_bad_returns_are_llm_errors(tmp_path: Path) -> None:
+async def test_function_errors_and_bad_returns_are_llm_errors(tmp_path: Path) -> None:
     write(tmp_path / "fake.py")
     with pytest.raises(LLMError, match=r"raised ValueError: kaputt"):
-        complete("python:fake.py:boom")
+        await complete("python:fake.py:boom")
     with pytest.raises(LLMError, match=r"returned int; expected LLMResponse, dict or str"):
-        complete("python:fake.py:wrong")
+        await complete("python:fake.py:wrong")
 
 
-def test_pickled_client_works_here_and_in_a_fresh_process(tmp_path: Path) -> None:
+async def test_pickled_client_works_here_and_in_a_fresh_process(tmp_path: Path) -> None:
     write(tmp_path / "fake.py")
     client = PythonClient("python:fake.py:sync_text")
-    asyncio.run(client.complete(request()))  # loaded here; the function must not be pickled
+    await client.complete(request())  # loaded here; the function must not be pickled
     blob = pickle.dumps(client)
     assert b"sync_text" in blob and b"_magi_llm_provider_" not in blob
     copy = pickle.loads(blob)
-    assert asyncio.run(copy.complete(request("again"))).text == "echo: again"
+    assert (await copy.complete(request("again"))).text == "echo: again"
 
     # Like a Ray worker: another process, another cwd, only the pickled client.
     (tmp_path / "client.pkl").write_bytes(blob)
@@ -153,7 +152,7 @@ def test_pickled_client_works_here_and_in_a_fresh_process(tmp_path: Path) -> Non
     assert out.stdout.strip() == "echo: worker"
 
 
-def test_provider_sees_parts_and_answers_with_tool_calls(tmp_path: Path) -> None:
+async def test_provider_sees_parts_and_answers_with_tool_calls(tmp_path: Path) -> None:
     write(
         tmp_path / "agent.py",
         """
@@ -165,7 +164,7 @@ def act(request):
 """,
     )
     provider = f"python:{tmp_path / 'agent.py'}:act"
-    first = complete(provider, request("price"))
+    first = await complete(provider, request("price"))
     assert first.tool_calls == [ToolCallPart(id="t1", name="lookup", arguments={"q": "price"})]
     follow_up = LLMRequest(
         system="sys",
@@ -175,4 +174,4 @@ def act(request):
             Message(role="user", content=[ToolResultPart(tool_call_id="t1", content="49.7%")]),
         ],
     )
-    assert complete(provider, follow_up).text == "result was 49.7%"
+    assert (await complete(provider, follow_up)).text == "result was 49.7%"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import pickle
@@ -40,7 +39,7 @@ def provider(tmp_path: Path) -> PythonClient:
     return PythonClient("python:fake_llm.py:answer")
 
 
-def test_record_then_replay_gives_identical_responses(tmp_path: Path, provider: PythonClient) -> None:
+async def test_record_then_replay_gives_identical_responses(tmp_path: Path, provider: PythonClient) -> None:
     cassette = tmp_path / "cassettes" / "run.jsonl"
     requests = [request("ray"), request("spacy", output_schema={"type": "object"}, output_name="T")]
     recorder = RecordingClient(provider, cassette)
@@ -48,8 +47,8 @@ def test_record_then_replay_gives_identical_responses(tmp_path: Path, provider: 
     async def run(client: RecordingClient | ReplayClient) -> list[LLMResponse]:
         return [await client.complete(r) for r in requests]
 
-    recorded = asyncio.run(run(recorder))
-    replayed = asyncio.run(run(ReplayClient(cassette)))
+    recorded = await run(recorder)
+    replayed = await run(ReplayClient(cassette))
     assert replayed == recorded
     assert recorded[1].output == {"topic": "spacy"}
     lines = [json.loads(line) for line in cassette.read_text(encoding="utf-8").splitlines()]
@@ -63,20 +62,20 @@ def test_key_ignores_timeout_but_not_content() -> None:
     assert request_key(request("a")) != request_key(request("a", temperature=0.5))
 
 
-def test_last_record_wins(tmp_path: Path, provider: PythonClient) -> None:
+async def test_last_record_wins(tmp_path: Path, provider: PythonClient) -> None:
     cassette = tmp_path / "c.jsonl"
     recorder = RecordingClient(provider, cassette)
-    asyncio.run(recorder.complete(request("x")))
-    second = asyncio.run(recorder.complete(request("x")))
-    assert asyncio.run(ReplayClient(cassette).complete(request("x"))) == second
+    await recorder.complete(request("x"))
+    second = await recorder.complete(request("x"))
+    assert await ReplayClient(cassette).complete(request("x")) == second
 
 
-def test_miss_names_the_request_and_how_to_record(tmp_path: Path, provider: PythonClient) -> None:
+async def test_miss_names_the_request_and_how_to_record(tmp_path: Path, provider: PythonClient) -> None:
     cassette = tmp_path / "c.jsonl"
-    asyncio.run(RecordingClient(provider, cassette).complete(request("recorded")))
+    await RecordingClient(provider, cassette).complete(request("recorded"))
     missing = request("never recorded question")
     with pytest.raises(CassetteMissError) as info:
-        asyncio.run(ReplayClient(cassette).complete(missing))
+        await ReplayClient(cassette).complete(missing)
     text = str(info.value)
     assert request_key(missing) in text
     assert str(cassette) in text
@@ -84,31 +83,31 @@ def test_miss_names_the_request_and_how_to_record(tmp_path: Path, provider: Pyth
     assert "MAGI_LLM_PROVIDER=record" in text
 
 
-def test_hand_written_json_cassette(tmp_path: Path) -> None:
+async def test_hand_written_json_cassette(tmp_path: Path) -> None:
     req = request("hello")
     cassette = tmp_path / "hand.json"
     record = {"key": request_key(req), "request": req.model_dump(mode="json"), "response": {"text": "hi!"}}
     cassette.write_text(json.dumps([record]), encoding="utf-8")
-    assert asyncio.run(ReplayClient(cassette).complete(req)).text == "hi!"
+    assert (await ReplayClient(cassette).complete(req)).text == "hi!"
     with pytest.raises(ConfigError, match=r"use a \.jsonl path"):
         RecordingClient(ReplayClient(cassette), cassette)
 
 
-def test_malformed_cassette_is_config_error(tmp_path: Path) -> None:
+async def test_malformed_cassette_is_config_error(tmp_path: Path) -> None:
     cassette = tmp_path / "bad.jsonl"
     cassette.write_text("{not json\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"malformed"):
-        asyncio.run(ReplayClient(cassette).complete(request("x")))
+        await ReplayClient(cassette).complete(request("x"))
 
 
-def test_replay_client_pickles_without_its_cache(tmp_path: Path, provider: PythonClient) -> None:
+async def test_replay_client_pickles_without_its_cache(tmp_path: Path, provider: PythonClient) -> None:
     cassette = tmp_path / "c.jsonl"
-    asyncio.run(RecordingClient(provider, cassette).complete(request("x")))
+    await RecordingClient(provider, cassette).complete(request("x"))
     client = ReplayClient(cassette)
-    asyncio.run(client.complete(request("x")))
+    await client.complete(request("x"))
     copy = pickle.loads(pickle.dumps(client))
     assert copy._responses is None
-    assert asyncio.run(copy.complete(request("x"))).text.startswith("answer 0")
+    assert (await copy.complete(request("x"))).text.startswith("answer 0")
 
 
 def test_parallel_processes_append_whole_records(tmp_path: Path) -> None:
@@ -151,7 +150,7 @@ def test_plain_text_keys_did_not_change_with_roles_and_parts() -> None:
     assert request_key(plain.model_copy(update={"model": "claude-opus-4-6"}), "claude-sonnet-4-6") != expected
 
 
-def test_tool_calls_and_results_round_trip_through_a_cassette(tmp_path: Path) -> None:
+async def test_tool_calls_and_results_round_trip_through_a_cassette(tmp_path: Path) -> None:
     cassette = tmp_path / "tools.jsonl"
     history = [
         Message(role="user", content="add 2 and 3"),
@@ -160,8 +159,8 @@ def test_tool_calls_and_results_round_trip_through_a_cassette(tmp_path: Path) ->
     ]
     asked = LLMRequest(system="s", messages=history)
     scripted = ScriptedClient(LLMResponse(text="5", tool_calls=[ToolCallPart(id="c2", name="note", arguments={})]))
-    recorded = asyncio.run(RecordingClient(scripted, cassette).complete(asked))
-    replayed = asyncio.run(ReplayClient(cassette).complete(asked))
+    recorded = await RecordingClient(scripted, cassette).complete(asked)
+    replayed = await ReplayClient(cassette).complete(asked)
     assert replayed == recorded and replayed.tool_calls[0].name == "note"
     stored = json.loads(cassette.read_text(encoding="utf-8"))["request"]["messages"]
     assert stored[1]["content"][0] == {"type": "tool_call", "id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -42,7 +41,7 @@ def test_resolution_falls_back_role_then_default_then_llm_model() -> None:
     assert (bare.model, bare.temperature, bare.max_tokens) == ("m0", None, None)
 
 
-def test_role_client_fills_the_request_and_per_call_role_wins() -> None:
+async def test_role_client_fills_the_request_and_per_call_role_wins() -> None:
     inner = ScriptedClient("a", "b", "c")
     client = RoleClient(inner, SETTINGS, "critic.worker")
 
@@ -51,7 +50,7 @@ def test_role_client_fills_the_request_and_per_call_role_wins() -> None:
         await client.complete(request(role="magi.melchior", temperature=0.2))
         await collect(client.stream(request(model="claude-explicit")))
 
-    asyncio.run(run())
+    await run()
     first, second, third = inner.requests
     assert (first.role, first.model, first.temperature, first.max_tokens) == (
         "critic.worker",
@@ -68,22 +67,22 @@ def test_role_client_fills_the_request_and_per_call_role_wins() -> None:
     assert third.model == "claude-explicit"  # an explicit model beats the role's
 
 
-def test_make_llm_binds_a_role(tmp_path: Path) -> None:
+async def test_make_llm_binds_a_role(tmp_path: Path) -> None:
     (tmp_path / "show.py").write_text(
         "def show(request):\n    return f'{request.role} {request.model} {request.temperature} {request.max_tokens}'\n",
         encoding="utf-8",
     )
-    settings = SETTINGS.model_copy(update={"llm_provider": f"python:{tmp_path / 'show.py'}:show"})
+    settings = SETTINGS.updated({"llm": {"provider": f"python:{tmp_path / 'show.py'}:show"}})
     client = make_llm(settings, role="critic.worker")
     assert client is not None
-    assert asyncio.run(client.complete(request())).text == "critic.worker claude-haiku-4-5 0.7 300"
+    assert (await client.complete(request())).text == "critic.worker claude-haiku-4-5 0.7 300"
 
 
 def test_roles_come_from_yaml_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "magi.yaml"
     config.write_text(
-        "llm_models:\n  magi.balthasar: claude-sonnet-4-5\nllm_params:\n  magi.balthasar:\n    temperature: 0.4\n"
-        "llm_max_concurrency: 3\n",
+        "llm:\n  models:\n    magi.balthasar: claude-sonnet-4-5\n  params:\n    magi.balthasar:\n"
+        "      temperature: 0.4\n  max_concurrency: 3\n",
         encoding="utf-8",
     )
     settings = load_settings(config)
@@ -92,20 +91,20 @@ def test_roles_come_from_yaml_and_environment(tmp_path: Path, monkeypatch: pytes
     assert settings.llm.max_concurrency == 3
     monkeypatch.setenv("MAGI_LLM_MODELS", '{"default": "claude-opus-4-7"}')
     assert resolve_role(load_settings(), "anything").model == "claude-opus-4-7"
-    config.write_text("llm_params:\n  x:\n    temperature: 3\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"llm_params.*less than or equal to 1"):
+    config.write_text("llm:\n  params:\n    x:\n      temperature: 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"llm.params.*less than or equal to 1"):
         load_settings(config)
 
 
-def test_generate_passes_a_per_call_role(tmp_path: Path) -> None:
+async def test_generate_passes_a_per_call_role(tmp_path: Path) -> None:
     (tmp_path / "show.py").write_text(
         "def show(request):\n    return f'{request.role} {request.model}'\n", encoding="utf-8"
     )
-    settings = SETTINGS.model_copy(update={"llm_provider": f"python:{tmp_path / 'show.py'}:show"})
+    settings = SETTINGS.updated({"llm": {"provider": f"python:{tmp_path / 'show.py'}:show"}})
     client = make_llm(settings)  # no role bound: each call names its own
     assert client is not None
     user = [Message(role="user", content="q")]
-    melchior = asyncio.run(generate(client, system="s", messages=user, role="magi.melchior"))
+    melchior = await generate(client, system="s", messages=user, role="magi.melchior")
     assert melchior.response.text == "magi.melchior claude-opus-4-6"
-    plain = asyncio.run(generate(client, system="s", messages=user))
+    plain = await generate(client, system="s", messages=user)
     assert plain.response.text == "default claude-haiku-4-5"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -21,29 +20,29 @@ async def events_of(client: object) -> list[StreamEvent]:
     return [e async for e in stream(client, REQUEST)]  # type: ignore[arg-type]
 
 
-def test_scripted_client_streams_text_in_chunks_then_the_response() -> None:
+async def test_scripted_client_streams_text_in_chunks_then_the_response() -> None:
     client = ScriptedClient("MAGI system online", chunk_size=5)
-    events = asyncio.run(events_of(client))
+    events = await events_of(client)
     assert events[:-1] == [TextDelta("MAGI "), TextDelta("syste"), TextDelta("m onl"), TextDelta("ine")]
     end = events[-1]
     assert isinstance(end, StreamEnd) and end.response.text == "MAGI system online"
     assert client.requests == [REQUEST]
 
 
-def test_a_tool_call_answer_streams_no_text() -> None:
-    deltas, response = asyncio.run(collect(stream(ScriptedClient(tool_call("search", {"q": "x"})), REQUEST)))
+async def test_a_tool_call_answer_streams_no_text() -> None:
+    deltas, response = await collect(stream(ScriptedClient(tool_call("search", {"q": "x"})), REQUEST))
     assert deltas == [] and [c.name for c in response.tool_calls] == ["search"]
 
 
-def test_clients_without_stream_fall_back_to_complete() -> None:
+async def test_clients_without_stream_fall_back_to_complete() -> None:
     client = FunctionClient(lambda r: f"echo {r.messages[-1].text}")
-    events = asyncio.run(events_of(client))
+    events = await events_of(client)
     assert events == [TextDelta("echo hello"), StreamEnd(LLMResponse(text="echo hello", model="function"))]
 
 
-def test_errors_surface_from_the_stream() -> None:
+async def test_errors_surface_from_the_stream() -> None:
     with pytest.raises(LLMError, match="quota"):
-        asyncio.run(events_of(ScriptedClient(LLMError("quota exceeded"))))
+        await events_of(ScriptedClient(LLMError("quota exceeded")))
 
 
 PROVIDER = """
@@ -59,21 +58,21 @@ def plain(request):
 """
 
 
-def test_python_provider_async_generator_streams_and_completes(tmp_path: Path) -> None:
+async def test_python_provider_async_generator_streams_and_completes(tmp_path: Path) -> None:
     (tmp_path / "streamer.py").write_text(PROVIDER, encoding="utf-8")
     client = PythonClient(f"python:{tmp_path / 'streamer.py'}:chunky")
-    deltas, response = asyncio.run(collect(client.stream(REQUEST)))
+    deltas, response = await collect(client.stream(REQUEST))
     assert deltas == ["価格", "転嫁", "率"]
     assert response.text == "価格転嫁率" and response.usage.output_tokens == 3 and response.stop_reason == "end_turn"
-    assert asyncio.run(client.complete(REQUEST)).text == "価格転嫁率"
+    assert (await client.complete(REQUEST)).text == "価格転嫁率"
     plain = PythonClient(f"python:{tmp_path / 'streamer.py'}:plain")
-    assert asyncio.run(collect(plain.stream(REQUEST)))[0] == ["one piece"]
+    assert (await collect(plain.stream(REQUEST)))[0] == ["one piece"]
 
 
-def test_recording_a_stream_then_replaying_it(tmp_path: Path) -> None:
+async def test_recording_a_stream_then_replaying_it(tmp_path: Path) -> None:
     cassette = tmp_path / "s.jsonl"
     recorder = RecordingClient(ScriptedClient("recorded answer", chunk_size=3), cassette)
-    deltas, recorded = asyncio.run(collect(stream(recorder, REQUEST)))
+    deltas, recorded = await collect(stream(recorder, REQUEST))
     assert "".join(deltas) == "recorded answer" and len(deltas) > 1
-    replayed = asyncio.run(collect(stream(ReplayClient(cassette), REQUEST)))
+    replayed = await collect(stream(ReplayClient(cassette), REQUEST))
     assert replayed == (["recorded answer"], recorded)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import pickle
 
 import pytest
@@ -33,13 +32,13 @@ WEATHER = Tool(name="weather", description="Weather of a city.", input_schema={"
 HANDLERS = {"add": add, "weather": weather}
 
 
-def test_tools_run_until_the_final_answer() -> None:
+async def test_tools_run_until_the_final_answer() -> None:
     client = ScriptedClient(
         [tool_call("add", {"a": 2, "b": 3}, id="c1"), tool_call("weather", {"city": "Tokyo"}, id="c2")],
         "5, and the sky is clear.",
     )
     tools = [ADD, WEATHER]
-    result = asyncio.run(run_tools(client, "Use tools.", USER, tools, HANDLERS, max_turns=4, role="magi.melchior"))
+    result = await run_tools(client, "Use tools.", USER, tools, HANDLERS, max_turns=4, role="magi.melchior")
     assert result.text == "5, and the sky is clear." and result.turns == 2
     assert [(s.call.name, s.result, s.error) for s in result.steps] == [
         ("add", "5", None),
@@ -69,7 +68,7 @@ def test_tools_run_until_the_final_answer() -> None:
     assert len(result.messages) == 4
 
 
-def test_unknown_tool_bad_arguments_and_handler_errors_go_back_to_the_model() -> None:
+async def test_unknown_tool_bad_arguments_and_handler_errors_go_back_to_the_model() -> None:
     def broken(args: dict[str, object]) -> str:
         raise RuntimeError("station offline")
 
@@ -81,7 +80,7 @@ def test_unknown_tool_bad_arguments_and_handler_errors_go_back_to_the_model() ->
         ],
         "Sorry, I could not compute it.",
     )
-    result = asyncio.run(run_tools(client, "s", USER, [ADD, WEATHER], {"add": add, "weather": broken}))
+    result = await run_tools(client, "s", USER, [ADD, WEATHER], {"add": add, "weather": broken})
     errors = {s.call.id: s.error for s in result.steps}
     assert errors["u"] is not None and "unknown tool 'divide'" in errors["u"] and "add, weather" in errors["u"]
     assert errors["v"] is not None and "arguments of add do not match its schema: a:" in errors["v"]
@@ -91,10 +90,10 @@ def test_unknown_tool_bad_arguments_and_handler_errors_go_back_to_the_model() ->
     assert result.text == "Sorry, I could not compute it."
 
 
-def test_turn_limit_is_a_typed_error_with_the_partial_run() -> None:
+async def test_turn_limit_is_a_typed_error_with_the_partial_run() -> None:
     client = ScriptedClient(*[tool_call("add", {"a": 1, "b": 1}) for _ in range(3)], model="claude-loop")
     with pytest.raises(ToolLoopLimitError, match=r"still called tools \(add\) after max_turns=2") as info:
-        asyncio.run(run_tools(client, "s", USER, [ADD], HANDLERS, max_turns=2))
+        await run_tools(client, "s", USER, [ADD], HANDLERS, max_turns=2)
     partial = info.value.result
     assert partial is not None and partial.turns == 2 and len(partial.steps) == 1
     assert info.value.model == "claude-loop" and client.remaining == 1
@@ -102,9 +101,9 @@ def test_turn_limit_is_a_typed_error_with_the_partial_run() -> None:
     assert copy.result is not None and copy.result.turns == 2
 
 
-def test_answer_without_tool_calls_ends_at_once_and_text_parts_are_kept() -> None:
+async def test_answer_without_tool_calls_ends_at_once_and_text_parts_are_kept() -> None:
     client = ScriptedClient("No tools needed.")
     history = [Message(role="user", content=[TextPart(text="Hi")])]
-    result = asyncio.run(run_tools(client, "s", history, [ADD], HANDLERS))
+    result = await run_tools(client, "s", history, [ADD], HANDLERS)
     assert result.turns == 1 and result.steps == [] and result.text == "No tools needed."
     assert client.requests[0].messages[0].text == "Hi"

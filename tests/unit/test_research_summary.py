@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
@@ -91,8 +90,8 @@ UNSUPPORTED = claim(
 CLAIMS = [RATE, RATE_VARIANT, NONE_PASSED, DISPUTED, UNSUPPORTED]
 
 
-def run(topic: str, claims: list[EvidencedClaim], llm: LLMClient | None, lang: str = "ja") -> ExecutiveSummary:
-    return asyncio.run(write_summary(topic, claims, llm, lang=lang))
+async def run(topic: str, claims: list[EvidencedClaim], llm: LLMClient | None, lang: str = "ja") -> ExecutiveSummary:
+    return await write_summary(topic, claims, llm, lang=lang)
 
 
 # --- extractive_summary ---------------------------------------------------------------------------------------
@@ -196,14 +195,14 @@ def test_check_without_verified_claims_removes_everything() -> None:
 # --- write_summary --------------------------------------------------------------------------------------------
 
 
-def test_llm_summary_keeps_supported_sentences_and_drops_invented_figure() -> None:
+async def test_llm_summary_keeps_supported_sentences_and_drops_invented_figure() -> None:
     llm = ScriptedClient(
         "2024年9月調査では、価格転嫁率は49.7%だった。"
         "中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。"
         "回答企業数は36,210社で、この数値には異論がある。"
         "前年の価格転嫁率は63.2%だった。"
     )
-    summary = run(TOPIC_JA, CLAIMS, llm)
+    summary = await run(TOPIC_JA, CLAIMS, llm)
     assert summary.written_by == "llm"
     assert summary.sentences_kept == 3
     assert summary.sentences_removed == ["前年の価格転嫁率は63.2%だった。"]
@@ -225,19 +224,19 @@ def test_llm_summary_keeps_supported_sentences_and_drops_invented_figure() -> No
     assert "95.0%" not in prompt  # the claim without supporting citations is not shown
 
 
-def test_llm_sees_at_most_twenty_claims() -> None:
+async def test_llm_sees_at_most_twenty_claims() -> None:
     many = [claim(f"k{i:02d}", f"指標{i}は{i}.5%だった。", values=[f"{i}.5%"], confidence=i / 100) for i in range(30)]
     llm = ScriptedClient("指標29は29.5%だった。")
-    summary = run(TOPIC_JA, many, llm)
+    summary = await run(TOPIC_JA, many, llm)
     assert summary.claims_used == [f"k{i:02d}" for i in range(29, 9, -1)]
     assert "20. " in llm.requests[0].messages[0].content and "21. " not in llm.requests[0].messages[0].content
     assert summary.text == "指標29は29.5%だった。"
 
 
-def test_llm_error_falls_back_to_extractive(caplog: pytest.LogCaptureFixture) -> None:
+async def test_llm_error_falls_back_to_extractive(caplog: pytest.LogCaptureFixture) -> None:
     llm = ScriptedClient(LLMError("provider timed out after 60 s"))
     with caplog.at_level(logging.WARNING, logger="research.summary"):
-        summary = run(TOPIC_JA, CLAIMS, llm)
+        summary = await run(TOPIC_JA, CLAIMS, llm)
     assert summary.written_by == "extractive"
     assert summary.text == extractive_summary(TOPIC_JA, CLAIMS)
     assert summary.claims_used == ["c1", "c3", "c4"]
@@ -246,9 +245,9 @@ def test_llm_error_falls_back_to_extractive(caplog: pytest.LogCaptureFixture) ->
     assert "LLM call failed" in caplog.text
 
 
-def test_llm_with_only_unsupported_sentences_falls_back() -> None:
+async def test_llm_with_only_unsupported_sentences_falls_back() -> None:
     llm = ScriptedClient("以下に要点をまとめる。価格転嫁率は63.2%だった。政府は補助金を拡充した。")
-    summary = run(TOPIC_JA, CLAIMS, llm)
+    summary = await run(TOPIC_JA, CLAIMS, llm)
     assert summary.written_by == "extractive"
     assert summary.sentences_removed == [
         "以下に要点をまとめる。",
@@ -259,23 +258,23 @@ def test_llm_with_only_unsupported_sentences_falls_back() -> None:
     assert summary.text == extractive_summary(TOPIC_JA, CLAIMS)
 
 
-def test_empty_llm_answer_falls_back() -> None:
-    summary = run(TOPIC_JA, CLAIMS, ScriptedClient(""))
+async def test_empty_llm_answer_falls_back() -> None:
+    summary = await run(TOPIC_JA, CLAIMS, ScriptedClient(""))
     assert summary.written_by == "extractive"
     assert summary.note == "the LLM returned no text; extractive summary used"
 
 
-def test_no_llm_or_no_verified_claims_is_extractive_without_a_call() -> None:
-    summary = run(TOPIC_JA, CLAIMS, None)
+async def test_no_llm_or_no_verified_claims_is_extractive_without_a_call() -> None:
+    summary = await run(TOPIC_JA, CLAIMS, None)
     assert summary.written_by == "extractive" and summary.claims_used == ["c1", "c3", "c4"]
     llm = ScriptedClient("価格転嫁率は49.7%だった。")
-    summary = run(TOPIC_JA, [UNSUPPORTED], llm)
+    summary = await run(TOPIC_JA, [UNSUPPORTED], llm)
     assert llm.requests == []
     assert summary.text == "検証済みの主張はありません。"
     assert summary.note == "no verified claims to summarise"
 
 
-def test_english_topic_path() -> None:
+async def test_english_topic_path() -> None:
     claims = [
         claim(
             "e1",
@@ -300,7 +299,7 @@ def test_english_topic_path() -> None:
         "The survey drew 36,210 responses. "
         "Most firms expect the rate to exceed 60% next year."
     )
-    summary = run(TOPIC_EN, claims, llm, lang="en")
+    summary = await run(TOPIC_EN, claims, llm, lang="en")
     assert summary.written_by == "llm"
     assert summary.text == (
         "In September 2024, Japanese SMEs passed on 49.7% of their cost increases. The survey drew 36,210 responses."
@@ -310,7 +309,7 @@ def test_english_topic_path() -> None:
     dumped = summary.model_dump(by_alias=True)
     assert dumped["writtenBy"] == "llm" and dumped["sentencesKept"] == 2
 
-    fallback = run(TOPIC_EN, claims, ScriptedClient(LLMError("rate limited")), lang="en")
+    fallback = await run(TOPIC_EN, claims, ScriptedClient(LLMError("rate limited")), lang="en")
     assert fallback.text.splitlines()[0] == f"Key verified facts on {TOPIC_EN}:"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 
 import pytest
@@ -37,7 +36,7 @@ def test_backoff_doubles_caps_and_jitters_within_bounds() -> None:
     assert all(0.75 <= backoff_delay(0, 1.0, 10.0, jitter=0.25) <= 1.0 for _ in range(200))
 
 
-def test_retry_until_success_with_injected_sleep() -> None:
+async def test_retry_until_success_with_injected_sleep() -> None:
     calls: list[int] = []
     seen: list[tuple[int, str, float]] = []
 
@@ -48,28 +47,26 @@ def test_retry_until_success_with_injected_sleep() -> None:
         return "ok"
 
     sleeps = Sleeps()
-    result = asyncio.run(
-        retry(
-            flaky,
-            attempts=3,
-            retryable=lambda e: isinstance(e, ConnectionError),
-            delay=lambda n, _e: backoff_delay(n, 0.1, 1.0, rand=lambda: 0.0),
-            sleep=sleeps,
-            on_retry=lambda n, e, s: seen.append((n, str(e), s)),
-        )
+    result = await retry(
+        flaky,
+        attempts=3,
+        retryable=lambda e: isinstance(e, ConnectionError),
+        delay=lambda n, _e: backoff_delay(n, 0.1, 1.0, rand=lambda: 0.0),
+        sleep=sleeps,
+        on_retry=lambda n, e, s: seen.append((n, str(e), s)),
     )
     assert result == "ok" and len(calls) == 3
     assert sleeps == pytest.approx([0.1, 0.2])
     assert seen == [(0, "try 1", pytest.approx(0.1)), (1, "try 2", pytest.approx(0.2))]
 
 
-def test_last_error_and_non_retryable_errors_propagate_unchanged() -> None:
+async def test_last_error_and_non_retryable_errors_propagate_unchanged() -> None:
     async def fail() -> None:
         raise ConnectionError("down")
 
     sleeps = Sleeps()
     with pytest.raises(ConnectionError, match="down"):
-        asyncio.run(retry(fail, attempts=3, retryable=lambda e: True, delay=lambda n, e: 0.5, sleep=sleeps))
+        await retry(fail, attempts=3, retryable=lambda e: True, delay=lambda n, e: 0.5, sleep=sleeps)
     assert sleeps == [0.5, 0.5]
 
     async def wrong() -> None:
@@ -77,19 +74,17 @@ def test_last_error_and_non_retryable_errors_propagate_unchanged() -> None:
 
     sleeps.clear()
     with pytest.raises(ValueError, match="bad request"):
-        asyncio.run(
-            retry(
-                wrong,
-                attempts=3,
-                retryable=lambda e: isinstance(e, ConnectionError),
-                delay=lambda n, e: 0.5,
-                sleep=sleeps,
-            )
+        await retry(
+            wrong,
+            attempts=3,
+            retryable=lambda e: isinstance(e, ConnectionError),
+            delay=lambda n, e: 0.5,
+            sleep=sleeps,
         )
     assert sleeps == []
 
 
-def test_delay_may_give_up_early_and_attempts_must_be_positive() -> None:
+async def test_delay_may_give_up_early_and_attempts_must_be_positive() -> None:
     async def fail() -> None:
         raise ConnectionError("down")
 
@@ -97,6 +92,6 @@ def test_delay_may_give_up_early_and_attempts_must_be_positive() -> None:
         raise TimeoutError("no time left before the deadline")
 
     with pytest.raises(TimeoutError, match="deadline"):
-        asyncio.run(retry(fail, attempts=5, retryable=lambda e: True, delay=too_long, sleep=Sleeps()))
+        await retry(fail, attempts=5, retryable=lambda e: True, delay=too_long, sleep=Sleeps())
     with pytest.raises(ValueError, match="at least one attempt"):
-        asyncio.run(retry(fail, attempts=0, retryable=lambda e: True, delay=lambda n, e: 0.0))
+        await retry(fail, attempts=0, retryable=lambda e: True, delay=lambda n, e: 0.0)

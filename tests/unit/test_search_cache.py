@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,49 +41,49 @@ def server() -> Iterator[SearxngServer]:
         yield s
 
 
-def run(provider: SearchProvider, query: str = "価格転嫁", **kwargs: Any) -> list[SearchResult]:
-    return asyncio.run(provider.search(query, **kwargs))
+async def run(provider: SearchProvider, query: str = "価格転嫁", **kwargs: Any) -> list[SearchResult]:
+    return await provider.search(query, **kwargs)
 
 
 def cached(server: SearxngServer, store: Store | Any, ttl_s: float = 3600, **kwargs: Any) -> CachedSearchProvider:
     return CachedSearchProvider(SearxngSearchProvider(server.url), store, ttl_s, **kwargs)
 
 
-def test_second_identical_search_hits_the_cache(server: SearxngServer, store: Store) -> None:
+async def test_second_identical_search_hits_the_cache(server: SearxngServer, store: Store) -> None:
     provider = cached(server, store)
     assert isinstance(provider, SearchProvider) and provider.name == "searxng"
-    first = run(provider, max_results=2)
+    first = await run(provider, max_results=2)
     assert provider.last_hit is False
-    second = run(provider, max_results=2)
+    second = await run(provider, max_results=2)
     assert provider.last_hit is True
     assert second == first and second[0].published is not None and second[0].engines
     assert len(server.requests) == 1
 
 
-def test_a_rerun_in_a_new_store_and_provider_is_reproducible(server: SearxngServer, store_url: str) -> None:
+async def test_a_rerun_in_a_new_store_and_provider_is_reproducible(server: SearxngServer, store_url: str) -> None:
     first_store = Store(store_url)
-    first = run(cached(server, first_store), max_results=2)
+    first = await run(cached(server, first_store), max_results=2)
     first_store.close()
     second_store = Store(store_url)
     try:
-        assert run(cached(server, second_store), max_results=2) == first
+        assert await run(cached(server, second_store), max_results=2) == first
     finally:
         second_store.close()
     assert len(server.requests) == 1
 
 
-def test_ttl_expiry(server: SearxngServer, store: Store) -> None:
+async def test_ttl_expiry(server: SearxngServer, store: Store) -> None:
     clock = Clock()
     provider = cached(server, store, ttl_s=60, clock=clock)
-    run(provider, max_results=2)
+    await run(provider, max_results=2)
     clock.now += 59
-    run(provider, max_results=2)
+    await run(provider, max_results=2)
     assert len(server.requests) == 1
     clock.now += 2  # 61 s after the first search
-    run(provider, max_results=2)
+    await run(provider, max_results=2)
     assert len(server.requests) == 2 and provider.last_hit is False
     clock.now += 30  # the refreshed row counts from its own time
-    run(provider, max_results=2)
+    await run(provider, max_results=2)
     assert len(server.requests) == 2
 
 
@@ -97,39 +96,39 @@ def test_ttl_expiry(server: SearxngServer, store: Store) -> None:
         {"region": "us-en"},
     ],
 )
-def test_a_different_search_misses(server: SearxngServer, store: Store, change: dict[str, Any]) -> None:
+async def test_a_different_search_misses(server: SearxngServer, store: Store, change: dict[str, Any]) -> None:
     provider = cached(server, store)
     base: dict[str, Any] = {"query": "価格転嫁", "max_results": 2}
-    run(provider, **base)
-    run(provider, **{**base, **change})
+    await run(provider, **base)
+    await run(provider, **{**base, **change})
     assert len(server.requests) == 2
 
 
-def test_equivalent_time_ranges_share_an_entry(server: SearxngServer, store: Store) -> None:
+async def test_equivalent_time_ranges_share_an_entry(server: SearxngServer, store: Store) -> None:
     provider = cached(server, store)
-    run(provider, max_results=2, time_range="w")
-    run(provider, max_results=2, time_range="week")
-    run(provider, max_results=2, time_range=None)
-    run(provider, max_results=2, time_range="all")
+    await run(provider, max_results=2, time_range="w")
+    await run(provider, max_results=2, time_range="week")
+    await run(provider, max_results=2, time_range=None)
+    await run(provider, max_results=2, time_range="all")
     assert len(server.requests) == 2
 
 
-def test_zero_ttl_disables_the_cache(server: SearxngServer, store: Store) -> None:
+async def test_zero_ttl_disables_the_cache(server: SearxngServer, store: Store) -> None:
     provider = cached(server, store, ttl_s=0)
-    run(provider, max_results=2)
-    run(provider, max_results=2)
+    await run(provider, max_results=2)
+    await run(provider, max_results=2)
     assert len(server.requests) == 2
     assert store.query("SELECT COUNT(*) FROM search_cache")[0][0] == 0
 
 
-def test_empty_answers_are_not_cached(store: Store) -> None:
+async def test_empty_answers_are_not_cached(store: Store) -> None:
     with serving(answer()) as empty:
         provider = cached(empty, store)
-        assert run(provider) == [] and run(provider) == []
+        assert await run(provider) == [] and await run(provider) == []
     assert len(empty.requests) == 2
 
 
-def test_the_store_is_opened_lazily_by_the_opener(server: SearxngServer, tmp_path: Path) -> None:
+async def test_the_store_is_opened_lazily_by_the_opener(server: SearxngServer, tmp_path: Path) -> None:
     opened: list[Store] = []
 
     def opener() -> Store:
@@ -138,8 +137,8 @@ def test_the_store_is_opened_lazily_by_the_opener(server: SearxngServer, tmp_pat
 
     provider = cached(server, opener)
     assert opened == [] and not (tmp_path / "lazy").exists()
-    run(provider, max_results=2)
-    run(provider, max_results=2)
+    await run(provider, max_results=2)
+    await run(provider, max_results=2)
     assert len(opened) == 1 and len(server.requests) == 1
     row_ = opened[0].query("SELECT provider, query FROM search_cache")[0]._mapping
     assert (row_["provider"], row_["query"]) == (f"searxng:{server.url}:all:", "価格転嫁")
@@ -147,7 +146,7 @@ def test_the_store_is_opened_lazily_by_the_opener(server: SearxngServer, tmp_pat
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_an_unusable_store_degrades_to_uncached_search(
+async def test_an_unusable_store_degrades_to_uncached_search(
     server: SearxngServer, tmp_path: Path, backend: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     blocker = tmp_path / "file"
@@ -159,19 +158,19 @@ def test_an_unusable_store_degrades_to_uncached_search(
         if backend == "sqlite"
         else (lambda: Store(unreachable)),
     )
-    assert len(run(provider, max_results=2)) == 2
-    assert len(run(provider, max_results=2)) == 2
+    assert len(await run(provider, max_results=2)) == 2
+    assert len(await run(provider, max_results=2)) == 2
     assert len(server.requests) == 2
     warnings = [r.getMessage() for r in caplog.records if "search cache" in r.getMessage()]
     assert warnings and ("MAGI_DATA_DIR" if backend == "sqlite" else "***@127.0.0.1:1") in warnings[0]
     assert "secret" not in " ".join(warnings)
 
 
-def test_concurrent_writers_in_separate_connections(
+async def test_concurrent_writers_in_separate_connections(
     server: SearxngServer, store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     stores = [Store(store_url) for _ in range(4)]
-    results = run(SearxngSearchProvider(server.url), max_results=2)
+    results = await run(SearxngSearchProvider(server.url), max_results=2)
     errors: list[BaseException] = []
 
     def write(store: Store) -> None:

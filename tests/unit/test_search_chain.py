@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -37,62 +36,62 @@ def local(tmp_path: Path) -> LocalSearchProvider:
     return LocalSearchProvider(corpus)
 
 
-def run(chain: FallbackSearchProvider, query: str = "price", **kwargs: Any) -> list[SearchResult]:
-    return asyncio.run(chain.search(query, **kwargs))
+async def run(chain: FallbackSearchProvider, query: str = "price", **kwargs: Any) -> list[SearchResult]:
+    return await chain.search(query, **kwargs)
 
 
-def test_failing_searxng_falls_back_to_a_good_searxng() -> None:
+async def test_failing_searxng_falls_back_to_a_good_searxng() -> None:
     with serving(Reply(500, "boom")) as bad, serving(answer(row(1), row(2))) as good:
         chain = FallbackSearchProvider([searxng(bad.url), searxng(good.url)])
         assert isinstance(chain, SearchProvider)
-        results = run(chain, max_results=2)
+        results = await run(chain, max_results=2)
     assert [r.url for r in results] == ["https://example.org/1", "https://example.org/2"]
     assert len(bad.requests) == 1 and len(good.requests) == 1
     assert chain.last_provider == "searxng"
     assert [name for name, _ in chain.last_errors] == ["searxng"] and "HTTP 500" in chain.last_errors[0][1]
 
 
-def test_failing_searxng_falls_back_to_the_local_corpus(local: LocalSearchProvider) -> None:
+async def test_failing_searxng_falls_back_to_the_local_corpus(local: LocalSearchProvider) -> None:
     with serving(Reply(403, "Forbidden")) as server:
         chain = FallbackSearchProvider([searxng(server.url), local])
-        results = run(chain)
+        results = await run(chain)
     assert results and {r.provider for r in results} == {"local"}  # the real provider, not the chain
     assert results[0].url.endswith("price.md")
     assert chain.name == "searxng>local" and chain.last_provider == "local"
     assert chain.last_errors[0][0] == "searxng" and "search.formats" in chain.last_errors[0][1]
 
 
-def test_unresponsive_engines_fall_through(local: LocalSearchProvider) -> None:
+async def test_unresponsive_engines_fall_through(local: LocalSearchProvider) -> None:
     with serving(answer(unresponsive=[["google", "CAPTCHA"]])) as server:
         chain = FallbackSearchProvider([searxng(server.url), local])
-        assert run(chain)[0].provider == "local"
+        assert (await run(chain))[0].provider == "local"
     assert "google (CAPTCHA)" in chain.last_errors[0][1]
 
 
-def test_an_empty_answer_from_a_working_provider_is_final(local: LocalSearchProvider) -> None:
+async def test_an_empty_answer_from_a_working_provider_is_final(local: LocalSearchProvider) -> None:
     with serving(answer()) as server:
         chain = FallbackSearchProvider([searxng(server.url), local])
-        assert run(chain) == []
+        assert await run(chain) == []
     assert chain.last_provider == "searxng" and chain.last_errors == []
 
 
-def test_a_flaky_first_provider_recovers_by_retrying(local: LocalSearchProvider) -> None:
+async def test_a_flaky_first_provider_recovers_by_retrying(local: LocalSearchProvider) -> None:
     with serving(Reply(503, "starting"), answer(row(7))) as server:
         chain = FallbackSearchProvider([searxng(server.url, attempts=2), local])
-        results = run(chain, max_results=1)
+        results = await run(chain, max_results=1)
     assert [r.url for r in results] == ["https://example.org/7"]
     assert len(server.requests) == 2 and chain.last_provider == "searxng" and chain.last_errors == []
 
 
-def test_ddgs_failing_falls_back_to_searxng() -> None:
+async def test_ddgs_failing_falls_back_to_searxng() -> None:
     fake = fake_ddgs(RuntimeError("unexpected"))
     with serving(answer(row(3))) as server:
         chain = FallbackSearchProvider([DdgsSearchProvider(ddgs_factory=fake, sleep=Sleeps()), searxng(server.url)])
-        results = run(chain, max_results=1)
+        results = await run(chain, max_results=1)
     assert results[0].provider == "searxng" and chain.last_errors[0][0] == "ddgs"
 
 
-def test_all_failing_lists_every_error_on_one_line() -> None:
+async def test_all_failing_lists_every_error_on_one_line() -> None:
     fake = fake_ddgs(ValueError("boom"))
     with serving(Reply(403, "Forbidden")) as forbidden:
         chain = FallbackSearchProvider(
@@ -103,18 +102,18 @@ def test_all_failing_lists_every_error_on_one_line() -> None:
             ]
         )
         with pytest.raises(SearchError) as info:
-            run(chain)
+            await run(chain)
     message = str(info.value)
     assert message.startswith("all 3 search providers failed for 'price': searxng: ")
     assert "HTTP 403" in message and "cannot connect" in message and "ddgs: " in message
     assert "\n" not in message and len(chain.last_errors) == 3 and chain.last_provider is None
 
 
-def test_input_errors_are_not_swallowed(local: LocalSearchProvider) -> None:
+async def test_input_errors_are_not_swallowed(local: LocalSearchProvider) -> None:
     with serving(answer(row(1))) as server:
         chain = FallbackSearchProvider([searxng(server.url), local])
         with pytest.raises(InputError):
-            run(chain, time_range="fortnight")
+            await run(chain, time_range="fortnight")
     assert server.requests == []
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -73,7 +72,7 @@ def test_zero_ttl_means_no_cache() -> None:
     assert isinstance(setup.provider, DdgsSearchProvider) and setup.resolver is None and not setup.cached
 
 
-def test_preflight_does_not_open_the_store_the_first_search_does(corpus: Path, isolated_settings: Path) -> None:
+async def test_preflight_does_not_open_the_store_the_first_search_does(corpus: Path, isolated_settings: Path) -> None:
     with serving(Reply(500, "down")) as server:
         settings = load_settings(
             overrides={
@@ -87,22 +86,22 @@ def test_preflight_does_not_open_the_store_the_first_search_does(corpus: Path, i
         )
         setup = open_search(settings)
         assert not isolated_settings.exists()  # MAGI_DATA_DIR: nothing created by the preflight
-        first = asyncio.run(setup.provider.search("price", max_results=3))
+        first = await setup.provider.search("price", max_results=3)
         assert (isolated_settings / DB_FILENAME).is_file()
-        again = asyncio.run(open_search(settings).provider.search("price", max_results=3))
+        again = await open_search(settings).provider.search("price", max_results=3)
     assert first == again and first[0].provider == "local"
     assert len(server.requests) == 2  # first search: searxng tried twice, then local; rerun: the cache
 
 
-def test_a_given_store_is_used(tmp_path: Path) -> None:
+async def test_a_given_store_is_used(tmp_path: Path) -> None:
     (tmp_path / "given").mkdir()
     store = Store(sqlite_url(tmp_path / "given"))
     try:
         with serving(answer(row(1))) as server:
             settings = load_settings(overrides={"search": {"provider": "searxng", "searxng_url": server.url}})
             provider = open_search(settings, store=store).provider
-            asyncio.run(provider.search("q", max_results=1))
-            asyncio.run(provider.search("q", max_results=1))
+            await provider.search("q", max_results=1)
+            await provider.search("q", max_results=1)
         assert len(server.requests) == 1
         assert store.query("SELECT COUNT(*) FROM search_cache")[0][0] == 1
     finally:

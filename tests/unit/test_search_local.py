@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import re
@@ -73,8 +72,8 @@ pages:
 """
 
 
-def search(provider: LocalSearchProvider, query: str, **kwargs: object) -> list[SearchResult]:
-    return asyncio.run(provider.search(query, **kwargs))  # type: ignore[arg-type]
+async def search(provider: LocalSearchProvider, query: str, **kwargs: object) -> list[SearchResult]:
+    return await provider.search(query, **kwargs)  # type: ignore[arg-type]
 
 
 def test_loads_html_markdown_text_recursively_with_file_urls(corpus_dir: Path) -> None:
@@ -113,8 +112,8 @@ def test_path_for_non_ascii_file_names(tmp_path: Path) -> None:
     assert corpus.path_for(f"{doc.url}#top") == page.resolve()
 
 
-def test_japanese_query_ranks_relevant_document_first(corpus_dir: Path) -> None:
-    results = search(LocalSearchProvider(LocalCorpus(corpus_dir)), "価格転嫁 率")
+async def test_japanese_query_ranks_relevant_document_first(corpus_dir: Path) -> None:
+    results = await search(LocalSearchProvider(LocalCorpus(corpus_dir)), "価格転嫁 率")
     assert results[0].url.endswith("/pages/ja/price.html")
     assert "価格転嫁率" in results[0].snippet
     assert [r.rank for r in results] == list(range(1, len(results) + 1))
@@ -122,19 +121,19 @@ def test_japanese_query_ranks_relevant_document_first(corpus_dir: Path) -> None:
     assert results[0].score > (results[1].score if len(results) > 1 else 0)
 
 
-def test_english_query_ranks_relevant_document_first(corpus_dir: Path) -> None:
+async def test_english_query_ranks_relevant_document_first(corpus_dir: Path) -> None:
     provider = LocalSearchProvider(corpus_dir)
-    results = search(provider, "cost pass-through rates for small businesses")
+    results = await search(provider, "cost pass-through rates for small businesses")
     assert results[0].url.endswith("/notes/pass.md")
-    assert search(provider, "interest rate")[0].url.endswith("/pages/en/rates.html")
-    assert search(provider, "cat")[0].url.endswith("/cats.txt")  # plural folded to singular
+    assert (await search(provider, "interest rate"))[0].url.endswith("/pages/en/rates.html")
+    assert (await search(provider, "cat"))[0].url.endswith("/cats.txt")  # plural folded to singular
 
 
-def test_manifest_metadata_comes_through(corpus_dir: Path) -> None:
+async def test_manifest_metadata_comes_through(corpus_dir: Path) -> None:
     write(corpus_dir / "manifest.yaml", MANIFEST)
     corpus = LocalCorpus(corpus_dir)
     assert corpus.topic == "中小企業の価格転嫁の現状"
-    results = search(LocalSearchProvider(corpus), "価格転嫁")
+    results = await search(LocalSearchProvider(corpus), "価格転嫁")
     top = results[0]
     assert top.url == "https://sme-price-survey.example/2024/autumn"
     assert top.title == "中小企業 価格転嫁 調査 2024年秋"
@@ -147,7 +146,7 @@ def test_manifest_metadata_comes_through(corpus_dir: Path) -> None:
     assert corpus.get((corpus_dir / "cats.txt").resolve().as_uri()) is None
 
 
-def test_shift_jis_page_with_meta_charset(tmp_path: Path) -> None:
+async def test_shift_jis_page_with_meta_charset(tmp_path: Path) -> None:
     page = (
         '<html><head><meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS">'
         "<title>下請取引の実態</title></head><body><p>下請事業者の約半数が価格交渉を申し入れた。</p>"
@@ -156,59 +155,59 @@ def test_shift_jis_page_with_meta_charset(tmp_path: Path) -> None:
     write(tmp_path / "c/old.html", page.encode("cp932"))
     write(tmp_path / "c/euc.txt", "旧システムの文字コードはEUC-JPでした。\n".encode("euc-jp"))
     provider = LocalSearchProvider(tmp_path / "c")
-    [hit] = search(provider, "価格交渉")
+    [hit] = await search(provider, "価格交渉")
     assert hit.title == "下請取引の実態"
     assert "価格交渉" in hit.snippet
-    assert search(provider, "文字コード")[0].url.endswith("/euc.txt")
+    assert (await search(provider, "文字コード"))[0].url.endswith("/euc.txt")
 
 
-def test_time_range_is_relative_to_newest_document(tmp_path: Path) -> None:
+async def test_time_range_is_relative_to_newest_document(tmp_path: Path) -> None:
     d = tmp_path / "c"
     for day, name in [("2024-11-29", "new"), ("2024-11-25", "week"), ("2024-09-01", "quarter")]:
         write(d / f"{name}.html", f'<title>{name}</title><meta name="date" content="{day}"><p>物価 {name}</p>')
     write(d / "undated.txt", "undated\n物価の話")
     provider = LocalSearchProvider(d)
 
-    def names(time_range: str | None) -> set[str]:
-        return {r.title for r in search(provider, "物価", time_range=time_range)}
+    async def names(time_range: str | None) -> set[str]:
+        return {r.title for r in await search(provider, "物価", time_range=time_range)}
 
-    assert names(None) == names("all") == {"new", "week", "quarter", "undated"}
-    assert names("d") == names("day") == {"new", "undated"}
-    assert names("w") == {"new", "week", "undated"}
-    assert names("month") == {"new", "week", "undated"}
-    assert names("y") == {"new", "week", "quarter", "undated"}
+    assert await names(None) == await names("all") == {"new", "week", "quarter", "undated"}
+    assert await names("d") == await names("day") == {"new", "undated"}
+    assert await names("w") == {"new", "week", "undated"}
+    assert await names("month") == {"new", "week", "undated"}
+    assert await names("y") == {"new", "week", "quarter", "undated"}
     with pytest.raises(InputError, match="time_range"):
-        names("fortnight")
+        await names("fortnight")
 
 
-def test_empty_query_is_an_error_and_no_match_is_empty(corpus_dir: Path) -> None:
+async def test_empty_query_is_an_error_and_no_match_is_empty(corpus_dir: Path) -> None:
     provider = LocalSearchProvider(corpus_dir)
     with pytest.raises(InputError, match="empty"):
-        search(provider, "   ")
-    assert search(provider, "量子コンピュータ") == []
-    assert search(provider, "the of and") == []  # only stopwords
-    assert len(search(provider, "価格", max_results=1)) == 1
+        await search(provider, "   ")
+    assert await search(provider, "量子コンピュータ") == []
+    assert await search(provider, "the of and") == []  # only stopwords
+    assert len(await search(provider, "価格", max_results=1)) == 1
     with pytest.raises(InputError):
-        search(provider, "価格", max_results=0)
+        await search(provider, "価格", max_results=0)
 
 
-def test_provider_satisfies_protocol(corpus_dir: Path) -> None:
+async def test_provider_satisfies_protocol(corpus_dir: Path) -> None:
     provider = LocalSearchProvider(corpus_dir)
     assert isinstance(provider, SearchProvider)
     assert provider.name == "local"
-    assert search(provider, "価格", region="jp-jp")  # region is accepted and ignored
+    assert await search(provider, "価格", region="jp-jp")  # region is accepted and ignored
 
 
-def test_long_text_is_chunked_for_sudachi(tmp_path: Path) -> None:
+async def test_long_text_is_chunked_for_sudachi(tmp_path: Path) -> None:
     filler = "地方経済の動向についての一般的な説明が続く。" * 4000  # ~260 KB of UTF-8, Sudachi's cap is 49 KB
     write(tmp_path / "c/long.txt", f"長い文書\n{filler}\n最後に半導体の話題。")
     write(tmp_path / "c/short.txt", "短い文書\n観光の話題。")
-    results = search(LocalSearchProvider(tmp_path / "c"), "半導体")
+    results = await search(LocalSearchProvider(tmp_path / "c"), "半導体")
     assert [r.title for r in results] == ["長い文書"]
     assert "半導体" in results[0].snippet and len(results[0].snippet) <= 200
 
 
-def test_index_is_cached_per_directory_and_rebuilt_on_change(corpus_dir: Path) -> None:
+async def test_index_is_cached_per_directory_and_rebuilt_on_change(corpus_dir: Path) -> None:
     first = LocalSearchProvider(corpus_dir)
     assert LocalSearchProvider(corpus_dir).index() is first.index()
     page = corpus_dir / "cats.txt"
@@ -216,7 +215,7 @@ def test_index_is_cached_per_directory_and_rebuilt_on_change(corpus_dir: Path) -
     os.utime(page, ns=(time.time_ns(), time.time_ns() + 10**9))
     fresh = LocalSearchProvider(corpus_dir)
     assert fresh.index() is not first.index()
-    assert search(fresh, "dogs")[0].title == "Caring for dogs"
+    assert (await search(fresh, "dogs"))[0].title == "Caring for dogs"
 
 
 def test_missing_directory(tmp_path: Path) -> None:
@@ -295,7 +294,7 @@ EN_SENTENCES = [
 ]
 
 
-def test_thousand_file_corpus_builds_and_searches(tmp_path: Path) -> None:
+async def test_thousand_file_corpus_builds_and_searches(tmp_path: Path) -> None:
     rnd = random.Random(7)
     d = tmp_path / "big"
     for i in range(1000):
@@ -308,9 +307,9 @@ def test_thousand_file_corpus_builds_and_searches(tmp_path: Path) -> None:
     provider.index()
     build_s = time.perf_counter() - started
     started = time.perf_counter()
-    results = search(provider, "半導体 供給網", max_results=5)
+    results = await search(provider, "半導体 供給網", max_results=5)
     search_s = time.perf_counter() - started
     assert len(provider.corpus) == 1001
     assert results[0].title == "Needle"
-    assert len(search(provider, "interest rates", max_results=20)) == 20
+    assert len(await search(provider, "interest rates", max_results=20)) == 20
     assert build_s < 60 and search_s < 2, (build_s, search_s)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import date
 from typing import Any
 
@@ -23,11 +22,11 @@ def provider(url: str, **kwargs: Any) -> SearxngSearchProvider:
     return SearxngSearchProvider(url, **kwargs)
 
 
-def search(p: SearxngSearchProvider, query: str = "価格転嫁", **kwargs: Any) -> list[SearchResult]:
-    return asyncio.run(p.search(query, **kwargs))
+async def search(p: SearxngSearchProvider, query: str = "価格転嫁", **kwargs: Any) -> list[SearchResult]:
+    return await p.search(query, **kwargs)
 
 
-def test_parses_results_and_sends_the_json_api_parameters() -> None:
+async def test_parses_results_and_sends_the_json_api_parameters() -> None:
     rows = [
         row(1, publishedDate="2024-11-29T09:00:00", category="news"),
         row(2, engines=[], engine="bing", score="n/a"),
@@ -39,7 +38,7 @@ def test_parses_results_and_sends_the_json_api_parameters() -> None:
     with serving(answer(*rows)) as server:
         p = provider(server.url + "/", language="ja-JP")
         assert isinstance(p, SearchProvider)
-        results = search(p, max_results=3, time_range="week")
+        results = await search(p, max_results=3, time_range="week")
     assert server.requests == [
         {"q": "価格転嫁", "format": "json", "language": "ja-JP", "pageno": "1", "time_range": "week"}
     ]
@@ -55,21 +54,21 @@ def test_parses_results_and_sends_the_json_api_parameters() -> None:
 @pytest.mark.parametrize(
     ("time_range", "sent"), [(None, None), ("all", None), ("d", "day"), ("month", "month"), ("Y", "year")]
 )
-def test_time_range_mapping(time_range: str | None, sent: str | None) -> None:
+async def test_time_range_mapping(time_range: str | None, sent: str | None) -> None:
     with serving(answer(row(1))) as server:
-        search(provider(server.url), time_range=time_range)
+        await search(provider(server.url), time_range=time_range)
     assert server.requests[0].get("time_range") == sent
 
 
-def test_bad_time_range_is_an_input_error_before_any_request() -> None:
+async def test_bad_time_range_is_an_input_error_before_any_request() -> None:
     with serving(answer(row(1))) as server, pytest.raises(InputError, match="fortnight"):
-        search(provider(server.url), time_range="fortnight")
+        await search(provider(server.url), time_range="fortnight")
     assert server.requests == []
 
 
-def test_region_argument_becomes_a_language() -> None:
+async def test_region_argument_becomes_a_language() -> None:
     with serving(answer(row(1))) as server:
-        search(provider(server.url), region="us-en")
+        await search(provider(server.url), region="us-en")
     assert server.requests[0]["language"] == "en-US"
 
 
@@ -93,91 +92,91 @@ def test_searxng_language(region: str | None, language: str) -> None:
     assert searxng_language(region) == language
 
 
-def test_max_results_cuts_the_first_page_without_fetching_another() -> None:
+async def test_max_results_cuts_the_first_page_without_fetching_another() -> None:
     with serving(answer(*(row(n) for n in range(1, 11)))) as server:
-        results = search(provider(server.url), max_results=4)
+        results = await search(provider(server.url), max_results=4)
     assert [r.rank for r in results] == [1, 2, 3, 4]
     assert len(server.requests) == 1
 
 
-def test_short_first_page_fetches_the_second_and_never_a_third() -> None:
+async def test_short_first_page_fetches_the_second_and_never_a_third() -> None:
     def respond(params: dict[str, str]) -> Reply:
         page = int(params["pageno"])
         return answer(*(row(n) for n in range(page * 10, page * 10 + 3)))
 
     with SearxngServer(respond) as server:
-        results = search(provider(server.url), max_results=50)
+        results = await search(provider(server.url), max_results=50)
     assert [p["pageno"] for p in server.requests] == ["1", "2"]
     assert [r.rank for r in results] == [1, 2, 3, 4, 5, 6]
     assert results[3].url == "https://example.org/20"
 
 
-def test_a_failing_second_page_keeps_the_first() -> None:
+async def test_a_failing_second_page_keeps_the_first() -> None:
     with serving(answer(row(1), row(2)), Reply(500, "boom")) as server:
-        results = search(provider(server.url, attempts=1), max_results=5)
+        results = await search(provider(server.url, attempts=1), max_results=5)
     assert [r.url for r in results] == ["https://example.org/1", "https://example.org/2"]
     assert len(server.requests) == 2
 
 
-def test_403_explains_how_to_enable_the_json_api() -> None:
+async def test_403_explains_how_to_enable_the_json_api() -> None:
     with serving(Reply(403, "<h1>Forbidden</h1>")) as server, pytest.raises(SearchError) as info:
-        search(provider(server.url))
+        await search(provider(server.url))
     message = str(info.value)
     assert "HTTP 403" in message and "search.formats" in message and "settings.yml" in message
     assert len(server.requests) == 1  # a refusal is not retried
 
 
-def test_429_points_at_the_limiter() -> None:
+async def test_429_points_at_the_limiter() -> None:
     with serving(Reply(429, "Too Many Requests")) as server, pytest.raises(SearchError, match="limiter"):
-        search(provider(server.url))
+        await search(provider(server.url))
 
 
-def test_no_results_because_engines_failed_is_an_error_naming_them() -> None:
+async def test_no_results_because_engines_failed_is_an_error_naming_them() -> None:
     broken = answer(unresponsive=[["google", "timeout"], ["duckduckgo", "CAPTCHA"]])
     with serving(broken) as server, pytest.raises(SearchError) as info:
-        search(provider(server.url))
+        await search(provider(server.url))
     assert "google (timeout)" in str(info.value) and "duckduckgo (CAPTCHA)" in str(info.value)
 
 
-def test_no_results_from_healthy_engines_is_an_empty_answer() -> None:
+async def test_no_results_from_healthy_engines_is_an_empty_answer() -> None:
     with serving(answer()) as server:
-        assert search(provider(server.url)) == []
+        assert await search(provider(server.url)) == []
 
 
-def test_results_despite_some_unresponsive_engines_are_kept() -> None:
+async def test_results_despite_some_unresponsive_engines_are_kept() -> None:
     with serving(answer(row(1), unresponsive=[["google", "timeout"]])) as server:
-        assert [r.url for r in search(provider(server.url))] == ["https://example.org/1"]
+        assert [r.url for r in await search(provider(server.url))] == ["https://example.org/1"]
 
 
-def test_5xx_is_retried_then_reported() -> None:
+async def test_5xx_is_retried_then_reported() -> None:
     with serving(Reply(500, "boom")) as server, pytest.raises(SearchError, match="after 2 attempts: HTTP 500"):
-        search(provider(server.url, attempts=2))
+        await search(provider(server.url, attempts=2))
     assert len(server.requests) == 2
 
 
-def test_a_server_that_fails_first_answers_on_retry() -> None:
+async def test_a_server_that_fails_first_answers_on_retry() -> None:
     with serving(Reply(502, "bad gateway"), answer(row(1))) as server:
-        results = search(provider(server.url, attempts=2), max_results=1)
+        results = await search(provider(server.url, attempts=2), max_results=1)
     assert [r.url for r in results] == ["https://example.org/1"]
     assert len(server.requests) == 2
 
 
-def test_connection_refused_is_a_search_error() -> None:
+async def test_connection_refused_is_a_search_error() -> None:
     with pytest.raises(SearchError, match=r"cannot connect.*MAGI_SEARCH_SEARXNG_URL"):
-        search(provider(closed_port_url(), attempts=2))
+        await search(provider(closed_port_url(), attempts=2))
 
 
-def test_timeout_is_a_search_error() -> None:
+async def test_timeout_is_a_search_error() -> None:
     with (
         serving(Reply(200, {"results": []}, delay_s=1.0)) as server,
         pytest.raises(SearchError, match=r"no answer within 0\.2 s"),
     ):
-        search(provider(server.url, timeout_s=0.2, attempts=1))
+        await search(provider(server.url, timeout_s=0.2, attempts=1))
 
 
-def test_html_instead_of_json_is_a_search_error() -> None:
+async def test_html_instead_of_json_is_a_search_error() -> None:
     with serving(Reply(200, "<html>results</html>")) as server, pytest.raises(SearchError, match="did not answer JSON"):
-        search(provider(server.url))
+        await search(provider(server.url))
 
 
 @pytest.mark.parametrize("url", [None, "", "  "])
@@ -192,7 +191,7 @@ def test_url_needs_a_scheme_and_search_suffix_is_tolerated() -> None:
     assert SearxngSearchProvider("https://searx.example.org/search/").base_url == "https://searx.example.org"
 
 
-def test_empty_query_is_rejected_before_any_request() -> None:
+async def test_empty_query_is_rejected_before_any_request() -> None:
     with serving(answer(row(1))) as server, pytest.raises(InputError):
-        search(provider(server.url), query="  ")
+        await search(provider(server.url), query="  ")
     assert server.requests == []

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from core.events import ResearchFailed, ResearchRequeued, StageProgress
 from core.store import Store
 from nlp.analysis import TextAnalysis
 from nlp.analysis_cache import AnalysisCache
 from research import runs
+from research.events import ResearchFailed, ResearchRequeued, StageProgress
 from scrapers.extract import ExtractedPage
 from scrapers.page_cache import PageCache, text_hash
 from scrapers.search.base import SearchResult
