@@ -12,16 +12,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 import sqlalchemy as sa
 
 from actors.collector import Collector
 from actors.nlp_pool import NlpPool
-from core.events import FanoutSink, ListSink, ResearchCompleted
-from core.runtime import RayRuntime
+from core.events import FanoutSink, ListSink
+from core.runtime import Handle, RayRuntime
 from core.settings import load_settings
 from core.store import Store
 from research import runs
 from research.engine import run_research
+from research.events import ResearchCompleted
 from research.result import ConsensusResearchResult
 from tests.integration.conftest import start_local_ray
 
@@ -72,20 +74,20 @@ def _actor_nodes() -> dict[str, set[str]]:
     return nodes
 
 
-@pytest.fixture(scope="module")
-def clustered_run(
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def clustered_run(
     three_nodes: Any, tmp_path_factory: pytest.TempPathFactory, postgres_server: Any
 ) -> Iterator[tuple[Any, ...]]:
     url = postgres_server.create_database()
     # Module-scoped: runs before the per-test isolation, so every setting is given explicitly.
     data_dir = tmp_path_factory.mktemp("node-local")
     settings = load_settings(
-        data_dir=data_dir,
-        store_url=url,
-        research_agents=3,
-        research_iterations=1,
-        research_agent_timeout_s=120,
-        nlp_workers=3,
+        overrides={
+            "data_dir": data_dir,
+            "store_url": url,
+            "research": {"agents": 3, "iterations": 1, "agent_timeout_s": 120},
+            "nlp": {"workers": 3},
+        }
     )
     store = Store(url)
     events = ListSink()
@@ -93,11 +95,11 @@ def clustered_run(
     try:
         runs.record_started(store, RUN_ID, TOPIC)
         sink = runs.StoreEventSink(store, RUN_ID)
-        result = run_research(TOPIC, settings, runtime, FanoutSink(events, sink), run_id=RUN_ID)
+        result = await run_research(TOPIC, settings, runtime, FanoutSink(events, sink), run_id=RUN_ID)
         terminal = next(e for e in reversed(events.events) if isinstance(e, ResearchCompleted))
         runs.finish_completed(store, result, terminal)
     finally:
-        runtime.close()
+        await runtime.close()
     nodes = _actor_nodes()
     assert not list(data_dir.rglob("*.sqlite3"))  # no process fell back to a file of its own
     yield url, result, events, nodes, settings
@@ -141,7 +143,8 @@ def test_the_run_record_and_events_are_in_postgresql(clustered_run: Any) -> None
     store.close()
 
 
-def test_a_collector_on_every_other_node_reads_the_run_s_pages_from_the_shared_cache(clustered_run: Any) -> None:
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_collector_on_every_other_node_reads_the_run_s_pages_from_the_shared_cache(clustered_run: Any) -> None:
     """Pinned to each node the run's collector did not use, a new collector finds the pages and their
     analyses in PostgreSQL: nothing is fetched or analysed again, whichever node asks."""
     import ray
@@ -155,19 +158,20 @@ def test_a_collector_on_every_other_node_reads_the_run_s_pages_from_the_shared_c
     pool = NlpPool.start(runtime, 1)  # needed by the constructor; every analysis should come from the cache
     try:
         for node in sorted(others):
-            reader = (
+            actor = (
                 ray.remote(Collector)
                 .options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
                 .remote(settings, pool)
             )
-            collected = ray.get(reader.collect.remote(urls))
-            stats = ray.get(reader.stats.remote())
+            reader: Handle[Collector] = Handle(actor, remote=True)
+            collected = await reader.call(Collector.collect, urls)
+            stats = await reader.call(Collector.stats)
             assert [c.from_cache for c in collected] == [True] * len(urls), node
             assert all(c.analysis is not None for c in collected)
             assert stats.fetches == 0 and stats.page_cache_hits == len(urls) and stats.analyses == 0
             assert node in _actor_nodes()["Collector"]
-            ray.kill(reader)
+            runtime.kill(reader)
     finally:
         for worker in pool.workers:
             runtime.kill(worker)
-        runtime.close()
+        await runtime.close()
