@@ -253,8 +253,14 @@ class RayLimiter:
         self._actor = limiter_actor(permits)
 
     async def acquire(self, lease_id: str) -> None:
+        import ray
+
         try:
-            granted = await self._actor.acquire.remote(lease_id, self.ttl_s, self.permits)
+            try:
+                granted = await self._actor.acquire.remote(lease_id, self.ttl_s, self.permits)
+            except ray.exceptions.ActorDiedError:  # killed for good (ray.kill): the next get makes a new one
+                self._actor = limiter_actor(self.permits)
+                granted = await self._actor.acquire.remote(lease_id, self.ttl_s, self.permits)
         except BaseException:
             self.release(lease_id)
             raise

@@ -37,3 +37,14 @@ def test_shipped_echo_provider_and_the_limiter_inside_workers(ray_cluster: None)
     limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)  # the workers went through the cluster limiter
     state = ray.get(limiter.state.remote())
     assert state["permits"] == 2 and state["granted"] >= 3 and state["in_use"] == 0
+
+
+def test_callers_recover_when_the_limiter_is_killed_for_good(ray_cluster: None) -> None:
+    """An operator's ``ray.kill`` (no restart) must not wedge the workers that hold the old handle."""
+    settings = load_settings(overrides={"llm": {"provider": "python:core.llm.testing:echo"}})
+    assert ray.get(ask_in_worker.remote(settings, "before"))[0] == "before"
+    ray.kill(ray.get_actor(ACTOR_NAME, namespace=NAMESPACE), no_restart=True)
+    answers = ray.get([ask_in_worker.remote(settings, q) for q in ("after", "again")])
+    assert [text for text, _ in answers] == ["after", "again"]
+    fresh = ray.get(ray.get_actor(ACTOR_NAME, namespace=NAMESPACE).state.remote())
+    assert fresh["in_use"] == 0 and fresh["granted"] >= 2
