@@ -9,12 +9,14 @@ from pathlib import Path
 TEMP_SUFFIX = ".tmp"
 
 
-def atomic_write_text(path: Path, text: str) -> Path:
+def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = None) -> Path:
+    """Write beside the target, flush to disk, then rename over it; ``temp_prefix`` names the temp file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -22,6 +24,10 @@ def atomic_write_text(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def remove_stale_temp_files(folder: Path) -> list[Path]:
@@ -35,6 +41,7 @@ def remove_stale_temp_files(folder: Path) -> list[Path]:
 
 __all__ = [
     "TEMP_SUFFIX",
+    "atomic_write_bytes",
     "atomic_write_text",
     "remove_stale_temp_files",
 ]

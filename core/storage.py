@@ -9,8 +9,6 @@ into place), so a reader never sees half a file.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +16,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from core.errors import ConfigError, InputError
+from core.files import atomic_write_bytes
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -79,7 +78,7 @@ class Artifacts:
         """Write (or replace) ``key``; returns its URL."""
         path = self._path(key)
         if self._local:
-            _atomic_write(Path(path), data)
+            atomic_write_bytes(Path(path), data, temp_prefix=PARTIAL_PREFIX)
         else:
             self._fs.pipe_file(path, data)
         return self.url_for(key)
@@ -122,21 +121,6 @@ class Artifacts:
             return False
         self._fs.rm_file(path)
         return True
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write beside the target, flush to disk, then rename over it: all of the file or none of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=PARTIAL_PREFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def open_artifacts(settings: Settings) -> Artifacts:
