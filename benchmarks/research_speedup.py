@@ -15,7 +15,7 @@ address (127.0.0.2, 127.0.0.3, ...), so per-host fetch limits apply as they woul
    iterations one after another. It does not search, which favours it.
 
 Prints JSON with ``speedup_vs_baseline`` (baseline seconds / engine seconds).
-Usage: .venv/bin/python benchmarks/research.py [--agents 3] [--iterations 3] [--latency-ms 150] [--cpus N]
+Usage: .venv/bin/python benchmarks/research_speedup.py [--agents 3] [--iterations 3] [--latency-ms 150] [--cpus N]
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -39,8 +38,6 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from collect import CORPUS, QuietHandler  # benchmarks/collect.py: this script's directory is sys.path[0]
-
-sys.path.remove(str(Path(__file__).resolve().parent))  # ...but this file would shadow the research package
 
 from actors.nlp_worker import WARM_UP
 from core.errors import MagiError
