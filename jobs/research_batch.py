@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import InputError, MagiError, RuntimeSetupError
-from core.files import atomic_write_text, remove_stale_temp_files
+from core.files import atomic_write_text, ensure_writable_dir, remove_stale_temp_files
 from core.settings import Settings, load_settings
 from research.options import ResearchOptions, apply_options
 
@@ -250,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "pass an absolute folder"
             )
         topics = read_topics(args.topics_file)
+        ensure_writable_dir(args.out.absolute(), "--out folder")  # before any research, not after it
         settings = settings_for(args)
         return asyncio.run(drive(topics, args.out.absolute(), settings, args.concurrency))
     except MagiError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def magi(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([*MAGI, *args], capture_output=True, text=True, timeout=120, env=full_env, cwd=REPO)
 
@@ -67,3 +66,41 @@ def test_first_line_of_an_empty_error_is_its_type() -> None:
 
     assert first_line(InputError("")) == "InputError"
     assert first_line(ValueError("one\ntwo")) == "one"
+
+
+def test_unwritable_out_fails_before_any_research(tmp_path: Path) -> None:
+    """``--out`` that cannot take the report: one line, exit 2, and no run started (no store, no Ray)."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    cases = {"/proc/x": "/proc/x is not writable", "/proc": "/proc is not writable", str(a_file): "is a file"}
+    if os.geteuid() != 0:  # root writes into a mode-555 folder anyway
+        read_only = tmp_path / "read-only"
+        read_only.mkdir(mode=0o555)
+        cases[str(read_only)] = "is not writable (Permission denied"
+    data_dir = tmp_path / "data"
+    for out, expected in cases.items():
+        result = magi("research", "価格転嫁", "--out", out, env={"MAGI_DATA_DIR": str(data_dir)})
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0] and "pass a folder" in lines[0], result.stderr
+        assert "Ray" not in result.stderr and result.stdout == ""
+    assert not data_dir.exists()  # the store was never opened: nothing ran
+
+
+def test_batch_job_checks_out_before_any_research(tmp_path: Path) -> None:
+    topics = tmp_path / "topics.txt"
+    topics.write_text("価格転嫁\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs.research_batch", str(topics), "--out", "/proc/x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "MAGI_DATA_DIR": str(tmp_path / "data")},
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "research_batch: error: --out folder /proc/x is not writable "
+        "(No such file or directory when creating it); pass a folder you can write to"
+    )
+    assert not (tmp_path / "data").exists()
