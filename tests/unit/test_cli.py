@@ -104,3 +104,37 @@ def test_batch_job_checks_out_before_any_research(tmp_path: Path) -> None:
         "(No such file or directory when creating it); pass a folder you can write to"
     )
     assert not (tmp_path / "data").exists()
+
+
+def _one_line_exit_2(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr and "internal error" not in result.stderr, lines
+    return lines[0]
+
+
+def test_broken_yaml_in_the_config_keeps_its_line_and_column(tmp_path: Path) -> None:
+    config = tmp_path / "magi.yaml"
+    config.write_text("output_format: json\nray:\n  address: [auto\nllm: {}\n", encoding="utf-8")
+    line = _one_line_exit_2(magi("--config", str(config), "research", "x"))
+    assert f"config file {config}, line 4, column 4: not valid YAML" in line and "fix the syntax there" in line
+
+
+def test_config_that_is_not_utf8_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    config = tmp_path / "magi.yaml"
+    config.write_bytes("output_format: json\ndata_dir: /tmp/café\n".encode("latin-1"))
+    line = _one_line_exit_2(magi("--config", str(config), "doctor"))
+    assert line == f"magi doctor: error: config file {config}, line 2, column 19: not UTF-8 text (byte 0xe9); " + (
+        "save the file as UTF-8"
+    )
+
+
+def test_config_that_is_a_folder_a_device_or_missing_is_one_line(tmp_path: Path) -> None:
+    line = _one_line_exit_2(magi("--config", str(tmp_path), "research", "x"))
+    assert line.endswith(f"config file {tmp_path} is a directory, not a file; point --config at a YAML file")
+    line = _one_line_exit_2(magi("--config", "/dev/null", "research", "x"))
+    assert "/dev/null is not a regular file" in line
+    line = _one_line_exit_2(magi("research", "x", env={"MAGI_CONFIG": str(tmp_path)}))
+    assert line.endswith("is a directory, not a file; point MAGI_CONFIG at a YAML file")
+    line = _one_line_exit_2(magi("research", "x", env={"MAGI_CONFIG": str(tmp_path / "gone.yaml")}))
+    assert line.endswith("gone.yaml does not exist; point MAGI_CONFIG at a YAML file that exists")
