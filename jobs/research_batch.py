@@ -239,6 +239,25 @@ def settings_for(args: argparse.Namespace) -> Settings:
     return apply_options(load_settings(), options, origin="job argument")
 
 
+def store_outside_working_dir(settings: Settings, out: Path, working_dir: Path) -> Settings:
+    """Settings whose ``data_dir`` survives the job: a Ray job runs in an unpacked copy of its
+    working_dir that goes with the Ray session, so a ``data_dir`` inside it (the default ``.magi`` is
+    relative) becomes ``OUT/.magi`` next to the reports. An absolute ``data_dir`` elsewhere is kept;
+    a cluster should set ``store_url`` (PostgreSQL) so every node writes to the same store."""
+    if settings.data_dir.resolve().is_relative_to(working_dir.resolve()):
+        return settings.updated({"data_dir": out / ".magi"})
+    return settings
+
+
+def describe_store(settings: Settings) -> str:
+    """Where this job's runs and caches go, for its log."""
+    from core.store import masked
+
+    if settings.store_url:
+        return f"store {masked(settings.store_url)}, data_dir {settings.data_dir}"
+    return f"store SQLite in {settings.data_dir} (set MAGI_STORE_URL to PostgreSQL on a multi-node cluster)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -252,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         topics = read_topics(args.topics_file)
         ensure_writable_dir(args.out.absolute(), "--out folder")  # before any research, not after it
         settings = settings_for(args)
+        if in_ray_job():
+            settings = store_outside_working_dir(settings, args.out.absolute(), Path.cwd())
         return asyncio.run(drive(topics, args.out.absolute(), settings, args.concurrency))
     except MagiError as exc:
         sys.stderr.write(f"research_batch: error: {str(exc).splitlines()[0]}\n")
@@ -280,6 +301,7 @@ async def drive(topics: Sequence[Topic], out: Path, settings: Settings, concurre
         f"project code from {Path(research.__file__).parent.parent}",
         flush=True,
     )
+    print(f"research_batch: {describe_store(settings)}", flush=True)
     if NlpSettings.of(settings).workers is None:  # NLP workers hold one CPU each: share the CPUs across topics
         settings = settings.updated({"nlp": {"workers": max(1, cpus // concurrency)}})
 
@@ -324,6 +346,7 @@ __all__ = [
     "Topic",
     "TopicOutcome",
     "build_parser",
+    "describe_store",
     "drive",
     "finished",
     "in_ray_job",
@@ -336,6 +359,7 @@ __all__ = [
     "run_batch",
     "run_topic",
     "settings_for",
+    "store_outside_working_dir",
     "summary_table",
     "topic_id",
     "write_summary",

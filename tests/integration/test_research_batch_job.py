@@ -311,3 +311,18 @@ def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(
     table = client.get_job_logs(second)
     assert "topic" in table and "skipped" in table
     print(json.dumps({k: round(v, 1) for k, v in timings.items()}))
+
+
+def test_a_job_keeps_its_store_out_of_the_working_dir(tmp_path: Path) -> None:
+    from core.settings import load_settings
+    from jobs.research_batch import describe_store, store_outside_working_dir
+
+    working_dir = tmp_path / "session" / "working_dir_files" / "pkg"
+    working_dir.mkdir(parents=True)
+    out = tmp_path / "out"
+    inside = load_settings(overrides={"data_dir": working_dir / ".magi"})
+    assert store_outside_working_dir(inside, out, working_dir).data_dir == out / ".magi"
+    elsewhere = load_settings(overrides={"data_dir": tmp_path / "data"})
+    assert store_outside_working_dir(elsewhere, out, working_dir).data_dir == tmp_path / "data"
+    shown = describe_store(load_settings(overrides={"store_url": "postgresql+psycopg://u:secret@db:5432/magi"}))
+    assert "secret" not in shown and "db:5432/magi" in shown
