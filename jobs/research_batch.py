@@ -134,11 +134,16 @@ async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome
     except Exception as exc:
         seconds = round(time.perf_counter() - started, 1)
         error = one_line(exc)
-        atomic_write_text(
-            folder / ERROR,
-            json.dumps({"topic": topic.text, "id": topic.id, "error": error, "seconds": seconds}, ensure_ascii=False)
-            + "\n",
-        )
+        try:
+            atomic_write_text(
+                folder / ERROR,
+                json.dumps(
+                    {"topic": topic.text, "id": topic.id, "error": error, "seconds": seconds}, ensure_ascii=False
+                )
+                + "\n",
+            )
+        except OSError as write_exc:  # the folder itself is unusable: the summary still reports the topic
+            error = f"{error} (and {folder / ERROR} could not be written: {write_exc.strerror or write_exc})"
         return TopicOutcome(topic.text, topic.id, "failed", seconds=seconds, error=error)
     seconds = round(time.perf_counter() - started, 1)
     marker = {
