@@ -73,17 +73,23 @@ def test_unwritable_out_fails_before_any_research(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
     cases = {"/proc/x": "/proc/x is not writable", "/proc": "/proc is not writable", str(a_file): "is a file"}
-    if os.geteuid() != 0:  # root writes into a mode-555 folder anyway
-        read_only = tmp_path / "read-only"
-        read_only.mkdir(mode=0o555)
-        cases[str(read_only)] = "is not writable (Permission denied"
+    read_only = tmp_path / "read-only"
+    read_only.mkdir(mode=0o555)
+    # root writes into a mode-555 folder anyway; an immutable folder (chattr +i) refuses root too
+    immutable = os.geteuid() == 0 and subprocess.run(["chattr", "+i", str(read_only)], check=False).returncode == 0
+    if os.geteuid() != 0 or immutable:
+        cases[str(read_only)] = f"{read_only} is not writable ("
     data_dir = tmp_path / "data"
-    for out, expected in cases.items():
-        result = magi("research", "価格転嫁", "--out", out, env={"MAGI_DATA_DIR": str(data_dir)})
-        assert result.returncode == 2, result.stderr
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and expected in lines[0] and "pass a folder" in lines[0], result.stderr
-        assert "Ray" not in result.stderr and result.stdout == ""
+    try:
+        for out, expected in cases.items():
+            result = magi("research", "価格転嫁", "--out", out, env={"MAGI_DATA_DIR": str(data_dir)})
+            assert result.returncode == 2, result.stderr
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and expected in lines[0] and "pass a folder" in lines[0], result.stderr
+            assert "Ray" not in result.stderr and result.stdout == ""
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(read_only)], check=True)
     assert not data_dir.exists()  # the store was never opened: nothing ran
 
 
