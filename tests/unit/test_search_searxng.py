@@ -256,3 +256,20 @@ async def test_open_search_honours_fetch_allow_private_for_searxng() -> None:
         allowed = load_settings(overrides={"search": search_section, "fetch": {"allow_private": True}})
         results = await open_search(allowed).provider.search("価格転嫁")
     assert [r.url for r in results] == ["https://example.org/3"]
+
+
+def test_doctor_checks_searxng_through_the_guarded_client() -> None:
+    from cli.doctor import check_searxng
+    from core.settings import load_settings
+
+    def doctor(url: str) -> Any:
+        return check_searxng(load_settings(overrides={"search": {"searxng_url": url}}))
+
+    with serving(answer(row(1))) as server:
+        assert (doctor(server.url).status, doctor(server.url).detail) == ("ok", f"{server.url} answered 1 results")
+    with serving(Reply(302, "", location="http://169.254.169.254/latest/meta-data/")) as server:
+        check = doctor(server.url)
+    assert check.status == "fail" and "169.254.169.254 is a cloud metadata address" in check.detail
+    with serving(Reply(403, "<h1>Forbidden</h1>")) as server:
+        check = doctor(server.url)
+    assert check.status == "fail" and "add json to search.formats" in check.detail
