@@ -10,6 +10,7 @@ without ``RAY_AUTH_MODE=token`` is refused, and a bare ``python`` entrypoint has
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from core.store import Store
 from jobs.research_batch import finished, read_topics
 from tests.integration.test_research_batch_job import REPO_ROOT, SAMPLE_TOPICS, VENV_BIN, _free_ports, _stop_head
 
@@ -111,32 +113,38 @@ def fresh_shell(script: str, home: Path, ray_address: str) -> subprocess.Complet
     return subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.fixture(scope="module")
+def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+    """One token-auth head for this module: (dashboard URL, head temp dir, the HOME holding its token)."""
+    home = tmp_path_factory.mktemp("home")
+    with token_head(home) as (url, head_temp_dir):
+        yield url, head_temp_dir, home
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_readme_batch_job_commands_run_as_written_on_a_token_auth_head(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
+def test_readme_batch_job_commands_run_as_written_on_a_token_auth_head(head: tuple[str, Path, Path]) -> None:
+    url, head_temp_dir, home = head
     commands = readme_batch_commands()
     assert "ray job submit" in commands and "RAY_AUTH_MODE=token" in commands
-    with token_head(home) as (url, head_temp_dir):
-        # The old command, reproduced: without RAY_AUTH_MODE=token the client sends no token ...
-        refused = fresh_shell(".venv/bin/ray job submit --working-dir . -- python -c 'print(1)'", home, url)
-        assert refused.returncode != 0
-        assert "AuthenticationError" in refused.stderr and "Missing authentication token" in refused.stderr
-        # ... and with it, a bare `python` on the head's PATH has no Ray (or is no Python at all).
-        bare = fresh_shell(
-            "RAY_AUTH_MODE=token .venv/bin/ray job submit --working-dir . -- python -c 'import ray'", home, url
-        )
-        said = bare.stdout + bare.stderr
-        assert bare.returncode != 0 and "failed" in said, said[-2000:]
-        assert "python: not found" in said or "No module named 'ray'" in said, said[-2000:]
+    # The old command, reproduced: without RAY_AUTH_MODE=token the client sends no token ...
+    refused = fresh_shell(".venv/bin/ray job submit --working-dir . -- python -c 'print(1)'", home, url)
+    assert refused.returncode != 0
+    assert "AuthenticationError" in refused.stderr and "Missing authentication token" in refused.stderr
+    # ... and with it, a bare `python` on the head's PATH has no Ray (or is no Python at all).
+    bare = fresh_shell(
+        "RAY_AUTH_MODE=token .venv/bin/ray job submit --working-dir . -- python -c 'import ray'", home, url
+    )
+    said = bare.stdout + bare.stderr
+    assert bare.returncode != 0 and "failed" in said, said[-2000:]
+    assert "python: not found" in said or "No module named 'ray'" in said, said[-2000:]
 
-        started = time.monotonic()
-        result = fresh_shell(commands, home, url)
-        seconds = time.monotonic() - started
-        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-        unpacked = list(head_temp_dir.rglob("working_dir_files"))
-        stray = [str(p) for p in head_temp_dir.rglob(".magi")]
+    started = time.monotonic()
+    result = fresh_shell(commands, home, url)
+    seconds = time.monotonic() - started
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    unpacked = list(head_temp_dir.rglob("working_dir_files"))
+    stray = [str(p) for p in head_temp_dir.rglob(".magi")]
     out = home / "magi-batch"
     assert "succeeded" in result.stdout.lower(), result.stdout[-2000:]
     for topic in read_topics(SAMPLE_TOPICS):
@@ -151,3 +159,31 @@ def test_readme_batch_job_commands_run_as_written_on_a_token_auth_head(tmp_path:
     assert rows > 0, tables
     assert unpacked and stray == [], stray  # the working_dir was unpacked there, and no store went into it
     print({"readme_job_seconds": round(seconds, 1)})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_job_given_a_store_url_writes_its_run_data_there(
+    head: tuple[str, Path, Path], postgres_url: str, tmp_path: Path
+) -> None:
+    """The README's cluster variant: the store reaches the job through the runtime env's env_vars."""
+    url, _, home = head
+    topics = tmp_path / "topics.txt"
+    topics.write_text("中小企業の価格転嫁の現状\n", encoding="utf-8")
+    runtime_env = json.dumps({"env_vars": {"MAGI_STORE_URL": postgres_url}})
+    out = home / "pg-batch"
+    script = (
+        "export RAY_AUTH_MODE=token\n"
+        f".venv/bin/ray job submit --working-dir . --runtime-env-json '{runtime_env}' -- "
+        f'"$PWD/.venv/bin/python" -m jobs.research_batch {topics} --out {out} --agents 1 --iterations 1\n'
+    )
+    result = fresh_shell(script, home, url)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "store postgresql+psycopg://" in result.stdout, result.stdout[-3000:]
+    assert finished(out, read_topics(topics)[0]) is not None
+    store = Store(postgres_url)
+    try:
+        assert store.query("SELECT COUNT(*) FROM page_snapshots")[0][0] > 0  # the job's collector wrote here
+    finally:
+        store.close()
+    assert not (out / ".magi" / "magi.sqlite3").exists()  # nothing went to the SQLite fallback
