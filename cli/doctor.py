@@ -88,22 +88,25 @@ def check_ddgs(settings: Settings) -> Check:
 
 
 def check_searxng(settings: Settings) -> Check:
-    import httpx
+    """One search through the research client itself: same SSRF guard on redirects, same error texts."""
+    from core.errors import SearchError
+    from scrapers.search.searxng import SearxngSearchProvider
+    from scrapers.settings import FetchSettings
 
-    searxng_url = SearchSettings.of(settings).searxng_url
-    if not searxng_url:
+    search = SearchSettings.of(settings)
+    if not search.searxng_url:
         return Check("search:searxng", "warn", "not configured", "set MAGI_SEARCH_SEARXNG_URL to a SearXNG instance")
-    url = searxng_url.rstrip("/") + "/search"
-    response = httpx.get(url, params={"q": "test", "format": "json"}, timeout=10)
-    if response.status_code == 403:
-        return Check(
-            "search:searxng",
-            "fail",
-            f"{url} refuses the JSON format (HTTP 403)",
-            "add json to search.formats in the instance's settings.yml",
-        )
-    response.raise_for_status()
-    return Check("search:searxng", "ok", f"{url} answered {len(response.json().get('results', []))} results")
+    provider = SearxngSearchProvider(
+        search.searxng_url,
+        timeout_s=min(10.0, search.searxng_timeout_s),
+        attempts=1,
+        allow_private=FetchSettings.of(settings).allow_private,
+    )
+    try:
+        results = asyncio.run(provider.search("test", max_results=10))
+    except SearchError as exc:
+        return Check("search:searxng", "fail", first_line(exc), "the message says what to change")
+    return Check("search:searxng", "ok", f"{provider.base_url} answered {len(results)} results")
 
 
 def check_llm(settings: Settings, send: bool) -> Check:

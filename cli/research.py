@@ -1,7 +1,9 @@
 """``magi research TOPIC``: run a consensus research; write report.md, report.json and transparency.{json,md}.
 
 A run that fails part-way writes ``partial.json`` (completed iterations, failed agents) to the same
-folder and keeps it with the run record, then exits with the error.
+folder and keeps it with the run record, then exits with the error. The output folder is proved
+writable before any research starts; if the reports still cannot be written at the end, the run is
+recorded as failed with the reason (its result kept in the store), never as completed.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import asyncio
 import sys
 import uuid
+from contextlib import suppress
 from pathlib import Path
 
 from cli.common import emit, settings_from
@@ -53,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
 async def research(args: argparse.Namespace) -> int:
     # Heavy imports (Ray, spaCy, trafilatura) only when the command runs: `magi --help` stays instant.
     from cli.progress import ProgressBars
-    from core.errors import ResearchError
+    from core.errors import InputError, ResearchError
     from core.events import FanoutSink, ListSink
+    from core.files import ensure_writable_dir
     from core.runtime import ray_runtime
     from core.store import open_store
     from research import runs
@@ -76,6 +80,7 @@ async def research(args: argparse.Namespace) -> int:
     preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
     run_id = uuid.uuid4().hex[:12]
     out_dir = args.out or Path("out") / "research" / run_id
+    created = ensure_writable_dir(out_dir)  # a folder that cannot take the report fails before any work
     store = open_store(settings)
     events = ListSink()
     with ProgressBars(enabled=not args.no_progress and sys.stderr.isatty()) as bars:
@@ -88,12 +93,26 @@ async def research(args: argparse.Namespace) -> int:
                 partial = exc.partial if isinstance(exc, ResearchError) else None
                 runs.finish_failed(store, run_id, str(exc), partial=partial)
                 if partial:
-                    path = write_partial(partial, out_dir)
+                    try:
+                        path = write_partial(partial, out_dir)
+                    except OSError as write_exc:
+                        raise ResearchError(
+                            f"{exc} (partial.json could not be written to {out_dir}: "
+                            f"{write_exc.strerror or write_exc}; it is kept with run {run_id} in the store)"
+                        ) from exc
                     raise ResearchError(f"{exc} (written to {path})") from exc
+                if created:
+                    with suppress(OSError):
+                        out_dir.rmdir()  # only if still empty: nothing of this run is in it
                 raise
     terminal = next(e for e in reversed(events.events) if isinstance(e, ResearchCompleted))  # the engine's own
+    try:
+        md_path, json_path = write_outputs(result, out_dir)
+    except OSError as exc:  # the folder went away or filled up during the run: the run did not complete
+        reason = f"the report could not be written to {out_dir}: {exc.strerror or exc}"
+        runs.finish_failed(store, run_id, reason, partial=result.model_dump(mode="json", by_alias=True))
+        raise InputError(f"{reason}; the result is kept with run {run_id} in the store") from exc
     runs.finish_completed(store, result, terminal)
-    md_path, json_path = write_outputs(result, out_dir)
     entities = result.entities
     ja_entities = [e.text for e in entities if e.lang == "ja"][:10]
     check = result.citation_check

@@ -1,10 +1,13 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic file writes: a reader sees the old file or the new one, never half of one; output folders
+checked writable before any work is spent on what goes into them."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+
+from core.errors import InputError
 
 TEMP_SUFFIX = ".tmp"
 
@@ -39,9 +42,34 @@ def remove_stale_temp_files(folder: Path) -> list[Path]:
     return stale
 
 
+def ensure_writable_dir(path: Path, what: str = "output folder") -> bool:
+    """Create ``path`` if needed and prove a file can be written in it (a temp file, removed at once).
+
+    Called before a run starts, so a bad ``--out`` costs nothing. Returns True when the folder was
+    created here (the caller may remove it again if the run leaves it empty). Raises
+    :class:`InputError` naming the folder, the reason and the fix.
+    """
+    existed = path.is_dir()
+    if path.exists() and not existed:
+        raise InputError(f"{what} {path} is a file, not a folder; pass a folder (it is created if missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".magi-write-probe.", suffix=TEMP_SUFFIX, dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        step = "creating a file in it" if path.is_dir() else "creating it"
+        raise InputError(
+            f"{what} {path} is not writable ({exc.strerror or type(exc).__name__} when {step}); "
+            "pass a folder you can write to"
+        ) from None
+    return not existed
+
+
 __all__ = [
     "TEMP_SUFFIX",
     "atomic_write_bytes",
     "atomic_write_text",
+    "ensure_writable_dir",
     "remove_stale_temp_files",
 ]

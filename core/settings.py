@@ -410,16 +410,27 @@ def config_path(explicit: str | Path | None = None) -> Path | None:
     return default if default.is_file() else None
 
 
+def _check_config_file(path: Path, named_by: str | None) -> None:
+    """A config file must be a regular file: a folder, a device or a FIFO (which would block the read)
+    is refused in one line that says who named it; so is a file ``--config``/``MAGI_CONFIG`` names
+    that does not exist (only the implicit ``./magi.yaml`` may be absent)."""
+    fix = f"point {named_by} at a YAML file" if named_by else f"replace {path} with a YAML file"
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a directory, not a file; {fix}")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"config file {path} is not a regular file (a device, FIFO or socket); {fix}")
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist; {fix}" + (" that exists" if named_by else ""))
+
+
 def load_settings(
     config: str | Path | None = None, overrides: Mapping[str, Any] | None = None, *, origin: str = "option"
 ) -> Settings:
     """The effective settings: file < environment < ``overrides`` (``magi.yaml``-shaped; None = not given)."""
     path = config_path(config)
-    if path is not None and path.exists() and not path.is_file():
-        raise ConfigError(f"config file {path} is a directory, not a file; pass a YAML file to --config")
-    if config is not None and path is not None and not path.is_file():
-        raise ConfigError(f"config file {path} does not exist; pass an existing file to --config")
-    file_layer = _file_layer(path) if path and path.is_file() else ({}, {})
+    if path is not None:
+        _check_config_file(path, "--config" if config else "MAGI_CONFIG" if os.environ.get("MAGI_CONFIG") else None)
+    file_layer = _file_layer(path) if path is not None else ({}, {})
     option_layer = _layer(overrides or {}, _namer(origin, None))
     return _build([file_layer, _env_layer(), option_layer])
 

@@ -1,6 +1,9 @@
 """Batch research as a Ray job: one report per topic of a file, resumable, a few topics at a time.
 
-    ray job submit --working-dir . -- python -m jobs.research_batch topics.txt --out /abs/out
+    RAY_AUTH_MODE=token .venv/bin/ray job submit --working-dir . --
+        "$PWD/.venv/bin/python" -m jobs.research_batch topics.txt --out /abs/out
+
+(one command; the README's "Batch research as a Ray job" has it in full and a test runs it as written).
 
 Each topic gets a stable id (readable prefix + short hash of the normalised topic) and a folder
 ``OUT/<id>/`` holding ``report.md`` and ``report.json``, then ``done.json`` written last: a topic is
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import InputError, MagiError, RuntimeSetupError
-from core.files import atomic_write_text, remove_stale_temp_files
+from core.files import atomic_write_text, ensure_writable_dir, remove_stale_temp_files
 from core.settings import Settings, load_settings
 from research.options import ResearchOptions, apply_options
 
@@ -131,11 +134,16 @@ async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome
     except Exception as exc:
         seconds = round(time.perf_counter() - started, 1)
         error = one_line(exc)
-        atomic_write_text(
-            folder / ERROR,
-            json.dumps({"topic": topic.text, "id": topic.id, "error": error, "seconds": seconds}, ensure_ascii=False)
-            + "\n",
-        )
+        try:
+            atomic_write_text(
+                folder / ERROR,
+                json.dumps(
+                    {"topic": topic.text, "id": topic.id, "error": error, "seconds": seconds}, ensure_ascii=False
+                )
+                + "\n",
+            )
+        except OSError as write_exc:  # the folder itself is unusable: the summary still reports the topic
+            error = f"{error} (and {folder / ERROR} could not be written: {write_exc.strerror or write_exc})"
         return TopicOutcome(topic.text, topic.id, "failed", seconds=seconds, error=error)
     seconds = round(time.perf_counter() - started, 1)
     marker = {
@@ -239,6 +247,25 @@ def settings_for(args: argparse.Namespace) -> Settings:
     return apply_options(load_settings(), options, origin="job argument")
 
 
+def store_outside_working_dir(settings: Settings, out: Path, working_dir: Path) -> Settings:
+    """Settings whose ``data_dir`` survives the job: a Ray job runs in an unpacked copy of its
+    working_dir that goes with the Ray session, so a ``data_dir`` inside it (the default ``.magi`` is
+    relative) becomes ``OUT/.magi`` next to the reports. An absolute ``data_dir`` elsewhere is kept;
+    a cluster should set ``store_url`` (PostgreSQL) so every node writes to the same store."""
+    if settings.data_dir.resolve().is_relative_to(working_dir.resolve()):
+        return settings.updated({"data_dir": out / ".magi"})
+    return settings
+
+
+def describe_store(settings: Settings) -> str:
+    """Where this job's runs and caches go, for its log."""
+    from core.store import masked
+
+    if settings.store_url:
+        return f"store {masked(settings.store_url)}, data_dir {settings.data_dir}"
+    return f"store SQLite in {settings.data_dir} (set MAGI_STORE_URL to PostgreSQL on a multi-node cluster)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -250,7 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "pass an absolute folder"
             )
         topics = read_topics(args.topics_file)
+        ensure_writable_dir(args.out.absolute(), "--out folder")  # before any research, not after it
         settings = settings_for(args)
+        if in_ray_job():
+            settings = store_outside_working_dir(settings, args.out.absolute(), Path.cwd())
         return asyncio.run(drive(topics, args.out.absolute(), settings, args.concurrency))
     except MagiError as exc:
         sys.stderr.write(f"research_batch: error: {str(exc).splitlines()[0]}\n")
@@ -279,6 +309,7 @@ async def drive(topics: Sequence[Topic], out: Path, settings: Settings, concurre
         f"project code from {Path(research.__file__).parent.parent}",
         flush=True,
     )
+    print(f"research_batch: {describe_store(settings)}", flush=True)
     if NlpSettings.of(settings).workers is None:  # NLP workers hold one CPU each: share the CPUs across topics
         settings = settings.updated({"nlp": {"workers": max(1, cpus // concurrency)}})
 
@@ -323,6 +354,7 @@ __all__ = [
     "Topic",
     "TopicOutcome",
     "build_parser",
+    "describe_store",
     "drive",
     "finished",
     "in_ray_job",
@@ -335,6 +367,7 @@ __all__ = [
     "run_batch",
     "run_topic",
     "settings_for",
+    "store_outside_working_dir",
     "summary_table",
     "topic_id",
     "write_summary",

@@ -92,8 +92,12 @@ class NetGuard:
         allowed_ports: Iterable[int] = (80, 443),
         resolver: Resolver | None = None,
         resolve_timeout_s: float = 5.0,
+        trusted_origins: Iterable[tuple[str, int]] = (),
     ) -> None:
+        """``trusted_origins``: ``(host, port)`` pairs an operator configured (a self-hosted search
+        instance on loopback); their addresses are pinned without the address and port checks."""
         self.allow_private = allow_private
+        self.trusted_origins = frozenset((host.lower(), port) for host, port in trusted_origins)
         self.allow_networks = parse_networks(allow_networks)
         self.allowed_ports = frozenset(allowed_ports)
         self._resolve = resolver or system_resolver
@@ -114,7 +118,7 @@ class NetGuard:
             raise FetchError(f"refused {where}: no host", url=where, kind="ssrf")
         addresses = await self._addresses(host, port, where)
         ips = [ip_address(a.split("%", 1)[0]) for a in addresses]
-        if not self.allow_private:
+        if not self.allow_private and (host, port) not in self.trusted_origins:
             for ip in ips:
                 if not self._allowed_network(ip) and (reason := blocked_reason(ip)):
                     shown = host if _is_literal(host) else f"{host} ({ip})"

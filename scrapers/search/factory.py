@@ -18,7 +18,7 @@ from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.ddgs import DdgsSearchProvider
 from scrapers.search.local import LocalCorpus, LocalSearchProvider
 from scrapers.search.searxng import SearxngSearchProvider, searxng_language
-from scrapers.settings import SearchSettings
+from scrapers.settings import FetchSettings, SearchSettings
 
 PROVIDERS = ("local", "ddgs", "searxng")
 
@@ -54,6 +54,7 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
                     search.searxng_url,
                     timeout_s=search.searxng_timeout_s,
                     language=searxng_language(search.ddgs_region),
+                    allow_private=FetchSettings.of(settings).allow_private,
                 )
             )
         else:

@@ -4,6 +4,12 @@ SearXNG is a self-hostable meta-search engine, so a team can search the web with
 rate-limited as one scraper. Its JSON output is off by default (HTTP 403), and when every
 upstream engine fails it answers 200 with no results: both become :class:`SearchError` with the
 fix, so a fallback chain moves on instead of reporting "nothing found".
+
+Requests go through the same SSRF guard as page fetches (:mod:`scrapers.net_guard`): the configured
+instance itself is trusted (it is usually self-hosted on loopback or the intranet), but every
+redirect it answers with is followed by hand and vetted like a page URL, so an instance (or whatever
+sits in front of it) cannot send the client to a private or cloud-metadata address.
+``allow_private`` (``fetch.allow_private``) switches the address checks off, for tests.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from typing import Any
 
 import httpx
 
-from core.errors import ConfigError, SearchError, first_line
+from core.errors import ConfigError, FetchError, SearchError, first_line
 from core.retry import backoff_delay, retry
+from scrapers.net_guard import DEFAULT_PORTS, NetGuard, PinnedTransport
 from scrapers.search.base import SearchResult, TimeLimit, check_request, parse_date, time_limit
 
 log = logging.getLogger(__name__)
@@ -25,6 +32,8 @@ USER_AGENT = "MAGI-Cluster-Research/0.1 (searxng client)"
 TIME_RANGES: dict[TimeLimit, str] = {"d": "day", "w": "week", "m": "month", "y": "year"}
 CATEGORY_TYPES = {"news": "news", "science": "academic"}
 MAX_PAGES = 2
+MAX_REDIRECTS = 5
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _DDGS_LANGS = {"jp": "ja", "kr": "ko", "tzh": "zh"}  # ddgs region codes that are not ISO 639
 _DDGS_COUNTRIES = {"uk": "GB"}
 _PSEUDO_COUNTRIES = {"wt", "xa", "xl", "ct"}
@@ -67,6 +76,7 @@ class SearxngSearchProvider:
         backoff_s: float = 0.5,
         backoff_max_s: float = 4.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        allow_private: bool = False,
     ) -> None:
         url = (base_url or "").strip().rstrip("/")
         if not url:
@@ -79,6 +89,14 @@ class SearxngSearchProvider:
                 f"search.searxng_url {base_url!r} must start with http:// or https:// (MAGI_SEARCH_SEARXNG_URL)"
             )
         self.base_url = url.removesuffix("/search")
+        try:
+            instance = httpx.URL(self.base_url)
+            origin = (instance.raw_host.decode("ascii").lower(), instance.port or DEFAULT_PORTS[instance.scheme])
+        except (httpx.InvalidURL, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"search.searxng_url {base_url!r} is not a valid URL ({exc}); fix MAGI_SEARCH_SEARXNG_URL"
+            ) from None
+        self._guard = NetGuard(allow_private=allow_private, trusted_origins=[origin])
         self.language = language
         self.categories = categories
         self._timeout_s = timeout_s
@@ -109,8 +127,10 @@ class SearxngSearchProvider:
         results: list[SearchResult] = []
         seen: set[str] = set()
         async with httpx.AsyncClient(
+            transport=PinnedTransport(self._guard, limits=httpx.Limits(max_connections=4)),
             timeout=httpx.Timeout(self._timeout_s, connect=min(5.0, self._timeout_s)),
-            follow_redirects=True,
+            follow_redirects=False,  # followed by hand in _get, so the guard vets every hop
+            trust_env=False,  # a proxy from the environment would connect where the guard never looked
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
         ) as client:
             for page in range(1, MAX_PAGES + 1):
@@ -137,12 +157,7 @@ class SearxngSearchProvider:
         url = f"{self.base_url}/search"
 
         async def attempt() -> dict[str, Any]:
-            try:
-                response = await client.get(url, params=params)
-            except httpx.TimeoutException as exc:
-                raise _Transient(f"no answer within {self._timeout_s:g} s") from exc
-            except httpx.TransportError as exc:
-                raise _Transient(f"cannot connect ({type(exc).__name__}: {first_line(exc, 200)})") from exc
+            response = await self._follow(client, client.build_request("GET", url, params=params).url)
             if response.status_code == 200:
                 return self._json(response)
             self._refuse(response)
@@ -167,6 +182,39 @@ class SearxngSearchProvider:
                 f"SearXNG at {self.base_url} failed after {self._attempts} attempts: {exc}; check that the "
                 "instance is running and that MAGI_SEARCH_SEARXNG_URL points at it"
             ) from None
+
+    async def _follow(self, client: httpx.AsyncClient, target: httpx.URL) -> httpx.Response:
+        """GET ``target``, following up to ``MAX_REDIRECTS`` redirects, each hop vetted by the SSRF guard."""
+        hops: list[str] = []
+        current = target
+        while True:
+            try:
+                await self._guard.vet(current)
+                response = await client.get(current)
+            except FetchError as exc:  # refused before connecting: no retry can fix it
+                after = f" after redirects from {hops[0]}" if hops else ""
+                raise SearchError(
+                    f"SearXNG at {self.base_url}: {exc}{after}; the client follows no redirect to a private, "
+                    "loopback or metadata address (check MAGI_SEARCH_SEARXNG_URL and the instance's proxy)"
+                ) from None
+            except httpx.TimeoutException as exc:
+                raise _Transient(f"no answer within {self._timeout_s:g} s") from exc
+            except httpx.TransportError as exc:
+                raise _Transient(f"cannot connect ({type(exc).__name__}: {first_line(exc, 200)})") from exc
+            if response.status_code not in REDIRECT_STATUSES:
+                return response
+            location = response.headers.get("location", "").strip()
+            hops.append(str(current))
+            if not location or len(hops) > MAX_REDIRECTS:
+                problem = f"more than {MAX_REDIRECTS} redirects" if location else "a redirect without a Location"
+                raise SearchError(
+                    f"SearXNG at {self.base_url} answered {problem} (from {hops[0]}); "
+                    "check MAGI_SEARCH_SEARXNG_URL (the base URL of the instance)"
+                )
+            try:
+                current = current.join(location)
+            except httpx.InvalidURL as exc:
+                raise SearchError(f"SearXNG at {self.base_url} redirected to an invalid URL ({exc})") from None
 
     def _refuse(self, response: httpx.Response) -> None:
         """Raise for answers that a retry cannot fix (everything but 5xx)."""
@@ -245,6 +293,8 @@ class SearxngSearchProvider:
 __all__ = [
     "CATEGORY_TYPES",
     "MAX_PAGES",
+    "MAX_REDIRECTS",
+    "REDIRECT_STATUSES",
     "TIME_RANGES",
     "USER_AGENT",
     "SearxngSearchProvider",

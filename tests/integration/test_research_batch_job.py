@@ -311,3 +311,37 @@ def test_batch_job_is_stopped_midway_and_resumed_on_resubmit(
     table = client.get_job_logs(second)
     assert "topic" in table and "skipped" in table
     print(json.dumps({k: round(v, 1) for k, v in timings.items()}))
+
+
+def test_a_job_keeps_its_store_out_of_the_working_dir(tmp_path: Path) -> None:
+    from core.settings import load_settings
+    from jobs.research_batch import describe_store, store_outside_working_dir
+
+    working_dir = tmp_path / "session" / "working_dir_files" / "pkg"
+    working_dir.mkdir(parents=True)
+    out = tmp_path / "out"
+    inside = load_settings(overrides={"data_dir": working_dir / ".magi"})
+    assert store_outside_working_dir(inside, out, working_dir).data_dir == out / ".magi"
+    elsewhere = load_settings(overrides={"data_dir": tmp_path / "data"})
+    assert store_outside_working_dir(elsewhere, out, working_dir).data_dir == tmp_path / "data"
+    shown = describe_store(load_settings(overrides={"store_url": "postgresql+psycopg://u:secret@db:5432/magi"}))
+    assert "secret" not in shown and "db:5432/magi" in shown
+
+
+async def test_a_topic_whose_folder_cannot_be_written_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file where a topic's folder should be: that topic fails with the reason, the others finish."""
+    topics = parse_topics("a\nb\n")
+    (tmp_path / topics[0].id).write_text("in the way")
+
+    async def research(topic: str) -> Any:
+        return _Result(topic)
+
+    def write(_result: _Result, folder: Path) -> None:  # the folder step of write_outputs, for a stand-in result
+        folder.mkdir(parents=True, exist_ok=True)
+
+    monkeypatch.setattr("research.result.write_outputs", write)
+    outcomes = await run_batch(topics, tmp_path, research, concurrency=2)
+    assert [o.status for o in outcomes] == ["failed", "done"]
+    assert outcomes[0].error is not None and "error.json could not be written" in outcomes[0].error

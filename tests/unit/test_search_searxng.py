@@ -189,9 +189,87 @@ def test_url_needs_a_scheme_and_search_suffix_is_tolerated() -> None:
     with pytest.raises(ConfigError, match="http://"):
         SearxngSearchProvider("searx.example.org")
     assert SearxngSearchProvider("https://searx.example.org/search/").base_url == "https://searx.example.org"
+    with pytest.raises(ConfigError, match="is not a valid URL"):
+        SearxngSearchProvider("http://[::1")
 
 
 async def test_empty_query_is_rejected_before_any_request() -> None:
     with serving(answer(row(1))) as server, pytest.raises(InputError):
         await search(provider(server.url), query="  ")
     assert server.requests == []
+
+
+# --- redirects go through the SSRF guard --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        ("http://169.254.169.254/latest/meta-data/iam/", "169.254.169.254 is a cloud metadata address"),
+        ("http://10.0.0.1/admin", "10.0.0.1 is a private address"),
+        ("http://[::ffff:169.254.169.254]/", "embedding 169.254.169.254, a cloud metadata address"),
+        ("file:///etc/passwd", "scheme 'file' is not http(s)"),
+    ],
+)
+async def test_a_redirect_to_a_private_or_metadata_address_is_refused(target: str, reason: str) -> None:
+    with serving(Reply(302, "", location=target)) as server:
+        with pytest.raises(SearchError) as caught:
+            await search(provider(server.url, attempts=3))
+        assert len(server.requests) == 1  # refused, not retried: no retry can make it safe
+    message = str(caught.value)
+    assert f"SearXNG at {server.url}: refused " in message and reason in message
+    assert f"after redirects from {server.url}/search?" in message and "no redirect to a private" in message
+
+
+async def test_a_redirect_to_another_loopback_service_is_refused_unless_allow_private() -> None:
+    """The configured instance is trusted; another port on the same machine is not (until allowed)."""
+    with serving(answer(row(1))) as inner, serving(Reply(307, "", location=f"{inner.url}/search?q=x")) as outer:
+        with pytest.raises(SearchError, match=r"127\.0\.0\.1 is a loopback address"):
+            await search(provider(outer.url))
+        assert inner.requests == []  # refused before connecting
+        results = await search(provider(outer.url, allow_private=True))
+    assert [r.url for r in results] == ["https://example.org/1"]
+    assert inner.requests and all(r == {"q": "x"} for r in inner.requests)  # reached through the redirect
+
+
+async def test_redirects_within_the_instance_are_followed_and_loops_end() -> None:
+    with serving(Reply(301, "", location="/search?q=again&format=json"), answer(row(2))) as server:
+        results = await search(provider(server.url))
+    assert [r.url for r in results] == ["https://example.org/2"] and server.requests[1] == {
+        "q": "again",
+        "format": "json",
+    }
+    with serving(Reply(302, "", location="/search?loop=1")) as server, pytest.raises(SearchError) as caught:
+        await search(provider(server.url, attempts=1))
+    assert "more than 5 redirects" in str(caught.value) and len(server.requests) == 6
+
+
+async def test_open_search_honours_fetch_allow_private_for_searxng() -> None:
+    from core.settings import load_settings
+    from scrapers.search.factory import open_search
+
+    with serving(answer(row(3))) as inner, serving(Reply(302, "", location=f"{inner.url}/search")) as outer:
+        search_section = {"provider": "searxng", "searxng_url": outer.url, "cache_ttl_s": 0}
+        guarded = open_search(load_settings(overrides={"search": search_section})).provider
+        with pytest.raises(SearchError, match="loopback address"):
+            await guarded.search("価格転嫁")
+        allowed = load_settings(overrides={"search": search_section, "fetch": {"allow_private": True}})
+        results = await open_search(allowed).provider.search("価格転嫁")
+    assert [r.url for r in results] == ["https://example.org/3"]
+
+
+def test_doctor_checks_searxng_through_the_guarded_client() -> None:
+    from cli.doctor import check_searxng
+    from core.settings import load_settings
+
+    def doctor(url: str) -> Any:
+        return check_searxng(load_settings(overrides={"search": {"searxng_url": url}}))
+
+    with serving(answer(row(1))) as server:
+        assert (doctor(server.url).status, doctor(server.url).detail) == ("ok", f"{server.url} answered 1 results")
+    with serving(Reply(302, "", location="http://169.254.169.254/latest/meta-data/")) as server:
+        check = doctor(server.url)
+    assert check.status == "fail" and "169.254.169.254 is a cloud metadata address" in check.detail
+    with serving(Reply(403, "<h1>Forbidden</h1>")) as server:
+        check = doctor(server.url)
+    assert check.status == "fail" and "add json to search.formats" in check.detail

@@ -26,6 +26,7 @@ class Reply:
     status: int = 200
     body: Any = None  # dict/list: JSON; str: text/html
     delay_s: float = 0.0
+    location: str | None = None  # sent as the Location header (redirects)
 
 
 Responder = Callable[[dict[str, str]], Reply]
@@ -97,6 +98,8 @@ class SearxngServer:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json" if is_json else "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(data)))
+                if reply.location is not None:
+                    self.send_header("Location", reply.location)
                 self.end_headers()
                 with contextlib.suppress(OSError):  # the client gave up (timeout tests)
                     self.wfile.write(data)
