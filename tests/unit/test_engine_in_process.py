@@ -65,6 +65,10 @@ async def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
     summary = result.executive_summary
     assert summary.written_by == "extractive" and set(summary.claims_used) <= {c.claim_id for c in result.claims}
     assert result.collection is not None and result.collection.urls_fetched_more_than_once == 0
+    # Agents searched the corpus through the collector: 2 agents x 2 iterations, several queries each,
+    # plus the 4 pages read once; all in this process (no Ray: node "local").
+    reads = result.collection.corpus_reads_by_node
+    assert set(reads) == {"local"} and reads["local"] > 4 + 4 and result.collection.corpus_node == "local"
     assert result.total_agent_runs == 4
     assert sum(isinstance(e, AgentCompleted) and e.success for e in events.events) == 4
     kinds = [e.type for e in events.events if e.type != "stageProgress"]
