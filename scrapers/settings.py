@@ -29,6 +29,9 @@ class SearchSettings(Section):
     corpus_max_files: int = Field(
         5_000, ge=1, description="A corpus folder with more files to index than this is refused."
     )
+    corpus_max_total_bytes: int = Field(
+        50_000_000, ge=1024, description="A corpus folder with more bytes to index than this is refused."
+    )
     corpus_build_budget_s: float = Field(
         60.0, gt=0, description="Wall-clock time allowed to read and index one corpus folder."
     )

@@ -37,6 +37,7 @@ class CorpusLimits:
     max_file_bytes: int = 5_000_000
     max_files: int = 5_000
     budget_s: float = 60.0
+    max_total_bytes: int = 50_000_000  # indexing costs ~30x the text in memory
 
 
 @dataclass(slots=True)
@@ -96,10 +97,11 @@ def scan(
     """Regular files under ``root`` (resolved) with one of ``suffixes``, sorted, hidden names left out.
 
     Directory symlinks are not followed (a link to ``/`` cannot widen the walk); files above the size
-    cap are counted in ``skipped`` without being opened. More than ``limits.max_files`` candidates is
-    an error rather than a silently partial corpus.
+    cap are counted in ``skipped`` without being opened. More than ``limits.max_files`` candidates, or
+    more than ``limits.max_total_bytes`` in all, is an error rather than a silently partial corpus.
     """
     found: list[tuple[Path, os.stat_result]] = []
+    total = 0
     for folder, dirs, files in os.walk(root, onerror=lambda _: skipped.update(["unreadable"])):
         deadline.check()
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -114,6 +116,12 @@ def scan(
                 skipped["too_large"] += 1
                 continue
             found.append((path, info))
+            total += info.st_size
+            if total > limits.max_total_bytes:
+                raise InputError(
+                    f"corpus directory {root} holds more than {limits.max_total_bytes} bytes of files to index "
+                    "(search.corpus_max_total_bytes); pick a smaller folder or raise the cap"
+                )
             if len(found) > limits.max_files:
                 raise InputError(
                     f"corpus directory {root} has more than {limits.max_files} files to index "

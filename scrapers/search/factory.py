@@ -35,7 +35,12 @@ class SearchSetup:
 def corpus_limits(settings: Settings) -> CorpusLimits:
     """The ``search`` section's bounds on building a local corpus."""
     search = SearchSettings.of(settings)
-    return CorpusLimits(search.corpus_max_file_bytes, search.corpus_max_files, search.corpus_build_budget_s)
+    return CorpusLimits(
+        max_file_bytes=search.corpus_max_file_bytes,
+        max_files=search.corpus_max_files,
+        budget_s=search.corpus_build_budget_s,
+        max_total_bytes=search.corpus_max_total_bytes,
+    )
 
 
 def uses_local_corpus(settings: Settings) -> bool:

@@ -153,6 +153,15 @@ def test_too_many_files_is_a_clear_error(tmp_path: Path) -> None:
     assert len(LocalCorpus(root, CorpusLimits(max_files=4))) == 4
 
 
+def test_too_many_bytes_in_all_is_a_clear_error(tmp_path: Path) -> None:
+    root = _corpus(tmp_path)
+    (root / "more.txt").write_text("costs " * 400, encoding="utf-8")
+    with pytest.raises(InputError, match=r"more than 2048 bytes .*search\.corpus_max_total_bytes"):
+        LocalCorpus(root, CorpusLimits(max_total_bytes=2048))
+    settings = load_settings(overrides={"search": {"corpus_dir": str(root), "corpus_max_total_bytes": 4096}})
+    assert corpus_limits(settings).max_total_bytes == 4096 and len(LocalCorpus(root, corpus_limits(settings))) == 2
+
+
 def test_an_exhausted_budget_names_the_folder_and_the_budget(tmp_path: Path) -> None:
     root = _corpus(tmp_path)
     with pytest.raises(InputError, match=rf"{root}.* longer than 1e-09 s .*corpus_build_budget_s"):
