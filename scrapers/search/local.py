@@ -116,7 +116,7 @@ class _Loaded:
 def _load(
     files: list[tuple[Path, os.stat_result]], directory: Path, limits: CorpusLimits, deadline: Deadline
 ) -> _Loaded:
-    manifest = load_manifest(directory) or Manifest()
+    manifest = load_manifest(directory, limits.max_file_bytes) or Manifest()
     docs: list[CorpusDocument] = []
     skipped: Counter[str] = Counter()
     for path, _ in files:

@@ -144,6 +144,21 @@ def test_an_elf_binary_renamed_txt_is_skipped_and_counted(tmp_path: Path) -> Non
     assert _urls(corpus) == {"good.txt"} and corpus.skipped == {"binary": 2}
 
 
+def test_a_manifest_leading_outside_or_too_large_is_refused(tmp_path: Path) -> None:
+    root = _corpus(tmp_path)
+    (root / "manifest.yaml").symlink_to("/etc/passwd")
+    with pytest.raises(InputError, match=r"manifest .* outside the corpus folder") as outside:
+        LocalCorpus(root)
+    assert "root:" not in str(outside.value)
+    (root / "manifest.yaml").unlink()
+    (root / "manifest.yaml").write_text("pages: []\n# " + "x" * 4096 + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"manifest .* larger than 2048 bytes"):
+        LocalCorpus(root, CorpusLimits(max_file_bytes=2048))
+    (root / "manifest.yaml").unlink()
+    os.mkfifo(root / "manifest.yaml")
+    assert _urls(_finishes(lambda: LocalCorpus(root))) == {"good.txt"}
+
+
 def test_too_many_files_is_a_clear_error(tmp_path: Path) -> None:
     root = _corpus(tmp_path)
     for i in range(3):
