@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from actors.nlp_pool import BATCH_CHARS, NlpPool
 from core.errors import ExtractionError, FetchError
 from core.models import CamelModel
+from core.runtime import current_node_id
 from core.settings import Settings
 from core.store import open_store
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
@@ -26,7 +27,8 @@ from scrapers.extract import ExtractedPage, extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.near_duplicates import NearDuplicateIndex
 from scrapers.page_cache import PageCache
-from scrapers.search.factory import open_search
+from scrapers.search.base import SearchResult
+from scrapers.search.factory import SearchSetup, open_search
 from scrapers.settings import FetchSettings
 
 BATCH_WAIT_S = 0.05  # how long a lone text waits for company before it is sent to the pool
@@ -63,6 +65,10 @@ class CollectionStats(CamelModel):
     near_duplicates: int = 0
     failures_by_kind: dict[str, int] = Field(default_factory=dict)
     nlp_usage_by_node: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # Local corpus: the node its files were indexed on, searches and page reads per node, files left out.
+    corpus_node: str | None = None
+    corpus_reads_by_node: dict[str, int] = Field(default_factory=dict)
+    corpus_skipped: dict[str, int] = Field(default_factory=dict)
 
 
 class Collector:
@@ -73,6 +79,9 @@ class Collector:
         self._pages = PageCache(store, FetchSettings.of(settings).page_cache_ttl_s)
         self._analyses = AnalysisCache(store)
         self._fetcher: Fetcher | None = None
+        self._search: SearchSetup | None = None
+        self._search_lock = asyncio.Lock()
+        self._corpus_reads: Counter[str] = Counter()
         self._tasks: dict[str, asyncio.Task[Collected]] = {}
         self._analysis_futures: dict[str, asyncio.Future[TextAnalysis]] = {}
         self._queue: list[Queued] = []
@@ -83,12 +92,26 @@ class Collector:
         self._analysis_counts: Counter[str] = Counter()
         self._stats = CollectionStats()
 
-    def _get_fetcher(self) -> Fetcher:
+    async def _setup(self) -> SearchSetup:
+        """The search chain and local corpus, loaded once, in this process, off the event loop."""
+        async with self._search_lock:
+            if self._search is None:
+                self._search = await asyncio.to_thread(open_search, self._settings)
+            return self._search
+
+    async def _get_fetcher(self) -> Fetcher:
         if self._fetcher is None:  # built lazily: the local corpus loads once, in this process
-            self._fetcher = Fetcher(
-                local=open_search(self._settings).resolver, policy=FetchPolicy.from_settings(self._settings)
-            )
+            local = (await self._setup()).resolver
+            self._fetcher = Fetcher(local=local, policy=FetchPolicy.from_settings(self._settings))
         return self._fetcher
+
+    async def search(self, query: str, *, max_results: int = 10, time_range: str | None = None) -> list[SearchResult]:
+        """Search the configured chain here. A local corpus is on this node only (the engine pins the
+        collector to the node that has it), so agents elsewhere search it through this method."""
+        setup = await self._setup()
+        if setup.resolver is not None:
+            self._corpus_reads[current_node_id()] += 1
+        return await setup.provider.search(query, max_results=max_results, time_range=time_range)
 
     async def collect(self, urls: list[str], lang_hints: dict[str, str] | None = None) -> list[Collected]:
         """Pages and analyses for ``urls`` (same order); failures are reported per URL, never raised."""
@@ -116,7 +139,9 @@ class Collector:
             return self._register(Collected(url=url, page=cached, from_cache=True))
         self._fetch_counts[url] += 1
         try:
-            fetched = await self._get_fetcher().fetch(url)
+            fetched = await (await self._get_fetcher()).fetch(url)
+            if fetched.origin == "local":
+                self._corpus_reads[current_node_id()] += 1
             page = await asyncio.to_thread(extract_page, fetched.text, url=url, content_type=fetched.content_type)
         except FetchError as exc:
             return self._failed(url, SourceFailure(url=url, stage="fetch", kind=exc.kind, message=str(exc)))
@@ -194,6 +219,10 @@ class Collector:
         stats.analyses = sum(self._analysis_counts.values())
         stats.contents_analysed_more_than_once = sum(1 for n in self._analysis_counts.values() if n > 1)
         stats.nlp_usage_by_node = self._pool.usage()
+        corpus = self._search.resolver if self._search is not None else None
+        if corpus is not None:
+            stats.corpus_node, stats.corpus_skipped = corpus.node_id, dict(corpus.skipped)
+        stats.corpus_reads_by_node = dict(self._corpus_reads)
         return stats
 
     async def aclose(self) -> None:

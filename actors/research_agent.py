@@ -39,12 +39,32 @@ from research.models import (
 )
 from research.settings import ResearchSettings
 from scrapers.search import SearchProvider, SearchResult
-from scrapers.search.factory import open_search
+from scrapers.search.factory import open_search, uses_local_corpus
 from scrapers.settings import SearchSettings
 
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
 PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types up, already-read sources down
 MAX_FOCUS_QUERIES = 4
+
+
+class CollectorSearch:
+    """Search through the run's collector: a local corpus is read on the collector's node, which has the
+    folder, while this agent may run on any node of the cluster."""
+
+    name = "local"
+
+    def __init__(self, collector: Handle[Collector]) -> None:
+        self._collector = collector
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int = 10,
+        time_range: str | None = None,
+        region: str | None = None,
+    ) -> list[SearchResult]:
+        return await self._collector.call(Collector.search, query, max_results=max_results, time_range=time_range)
 
 
 class ResearchAgent:
@@ -93,7 +113,12 @@ class ResearchAgent:
         started = self._started = time.perf_counter()
         queries = self._snapshot.queries = self.queries(topic, brief)
         self._progress("search", 0, 1)
-        results = await self._search(open_search(self.settings).provider, topic, queries, set(brief.covered_sources))
+        provider = (
+            CollectorSearch(self._collector)
+            if uses_local_corpus(self.settings)
+            else open_search(self.settings).provider
+        )
+        results = await self._search(provider, topic, queries, set(brief.covered_sources))
         self._snapshot.urls = [r.url for r in results]
         self._progress("search", 1, 1)
         self._progress("fetch", 0, len(results))
@@ -290,6 +315,7 @@ def render_agent_report(
 
 __all__ = [
     "MAX_FOCUS_QUERIES",
+    "CollectorSearch",
     "ResearchAgent",
     "render_agent_report",
 ]

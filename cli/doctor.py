@@ -65,11 +65,15 @@ def check_ginza(settings: Settings) -> Check:
 
 
 def check_local_search(settings: Settings) -> Check:
+    from scrapers.search.corpus_files import describe_skips
+    from scrapers.search.factory import corpus_limits
     from scrapers.search.local import LocalCorpus
 
     corpus_dir = SearchSettings.of(settings).corpus_dir
-    corpus = LocalCorpus(corpus_dir)
-    return Check("search:local", "ok", f"{len(corpus.documents)} documents in {corpus_dir}")
+    corpus = LocalCorpus(corpus_dir, corpus_limits(settings))
+    skipped = describe_skips(corpus.skipped)
+    found = f"{len(corpus.documents)} documents in {corpus_dir}"
+    return Check("search:local", "ok", found + (f" ({skipped})" if skipped else ""))
 
 
 def check_ddgs(settings: Settings) -> Check:

@@ -121,9 +121,11 @@ class Runtime(Protocol):
         spread: bool = False,
         max_concurrency: int | None = None,
         name: str | None = None,
+        node_id: str | None = None,
         **kwargs: Any,
     ) -> Handle[T]:
-        """Start an agent; ``spread`` asks for placement across nodes (pools); ``name`` makes it findable."""
+        """Start an agent; ``spread`` asks for placement across nodes (pools); ``name`` makes it findable;
+        ``node_id`` (from :func:`current_node_id`) pins it to that node, e.g. where its files are."""
 
     async def get_or_create(
         self,
@@ -196,6 +198,7 @@ class InProcessRuntime:
         spread: bool = False,
         max_concurrency: int | None = None,
         name: str | None = None,
+        node_id: str | None = None,
         **kwargs: Any,
     ) -> Handle[T]:
         return Handle(cls(*args, **kwargs), remote=False, name=name)
@@ -279,13 +282,20 @@ class RayRuntime:
         spread: bool = False,
         max_concurrency: int | None = None,
         name: str | None = None,
+        node_id: str | None = None,
         **kwargs: Any,
     ) -> Handle[T]:
+        if spread and node_id is not None:
+            raise RuntimeSetupError(f"spawn {cls.__name__}: choose spread or node_id, not both")
         options: dict[str, Any] = {"num_cpus": num_cpus}
         if name is not None:
             options["name"] = name
         if spread:
             options["scheduling_strategy"] = "SPREAD"
+        if node_id is not None:  # hard affinity: if that node is gone, fail rather than run elsewhere
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
         if max_concurrency is not None:
             options["max_concurrency"] = max_concurrency
         actor = self._ray.remote(cls).options(**options).remote(*args, **kwargs)

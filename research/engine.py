@@ -34,7 +34,7 @@ from core.errors import InputError, ResearchError, first_line
 from core.events import Event, EventSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
-from core.runtime import Handle, Outcome, Runtime
+from core.runtime import Handle, Outcome, Runtime, current_node_id
 from core.settings import Settings
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
@@ -68,7 +68,7 @@ from research.result import (
 from research.settings import ResearchSettings
 from research.strategies import strategy_for
 from research.summary import write_summary
-from scrapers.search.factory import open_search
+from scrapers.search.factory import open_search, uses_local_corpus
 from scrapers.settings import SearchSettings
 
 log = logging.getLogger(__name__)
@@ -441,7 +441,10 @@ async def run_research(
     )
     # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
     pool = NlpPool.start(runtime, NlpSettings.of(settings).workers or max(1, int(runtime.total_cpus())))
-    run.collector = collector = runtime.spawn(Collector, settings, pool, num_cpus=0)
+    # The collector reads the local corpus (for itself and for the agents' searches), so it runs on this
+    # node, the one where the folder was named and checked; agents and NLP workers may go anywhere.
+    here = current_node_id() if uses_local_corpus(settings) else None
+    run.collector = collector = runtime.spawn(Collector, settings, pool, num_cpus=0, node_id=here)
     stopped_early: str | None = None
     try:
         context = initial_context()

@@ -47,6 +47,7 @@ from core.settings import Settings
 from scrapers.charset import SNIFF_BYTES, decode_body, sniff_binary
 from scrapers.net_guard import DEFAULT_PORTS, NetGuard, PinnedTransport, Resolver, parse_networks
 from scrapers.robots import RobotsRules, product_token, rules_from_status, unreachable
+from scrapers.search.corpus_files import CorpusReadError, read_regular
 from scrapers.settings import FetchSettings
 
 USER_AGENT = "MAGI-Cluster-Research/0.1 (+https://github.com/magi-cluster; research bot)"
@@ -237,11 +238,11 @@ class Fetcher:
         await self._client.aclose()
 
     def _read_local(self, url: str, path: Path) -> FetchedPage:
-        try:
-            with path.open("rb") as file:
-                content = file.read(self.policy.max_bytes)
-        except OSError as exc:
-            raise FetchError(f"cannot read {path} for {url}: {exc.strerror}", url=url, kind="local_read") from exc
+        try:  # the corpus checked the file when it was indexed; it may have changed since
+            content = read_regular(path, self.policy.max_bytes, truncate=True)
+        except CorpusReadError as exc:
+            kind = "binary" if exc.reason == "binary" else "local_read"
+            raise FetchError(f"cannot read corpus file for {url}: {exc}", url=url, kind=kind) from None
         text, encoding = decode_body(content)
         return FetchedPage(
             url=url,

@@ -23,6 +23,18 @@ class SearchSettings(Section):
     corpus_dir: AbsolutePath = Field(
         default_factory=lambda: data_path("corpus"), description="Folder searched by the local provider."
     )
+    corpus_max_file_bytes: int = Field(
+        5_000_000, ge=1024, description="Corpus files larger than this are skipped (and counted)."
+    )
+    corpus_max_files: int = Field(
+        5_000, ge=1, description="A corpus folder with more files to index than this is refused."
+    )
+    corpus_max_total_bytes: int = Field(
+        50_000_000, ge=1024, description="A corpus folder with more bytes to index than this is refused."
+    )
+    corpus_build_budget_s: float = Field(
+        60.0, gt=0, description="Wall-clock time allowed to read and index one corpus folder."
+    )
     ddgs_region: str = Field("jp-jp", description="DuckDuckGo region, e.g. jp-jp, us-en, wt-wt.")
     ddgs_backend: str = Field("auto", description="ddgs backend(s), e.g. auto, duckduckgo, bing,brave.")
     searxng_url: str | None = Field(None, description="Base URL of a SearXNG instance with the JSON API enabled.")

@@ -15,6 +15,7 @@ from core.store import Store
 from scrapers.search.base import SearchProvider
 from scrapers.search.cache import CachedSearchProvider, shared_store
 from scrapers.search.chain import FallbackSearchProvider
+from scrapers.search.corpus_files import CorpusLimits
 from scrapers.search.ddgs import DdgsSearchProvider
 from scrapers.search.local import LocalCorpus, LocalSearchProvider
 from scrapers.search.searxng import SearxngSearchProvider, searxng_language
@@ -31,6 +32,23 @@ class SearchSetup:
     cached: bool = False  # answers may come from the query cache
 
 
+def corpus_limits(settings: Settings) -> CorpusLimits:
+    """The ``search`` section's bounds on building a local corpus."""
+    search = SearchSettings.of(settings)
+    return CorpusLimits(
+        max_file_bytes=search.corpus_max_file_bytes,
+        max_files=search.corpus_max_files,
+        budget_s=search.corpus_build_budget_s,
+        max_total_bytes=search.corpus_max_total_bytes,
+    )
+
+
+def uses_local_corpus(settings: Settings) -> bool:
+    """Whether the search chain reads a local corpus (then searching and reading happen on its node)."""
+    search = SearchSettings.of(settings)
+    return "local" in (search.provider, *search.fallbacks)
+
+
 def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetup:
     """``[search.provider, *search.fallbacks]`` (deduplicated) as one provider, cached when configured.
 
@@ -44,7 +62,7 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
     providers: list[SearchProvider] = []
     for name in names:
         if name == "local":
-            corpus = LocalCorpus(search.corpus_dir)
+            corpus = LocalCorpus(search.corpus_dir, corpus_limits(settings))
             providers.append(LocalSearchProvider(corpus))
         elif name == "ddgs":
             providers.append(DdgsSearchProvider(region=search.ddgs_region, backend=search.ddgs_backend))
@@ -69,5 +87,7 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
 __all__ = [
     "PROVIDERS",
     "SearchSetup",
+    "corpus_limits",
     "open_search",
+    "uses_local_corpus",
 ]

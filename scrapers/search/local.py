@@ -17,8 +17,8 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -27,11 +27,13 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from core.errors import InputError
+from core.runtime import current_node_id
 from scrapers.search.base import SearchResult
 from scrapers.search.bm25 import BM25Index
+from scrapers.search.corpus_files import CorpusLimits, CorpusReadError, Deadline, describe_skips, read_regular, scan
 from scrapers.search.manifest import MANIFEST_NAME, Manifest, load_manifest
 from scrapers.search.snippet import snippet
-from scrapers.search.textfiles import SUFFIXES, read_file
+from scrapers.search.textfiles import SUFFIXES, parse_file
 from scrapers.search.tokenize import is_japanese, token_pairs, tokenize
 
 log = logging.getLogger(__name__)
@@ -59,49 +61,80 @@ class CorpusDocument:
 
 
 class _LRU:
-    """A tiny thread-safe per-process cache; building happens under the lock so it happens once."""
+    """A tiny thread-safe per-process cache that builds each value once, without one lock for all.
+
+    The global lock only guards the dictionaries; a build holds just its own key's lock, so a slow or
+    hostile corpus delays the callers that want that corpus and nobody else.
+    """
 
     def __init__(self) -> None:
         self._items: OrderedDict[Fingerprint, object] = OrderedDict()
+        self._building: dict[Fingerprint, threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Fingerprint, build: Callable[[], T]) -> T:
+    def _cached(self, key: Fingerprint) -> tuple[bool, object]:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]  # type: ignore[return-value]
-            value = build()
-            self._items[key] = value
-            while len(self._items) > _CACHE_SIZE:
-                self._items.popitem(last=False)
-            return value
+                return True, self._items[key]
+            return False, None
+
+    def get(self, key: Fingerprint, build: Callable[[], T]) -> T:
+        found, value = self._cached(key)
+        if found:
+            return value  # type: ignore[return-value]
+        with self._lock:
+            key_lock = self._building.setdefault(key, threading.Lock())
+        with key_lock:
+            found, value = self._cached(key)
+            if found:
+                return value  # type: ignore[return-value]
+            try:
+                built = build()
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            with self._lock:
+                self._items[key] = built
+                while len(self._items) > _CACHE_SIZE:
+                    self._items.popitem(last=False)
+            return built
 
 
 _DOCUMENTS = _LRU()
 _INDEXES = _LRU()
 
 
-def _scan(directory: Path) -> list[tuple[Path, os.stat_result]]:
-    found: list[tuple[Path, os.stat_result]] = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            path = Path(root, name)
-            if not name.startswith(".") and path.suffix.lower() in SUFFIXES:
-                found.append((path, path.stat()))
-    return found
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    topic: str | None
+    documents: list[CorpusDocument]
+    skipped: dict[str, int]
+    node_id: str  # the Ray node whose disk the files were read from
 
 
-def _load(files: list[tuple[Path, os.stat_result]], directory: Path) -> tuple[str | None, list[CorpusDocument]]:
-    manifest = load_manifest(directory) or Manifest()
+def _load(
+    files: list[tuple[Path, os.stat_result]], directory: Path, limits: CorpusLimits, deadline: Deadline
+) -> _Loaded:
+    manifest = load_manifest(directory, limits.max_file_bytes) or Manifest()
     docs: list[CorpusDocument] = []
+    skipped: Counter[str] = Counter()
     for path, _ in files:
+        deadline.check()
         entry = manifest.entries.get(path)
         if entry is None and manifest.entries and path.is_symlink():
             entry = manifest.entries.get(path.resolve())
         if entry is None and manifest.entries:
             continue  # a manifest defines the corpus: unlisted files (README, notes) are not sources
-        parsed = read_file(path)
+        real = path.resolve()
+        if not real.is_relative_to(directory):  # re-pointed since the walk
+            skipped["outside_root"] += 1
+            continue
+        try:
+            parsed = parse_file(read_regular(real, limits.max_file_bytes), path.suffix)
+        except CorpusReadError as exc:
+            skipped[exc.reason] += 1
+            continue
         if not parsed.text and entry is None:
             continue
         lang = (entry.lang if entry else None) or ("ja" if is_japanese(parsed.text) else "en")
@@ -117,20 +150,27 @@ def _load(files: list[tuple[Path, os.stat_result]], directory: Path) -> tuple[st
                 duplicate_of=entry.duplicate_of if entry else None,
             )
         )
-    return manifest.topic, docs
+    return _Loaded(manifest.topic, docs, dict(skipped), current_node_id())
 
 
 class LocalCorpus:
-    """A folder of HTML/Markdown/text files (recursively) plus an optional ``manifest.yaml``."""
+    """A folder of HTML/Markdown/text files (recursively) plus an optional ``manifest.yaml``.
 
-    def __init__(self, directory: Path | str) -> None:
+    Built within ``limits`` (see :mod:`scrapers.search.corpus_files`); ``skipped`` counts the files
+    left out by reason, and ``node_id`` is the Ray node whose disk they were read from.
+    """
+
+    def __init__(self, directory: Path | str, limits: CorpusLimits | None = None) -> None:
         given = Path(directory).expanduser()
         if not given.exists():
             raise InputError(f"corpus directory {given} does not exist; {_HINT}")
         if not given.is_dir():
             raise InputError(f"corpus path {given} is not a directory; {_HINT}")
         self.directory = given.resolve()
-        files = _scan(self.directory)
+        self.limits = limits = limits or CorpusLimits()
+        deadline = Deadline(self.directory, limits.budget_s)
+        walk_skipped: Counter[str] = Counter()
+        files = scan(self.directory, SUFFIXES, limits, deadline, walk_skipped)
         stats = list(files)
         if (manifest := self.directory / MANIFEST_NAME).is_file():
             stats.append((manifest, manifest.stat()))
@@ -138,7 +178,11 @@ class LocalCorpus:
             str(self.directory),
             tuple((str(p.relative_to(self.directory)), s.st_mtime_ns, s.st_size) for p, s in stats),
         )
-        self.topic, self.documents = _DOCUMENTS.get(self.fingerprint, lambda: _load(files, self.directory))
+        loaded = _DOCUMENTS.get(self.fingerprint, lambda: _load(files, self.directory, limits, deadline))
+        self.topic, self.documents, self.node_id = loaded.topic, loaded.documents, loaded.node_id
+        self.skipped: dict[str, int] = dict(walk_skipped + Counter(loaded.skipped))
+        if self.skipped:
+            log.warning("corpus %s: %s", self.directory, describe_skips(self.skipped))
         if not self.documents:
             raise InputError(
                 f"corpus directory {self.directory} has no usable files "
@@ -171,8 +215,14 @@ class LocalCorpus:
 
 def _build_index(corpus: LocalCorpus) -> BM25Index:
     started = time.perf_counter()
-    texts = (d.text if d.text.startswith(d.title) else f"{d.title}\n{d.text}" for d in corpus.documents)
-    index = BM25Index(tokenize(text) for text in texts)
+    deadline = Deadline(corpus.directory, corpus.limits.budget_s)
+
+    def tokens() -> Iterator[list[str]]:
+        for d in corpus.documents:
+            deadline.check()
+            yield tokenize(d.text if d.text.startswith(d.title) else f"{d.title}\n{d.text}")
+
+    index = BM25Index(tokens())
     log.info("indexed %d documents of %s in %.2f s", len(index), corpus.directory, time.perf_counter() - started)
     return index
 

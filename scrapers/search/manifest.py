@@ -67,11 +67,20 @@ def _entry(document: YamlDocument, directory: Path, index: int, item: Any) -> tu
     return target, entry
 
 
-def load_manifest(directory: Path) -> Manifest | None:
-    """Read ``directory/manifest.yaml`` if present; ``directory`` must already be resolved."""
+def load_manifest(directory: Path, max_bytes: int = 5_000_000) -> Manifest | None:
+    """Read ``directory/manifest.yaml`` if present; ``directory`` must already be resolved.
+
+    Held to the rules of the corpus files: a regular file inside the folder, at most ``max_bytes``.
+    """
     path = directory / MANIFEST_NAME
-    if not path.is_file():
+    if not path.is_file():  # also false for a FIFO or a dangling link
         return None
+    if not path.resolve().is_relative_to(directory):
+        raise InputError(f"corpus manifest {path} is a symlink leading outside the corpus folder; replace it")
+    if path.stat().st_size > max_bytes:
+        raise InputError(
+            f"corpus manifest {path} is larger than {max_bytes} bytes (search.corpus_max_file_bytes); shorten it"
+        )
     try:
         document = read_yaml_document(path, "corpus manifest")
     except ConfigError as exc:  # the corpus is the user's input, not the program's configuration

@@ -136,8 +136,13 @@ def _markdown(source: str) -> FileText:
 
 def read_file(path: Path) -> FileText:
     """Title, text and published date of one corpus file (by suffix); empty text when nothing is usable."""
-    source = decode(path.read_bytes())
-    suffix = path.suffix.lower()
+    return parse_file(path.read_bytes(), path.suffix)
+
+
+def parse_file(raw: bytes, suffix: str) -> FileText:
+    """:func:`read_file` on bytes already read (corpus builds read files through ``corpus_files``)."""
+    source = decode(raw)
+    suffix = suffix.lower()
     if suffix in HTML_SUFFIXES:
         return _html(source)
     if suffix in MARKDOWN_SUFFIXES:
@@ -155,5 +160,6 @@ __all__ = [
     "clean",
     "decode",
     "parse_date",
+    "parse_file",
     "read_file",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,10 @@ async def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
     summary = result.executive_summary
     assert summary.written_by == "extractive" and set(summary.claims_used) <= {c.claim_id for c in result.claims}
     assert result.collection is not None and result.collection.urls_fetched_more_than_once == 0
+    # Agents searched the corpus through the collector: 2 agents x 2 iterations, several queries each,
+    # plus the 4 pages read once; all in this process (no Ray: node "local").
+    reads = result.collection.corpus_reads_by_node
+    assert set(reads) == {"local"} and reads["local"] > 4 + 4 and result.collection.corpus_node == "local"
     assert result.total_agent_runs == 4
     assert sum(isinstance(e, AgentCompleted) and e.success for e in events.events) == 4
     kinds = [e.type for e in events.events if e.type != "stageProgress"]
@@ -76,6 +82,19 @@ async def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
     assert isinstance(done, ResearchCompleted) and (done.iterations, done.claims) == (2, len(result.claims))
     selected = [e for e in events.events if isinstance(e, ConsensusSelected)]
     assert [e.selected_agent_id for e in selected] == [it.selected_agent_id for it in result.iterations]
+
+
+async def test_hostile_corpus_files_are_left_out_and_counted_in_the_collection_block(tmp_path: Path) -> None:
+    """A FIFO, a link to /etc/passwd and an ELF renamed .txt sit among the pages: the run completes,
+    none of them is a source, and the collection block says what was skipped."""
+    os.mkfifo(tmp_path / "pipe.txt")
+    (tmp_path / "passwd.txt").symlink_to("/etc/passwd")
+    shutil.copyfile(shutil.which("true") or "/bin/true", tmp_path / "tool.txt")
+    result, _ = await _run(tmp_path, topic="中小企業の価格転嫁率", iterations=1)
+    assert result.collection is not None
+    assert result.collection.corpus_skipped == {"not_regular": 1, "outside_root": 1, "binary": 1}
+    assert {Path(s.url).name for s in result.sources} <= {f"page{i}.html" for i in range(4)}
+    assert "root:x:0:0" not in result.model_dump_json()
 
 
 async def test_early_termination_fires_when_consistency_stops_improving(tmp_path: Path) -> None:
