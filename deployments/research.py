@@ -10,7 +10,9 @@
 Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a
 replica restart: a run that was ``accepted``/``running`` when its replica died runs again from the
 start (``researchRequeued``), at most ``MAX_ATTEMPTS`` times in all, since it may be what brings the
-replica down. The app runs one replica.
+replica down. Callers are checked first (deployments/security.py: API keys, body cap); each replica
+holds at most ``serve.queue_size`` waiting runs (429 beyond). The app runs one replica by default
+(see deployments/autoscaling.py before raising ``serve.max_replicas``).
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
@@ -35,6 +37,7 @@ from ray.serve import Application
 from core.errors import ConfigError, MagiError, ResearchError, first_line
 from core.settings import Settings, load_settings
 from core.validation import bounded_int, invalid_unicode_at, printable
+from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
 from deployments.security import guard
 from deployments.settings import ServeSettings, corpus_roots
 from research import runs
@@ -213,6 +216,10 @@ class ResearchService:
                 return index
         return None
 
+    def record_autoscaling_stats(self) -> dict[str, float]:
+        """Serve's custom autoscaling metric (deployments/autoscaling.py): runs this replica holds."""
+        return {QUEUE_METRIC: float(len(self._waiting) + (self._running is not None))}
+
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -344,8 +351,19 @@ class ResearchService:
 
 
 def build_app(settings: Settings) -> Application:
-    """The ``research`` Serve application for these settings (their store holds the runs)."""
-    application: Application = ResearchService.bind(settings)  # type: ignore[attr-defined]
+    """The ``research`` Serve application for these settings (their store holds the runs).
+
+    Replicas scale on the runs they hold (``serve.min_replicas`` .. ``serve.max_replicas``, aiming at
+    ``serve.target_queued_runs`` each; default one replica), see deployments/autoscaling.py.
+    """
+    serve_settings = ServeSettings.of(settings)
+    deployment = ResearchService.options(  # type: ignore[attr-defined]
+        num_replicas="auto",
+        autoscaling_config=autoscaling_config(
+            serve_settings.min_replicas, serve_settings.max_replicas, serve_settings.target_queued_runs
+        ),
+    )
+    application: Application = deployment.bind(settings)
     return application
 
 
