@@ -54,7 +54,7 @@ KEEPALIVE_S = 15.0
 
 MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
 OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
-_SERVER_PATH = re.compile(r"(?<![\w.])/[^\s'\",;)]+")
+_SERVER_PATH = re.compile(r"(?<![\w.:/])/[^\s'\",;)]+")
 
 api = FastAPI(title="MAGI research", description="Consensus research runs over HTTP.")
 GUARD = guard(api)  # API keys and the body cap; configured by each replica from its settings
@@ -307,7 +307,7 @@ class ResearchService:
             "status": run.status,
             "submittedAt": run.started_at,
             "completedAt": run.completed_at,
-            "error": run.error,
+            "error": without_server_paths(run.error) if run.error else None,
             "queuePosition": self.queue_position(run_id) if run.status in runs.UNFINISHED else None,
             "links": _links(run_id),
             "result": None,

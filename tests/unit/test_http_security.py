@@ -82,6 +82,7 @@ def test_error_messages_lose_server_paths() -> None:
     assert without_server_paths(message) == (
         "corpus directory <server path> does not exist; pass --corpus <server path>, e.g. 'a/b'"
     )
+    assert without_server_paths("fetch https://a.example/x/y failed") == "fetch https://a.example/x/y failed"
 
 
 @pytest.mark.parametrize(
