@@ -67,10 +67,6 @@ class KeyCheck:
         return f"KeyCheck({len(self._keys)} key(s))"
 
 
-class _TooLarge(Exception):
-    pass
-
-
 async def _answer(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"error": message}).encode()
     await send(
@@ -125,28 +121,39 @@ class HttpGuard:
             await _answer(send, 413, too_large, [(b"connection", b"close")])
             return
         seen = 0
+        over = False  # the body passed the cap: the app is told the client left, and its answer replaced
         started = False
 
         async def counted_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, over
+            if over:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > cap:
-                    raise _TooLarge
+                    over = True
+                    return {"type": "http.disconnect"}
             return message
 
         async def tracked_send(message: Message) -> None:
             nonlocal started
+            if over:  # whatever the app makes of the cut body (FastAPI: 400), the caller gets the 413
+                if not started:
+                    started = True
+                    await _answer(send, 413, too_large, [(b"connection", b"close")])
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
         try:
             await self.app(scope, counted_receive, tracked_send)
-        except _TooLarge:
-            if not started:
-                await _answer(send, 413, too_large, [(b"connection", b"close")])
+        except Exception:
+            if not over:
+                raise
+        if over and not started:
+            await _answer(send, 413, too_large, [(b"connection", b"close")])
 
 
 def guard(api: Any) -> GuardConfig:

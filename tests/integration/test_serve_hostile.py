@@ -102,6 +102,18 @@ def test_huge_body_is_refused_before_it_is_read(guarded_service: tuple[str, Path
         except httpx.WriteError:  # the server may close while the client still sends: refused all the same
             return
         assert answer.status_code == 413 and "serve.max_body_bytes" in answer.json()["error"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: the cap is counted while reading
+            yield b'{"topic": "'
+            for _ in range(800):
+                yield b"x" * 65536
+            yield b'"}'
+
+        try:
+            chunked = client.post("/research", content=chunks())
+        except httpx.WriteError:
+            return
+        assert chunked.status_code == 413 and "serve.max_body_bytes" in chunked.json()["error"]
         assert client.get("/healthz").status_code == 200
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -159,3 +161,31 @@ def test_autoscaling_follows_the_runs_held() -> None:
     config = autoscaling_config(1, 4, 5)
     assert config["policy"]["policy_function"] == "deployments.autoscaling:QueuedRunsPolicy"
     assert (config["min_replicas"], config["max_replicas"]) == (1, 4)
+
+
+class _Topic(BaseModel):
+    topic: str
+
+
+async def test_a_chunked_body_over_the_cap_is_413_even_where_fastapi_parses_it() -> None:
+    """FastAPI turns a body it could not read into 400; the guard's 413 is what the caller sees."""
+    api = FastAPI()
+
+    @api.post("/research")
+    async def submit(body: _Topic) -> dict[str, str]:
+        return {"topic": body.topic}
+
+    config = guard(api)
+    config.max_body_bytes = 1024
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"topic": "'
+        for _ in range(100):
+            yield b"z" * 512
+        yield b'"}'
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://test") as client:
+        answer = await client.post("/research", content=chunks(), headers={"content-type": "application/json"})
+        assert answer.status_code == 413 and "serve.max_body_bytes" in answer.json()["error"]
+        small = await client.post("/research", json={"topic": "ok"})
+        assert small.json() == {"topic": "ok"}
