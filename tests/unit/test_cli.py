@@ -67,3 +67,36 @@ def test_first_line_of_an_empty_error_is_its_type() -> None:
 
     assert first_line(InputError("")) == "InputError"
     assert first_line(ValueError("one\ntwo")) == "one"
+
+
+def _serve_first_words(env: dict[str, str]) -> str:
+    """stderr of ``magi serve --host 0.0.0.0`` up to its warning or Ray's first complaint (an address
+    nobody listens on keeps it from ever serving); the process is stopped right after."""
+    import os
+
+    process = subprocess.Popen(
+        [*MAGI, "serve", "--host", "0.0.0.0", "--address", "127.0.0.1:1"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **env},
+        cwd=REPO,
+    )
+    seen: list[str] = []
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            seen.append(line)
+            if "--host 127.0.0.1" in line or "GCS" in line or "error" in line:
+                break
+    finally:
+        process.kill()
+        process.wait()
+    return "".join(seen)
+
+
+def test_serve_warns_loudly_when_exposed_without_keys() -> None:
+    exposed = _serve_first_words({"MAGI_API_KEYS": ""})
+    assert "WARNING: magi serve listens on 0.0.0.0" in exposed and "MAGI_API_KEYS" in exposed
+    guarded = _serve_first_words({"MAGI_API_KEYS": "k-123"})
+    assert "WARNING: magi serve listens" not in guarded and "k-123" not in guarded
