@@ -12,6 +12,7 @@ from cli import doctor, research, serve
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
+from core.validation import printable
 
 COMMANDS = (research, doctor, serve)
 
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except MagiError as exc:
-        sys.stderr.write(f"magi {args.command}: error: {first_line(exc)}\n")
+        sys.stderr.write(f"magi {args.command}: error: {printable(first_line(exc))}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"magi {args.command}: interrupted\n")

@@ -77,7 +77,7 @@ async def research(args: argparse.Namespace) -> int:
         corpus=args.corpus,
     )
     settings = apply_options(settings_from(args), options, origin="command-line option")
-    preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
+    topic = preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
     run_id = uuid.uuid4().hex[:12]
     out_dir = args.out or Path("out") / "research" / run_id
     created = ensure_writable_dir(out_dir)  # a folder that cannot take the report fails before any work
@@ -86,9 +86,9 @@ async def research(args: argparse.Namespace) -> int:
     with ProgressBars(enabled=not args.no_progress and sys.stderr.isatty()) as bars:
         sink = FanoutSink(events, bars)
         async with ray_runtime(settings, address=args.address) as runtime:
-            runs.record_started(store, run_id, args.topic)
+            runs.record_started(store, run_id, topic)
             try:
-                result = await run_research(args.topic, settings, runtime, sink, run_id=run_id)
+                result = await run_research(topic, settings, runtime, sink, run_id=run_id)
             except Exception as exc:
                 partial = exc.partial if isinstance(exc, ResearchError) else None
                 runs.finish_failed(store, run_id, str(exc), partial=partial)

@@ -9,6 +9,14 @@ from typing import Any
 
 from cli.common import settings_from
 from deployments.apps import SERVE_CONFIG, load_serve_config
+from deployments.security import exposed_without_keys
+
+OPEN_WARNING = (
+    "\n" + "!" * 78 + "\n"
+    "WARNING: magi serve listens on {host}, beyond this machine, and no API keys are set:\n"
+    "anyone who reaches this port can start runs and read every result. Set MAGI_API_KEYS\n"
+    "(comma-separated keys; clients send 'Authorization: Bearer <key>') or use --host 127.0.0.1.\n" + "!" * 78 + "\n\n"
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
@@ -38,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_serve_config()
     host = args.host or config.http_options.get("host", "127.0.0.1")
     port = args.port or config.http_options.get("port", 8000)
+    if exposed_without_keys(str(host), settings):
+        sys.stderr.write(OPEN_WARNING.format(host=host))
     # each builder reads the settings itself (serve.yaml's args over magi.yaml and MAGI_*), as under `serve run`
     overrides: dict[str, Any] = {"config": args.config} if getattr(args, "config", None) else {}
     apps = [(app, app.builder()) for app in config.applications]  # import errors before Ray starts
@@ -74,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 __all__ = [
+    "OPEN_WARNING",
     "register",
     "run",
 ]

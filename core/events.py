@@ -30,6 +30,9 @@ class Event(BaseModel):
     ts: datetime = Field(default_factory=_now)
     run_id: str = ""
     progress: float | None = Field(None, ge=0, le=100, description="Run progress in percent, when known.")
+    attempt: int | None = Field(
+        None, ge=1, description="Which attempt of the run emitted it (a run restarted by its service starts again)."
+    )
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

@@ -56,7 +56,8 @@ RENAMED: dict[str, tuple[str, str]] = {
     "anthropic_api_key": ("llm", "anthropic_api_key"),
     "anthropic_base_url": ("llm", "anthropic_base_url"),
 }
-ENV_ONLY = frozenset({("llm", "anthropic_api_key")})  # secrets: never from a file or an option
+# secrets: never from a file or an option ("" is the section of top-level keys)
+ENV_ONLY = frozenset({("llm", "anthropic_api_key"), ("", "api_keys")})
 
 
 def _absolute(path: Path | None) -> Path | None:
@@ -138,6 +139,11 @@ class Settings(BaseModel):
     )
     artifacts_url: str | None = Field(
         None, description="Where produced files go: an fsspec URL such as s3://bucket/magi (unset: data_dir/artifacts)."
+    )
+    api_keys: list[SecretStr] = Field(
+        default_factory=list,
+        description="Secret: MAGI_API_KEYS (comma-separated), environment only. When set, every HTTP route but "
+        "/healthz needs 'Authorization: Bearer <key>'.",
     )
     ray: RaySettings = Field(default_factory=RaySettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)

@@ -10,14 +10,19 @@
 Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a
 replica restart: a run that was ``accepted``/``running`` when its replica died runs again from the
 start (``researchRequeued``), at most ``MAX_ATTEMPTS`` times in all, since it may be what brings the
-replica down. The app runs one replica.
+replica down. Callers are checked first (deployments/security.py: API keys, body cap); each replica
+holds at most ``serve.queue_size`` waiting runs (429 beyond). The app runs one replica by default
+(see deployments/autoscaling.py before raising ``serve.max_replicas``).
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import asyncio
 import json
 import logging
+import os
+import re
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +36,10 @@ from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, ResearchError, first_line
 from core.settings import Settings, load_settings
+from core.validation import bounded_int, invalid_unicode_at, printable
+from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
+from deployments.security import guard
+from deployments.settings import ServeSettings, corpus_roots
 from research import runs
 from research.engine import preflight, validate_topic
 from research.options import OPTION_NAMES, ResearchOptions, apply_options
@@ -43,13 +52,18 @@ MAX_ATTEMPTS = 2  # a run interrupted by a restart runs again, but only so often
 POLL_S = 0.25  # how often an open event stream looks for new events in the store
 KEEPALIVE_S = 15.0
 
+MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
+OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
+_SERVER_PATH = re.compile(r"(?<![\w.:/])/[^\s'\",;)]+")
+
 api = FastAPI(title="MAGI research", description="Consensus research runs over HTTP.")
+GUARD = guard(api)  # API keys and the body cap; configured by each replica from its settings
 
 
 class ResearchRequest(BaseModel):
     """The body of ``POST /research``; bounds come from the settings (research/options.py)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "agents": true is no 1
 
     topic: str = Field(description="What to research, in Japanese or English.")
     agents: int | None = Field(None, description="Parallel research agents (default 3).")
@@ -79,6 +93,13 @@ class ResearchRequest(BaseModel):
         except MagiError as exc:
             raise ValueError(str(exc)) from exc
 
+    @field_validator("corpus")
+    @classmethod
+    def _path_text(cls, corpus: str | None) -> str | None:
+        if corpus is not None and (invalid_unicode_at(corpus) is not None or "\x00" in corpus):
+            raise ValueError("corpus is not a valid folder name (invalid Unicode or a NUL character)")
+        return corpus
+
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
@@ -87,11 +108,26 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
 @api.exception_handler(RequestValidationError)
 async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
     problems = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"] if p != "body") or "body"
-        problems.append(f"{field}: {err['msg']}")
-    detail = [{"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]} for err in exc.errors()]
+    detail = []
+    for err in exc.errors():  # names and messages only, never the input; a hostile key name is made printable
+        loc = [printable(p) if isinstance(p, str) else p for p in err["loc"]]
+        msg = printable(str(err["msg"]))
+        field = ".".join(str(p) for p in loc if p != "body") or "body"
+        problems.append(f"{field}: {msg}")
+        detail.append({"loc": loc, "msg": msg, "type": err["type"]})
     return _error(422, "invalid request: " + "; ".join(problems), detail=detail)
+
+
+def without_server_paths(message: str) -> str:
+    """An error message fit for a remote caller: absolute paths (folders, /proc/<pid>) replaced."""
+    return printable(_SERVER_PATH.sub("<server path>", message))
+
+
+def inside_roots(corpus: str, roots: list[Path]) -> bool:
+    """True when ``corpus`` is an existing folder within one of ``roots``, symlinks followed (a missing
+    folder is refused like a forbidden one, so answers do not tell which folders exist)."""
+    resolved = Path(os.path.realpath(corpus))
+    return resolved.is_dir() and any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
 def _links(run_id: str) -> dict[str, str]:
@@ -120,8 +156,13 @@ class ResearchService:
         if not ray.is_initialized():  # pragma: no cover - a replica always runs inside Ray
             raise RuntimeError("the research replica must run inside Ray")
         self._settings = settings
+        self._serve = ServeSettings.of(settings)
+        self._roots = corpus_roots(settings)
+        GUARD.configure(settings)
         self._store = open_store(settings)
-        self._queue: asyncio.Queue[tuple[str, str, Settings]] = asyncio.Queue()
+        self._waiting: deque[tuple[str, str, Settings]] = deque()  # bounded by serve.queue_size for POSTs
+        self._wakeup = asyncio.Event()
+        self._running: str | None = None
         self._worker: asyncio.Task[None] | None = None
         requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
         if failed:
@@ -130,7 +171,7 @@ class ResearchService:
             log.warning("run %s was interrupted by a restart; running it again", run.run_id)
             try:
                 body = ResearchRequest.model_validate(run.request)
-                self._queue.put_nowait((run.run_id, run.topic, self._settings_for(body)))
+                self._waiting.append((run.run_id, run.topic, self._settings_for(body)))
             except (ValueError, MagiError) as exc:
                 runs.finish_failed(self._store, run.run_id, f"cannot run again: {first_line(exc)}")
         self._ensure_worker()
@@ -146,8 +187,42 @@ class ResearchService:
 
     async def _work(self) -> None:
         while True:
-            run_id, topic, settings = await self._queue.get()
-            await self._execute(run_id, topic, settings)
+            while not self._waiting:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            run_id, topic, settings = self._waiting.popleft()
+            self._running = run_id
+            try:
+                await self._execute(run_id, topic, settings)
+            finally:
+                self._running = None
+
+    def _full(self) -> JSONResponse | None:
+        """The 429 answer when this replica's queue of waiting runs is full, else None."""
+        if len(self._waiting) < self._serve.queue_size:
+            return None
+        return JSONResponse(
+            {"error": f"{len(self._waiting)} runs are already waiting on this replica; retry later"},
+            status_code=429,
+            headers={"Retry-After": str(self._serve.retry_after_s)},
+        )
+
+    def queue_position(self, run_id: str) -> int | None:
+        """0 while the run runs, 1.. while it waits (1: next), None when this replica does not hold it."""
+        if self._running == run_id:
+            return 0
+        for index, (waiting, _, _) in enumerate(self._waiting, start=1):
+            if waiting == run_id:
+                return index
+        return None
+
+    def record_autoscaling_stats(self) -> dict[str, float]:
+        """Serve's custom autoscaling metric (deployments/autoscaling.py): runs this replica holds."""
+        return {QUEUE_METRIC: float(len(self._waiting) + (self._running is not None))}
+
+    @api.get("/healthz")
+    async def healthz(self) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
 
     def _settings_for(self, body: ResearchRequest) -> Settings:
         """The service's settings with the request's options; a bad option is a ConfigError naming it."""
@@ -161,14 +236,23 @@ class ResearchService:
     @api.post("/research", status_code=202)
     async def submit(self, body: ResearchRequest) -> JSONResponse:
         self._ensure_worker()
+        full = self._full()
+        if full is not None:
+            return full
+        if body.corpus is not None and not inside_roots(body.corpus, self._roots):
+            return _error(403, OUTSIDE_ROOTS)  # one answer for missing and forbidden: no map of the disk
         try:
             settings = self._settings_for(body)
         except ConfigError as exc:
-            return _error(422, f"invalid request: {first_line(exc).removeprefix('invalid setting: ')}")
+            message = first_line(exc).removeprefix("invalid setting: ")
+            return _error(422, f"invalid request: {without_server_paths(message)}")
         try:  # a bad corpus fails now, not in the background; loading a corpus may take a moment
             await asyncio.to_thread(preflight, body.topic, settings)
         except MagiError as exc:
-            return _error(400, first_line(exc))
+            return _error(400, without_server_paths(first_line(exc)))
+        full = self._full()  # checked again: other POSTs were accepted while this one was checked
+        if full is not None:
+            return full
         run_id = uuid.uuid4().hex[:12]
         runs.record_started(
             self._store,
@@ -177,8 +261,17 @@ class ResearchService:
             status="accepted",  # stored before answering
             request=body.model_dump(mode="json", by_alias=True, exclude_none=True),
         )
-        self._queue.put_nowait((run_id, body.topic, settings))
-        return JSONResponse({"runId": run_id, "status": "accepted", "links": _links(run_id)}, status_code=202)
+        self._waiting.append((run_id, body.topic, settings))
+        self._wakeup.set()
+        return JSONResponse(
+            {
+                "runId": run_id,
+                "status": "accepted",
+                "queuePosition": self.queue_position(run_id),
+                "links": _links(run_id),
+            },
+            status_code=202,
+        )
 
     async def _execute(self, run_id: str, topic: str, settings: Settings) -> None:
         from core.runtime import RayRuntime
@@ -207,14 +300,15 @@ class ResearchService:
         self._ensure_worker()
         run = runs.load_run(self._store, run_id)
         if run is None:
-            return _error(404, f"no research run {run_id!r}; POST /research to start one")
+            return _error(404, f"no research run {printable(run_id)!r}; POST /research to start one")
         body: dict[str, Any] = {
             "runId": run.run_id,
             "topic": run.topic,
             "status": run.status,
             "submittedAt": run.started_at,
             "completedAt": run.completed_at,
-            "error": run.error,
+            "error": without_server_paths(run.error) if run.error else None,
+            "queuePosition": self.queue_position(run_id) if run.status in runs.UNFINISHED else None,
             "links": _links(run_id),
             "result": None,
             "partial": None,
@@ -226,9 +320,8 @@ class ResearchService:
     @api.get("/research/{run_id}/events")
     async def events(self, run_id: str, request: Request) -> Any:
         if runs.load_run(self._store, run_id) is None:
-            return _error(404, f"no research run {run_id!r}; POST /research to start one")
-        last = request.headers.get("last-event-id", "0")
-        after = int(last) if last.isdigit() else 0
+            return _error(404, f"no research run {printable(run_id)!r}; POST /research to start one")
+        after = bounded_int(request.headers.get("last-event-id"), high=MAX_EVENT_ID) or 0
         return StreamingResponse(
             self._stream(run_id, after),
             media_type="text/event-stream",
@@ -258,8 +351,19 @@ class ResearchService:
 
 
 def build_app(settings: Settings) -> Application:
-    """The ``research`` Serve application for these settings (their store holds the runs)."""
-    application: Application = ResearchService.bind(settings)  # type: ignore[attr-defined]
+    """The ``research`` Serve application for these settings (their store holds the runs).
+
+    Replicas scale on the runs they hold (``serve.min_replicas`` .. ``serve.max_replicas``, aiming at
+    ``serve.target_queued_runs`` each; default one replica), see deployments/autoscaling.py.
+    """
+    serve_settings = ServeSettings.of(settings)
+    deployment = ResearchService.options(  # type: ignore[attr-defined]
+        num_replicas="auto",
+        autoscaling_config=autoscaling_config(
+            serve_settings.min_replicas, serve_settings.max_replicas, serve_settings.target_queued_runs
+        ),
+    )
+    application: Application = deployment.bind(settings)
     return application
 
 
@@ -275,13 +379,18 @@ def app(args: dict[str, Any]) -> Application:
 
 __all__ = [
     "APP_NAME",
+    "GUARD",
     "INTERRUPTED",
     "KEEPALIVE_S",
     "MAX_ATTEMPTS",
+    "MAX_EVENT_ID",
+    "OUTSIDE_ROOTS",
     "POLL_S",
     "ROUTE_PREFIX",
     "ResearchRequest",
     "ResearchService",
     "app",
     "build_app",
+    "inside_roots",
+    "without_server_paths",
 ]

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from core.errors import InputError, MagiError, RuntimeSetupError
 from core.files import atomic_write_text, ensure_writable_dir, remove_stale_temp_files
 from core.settings import Settings, load_settings
+from core.validation import clean_text
 from research.options import ResearchOptions, apply_options
 
 MARKER = "done.json"
@@ -80,8 +81,7 @@ def parse_topics(text: str, *, source: str = "topics", max_chars: int = 500) -> 
         line = normalise(raw)
         if not line or line.startswith("#"):
             continue
-        if len(line) > max_chars:
-            raise InputError(f"{source}:{number}: the topic has {len(line)} characters; keep it under {max_chars}")
+        line = clean_text(line, f"{source}:{number}: the topic", max_chars=max_chars)
         tid = topic_id(line)
         if tid not in seen:
             seen.add(tid)

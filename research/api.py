@@ -59,7 +59,7 @@ async def aresearch(
         corpus=corpus,
     )
     settings = apply_options(load_settings(config), options, origin="argument", names=API_NAMES)
-    preflight(topic, settings)  # bad options or topic fail before Ray starts
+    topic = preflight(topic, settings)  # bad options or topic fail before Ray starts
     async with ray_runtime(settings, address=address) as runtime:
         return await run_research(topic, settings, runtime, events or ListSink())
 

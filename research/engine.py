@@ -30,12 +30,13 @@ from typing import Any
 from actors.collector import CollectionStats, Collector
 from actors.nlp_pool import NlpPool
 from actors.research_agent import ResearchAgent
-from core.errors import InputError, ResearchError, first_line
+from core.errors import ResearchError, first_line
 from core.events import Event, EventSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
 from core.runtime import Handle, Outcome, Runtime, current_node_id
 from core.settings import Settings
+from core.validation import clean_text
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
 from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
@@ -78,13 +79,11 @@ RESEARCH_SHARE = 90.0  # progress % the iterations cover; the final report takes
 SUMMARY_ROLE = "research.summary"  # LLM role of the executive summary (model/params: llm.models, llm.params)
 
 
-def validate_topic(topic: str) -> str:
-    cleaned = " ".join(topic.split())
-    if not cleaned:
-        raise InputError('the research topic is empty; pass a topic, e.g. magi research "中小企業の価格転嫁"')
-    if len(cleaned) > MAX_TOPIC_CHARS:
-        raise InputError(f"the research topic has {len(cleaned)} characters; keep it under {MAX_TOPIC_CHARS}")
-    return cleaned
+def validate_topic(topic: str, what: str = "the research topic") -> str:
+    """The topic as researched (core.validation.clean_text); an InputError names what is wrong."""
+    return clean_text(
+        topic, what, max_chars=MAX_TOPIC_CHARS, example='pass a topic, e.g. magi research "中小企業の価格転嫁"'
+    )
 
 
 def root_cause(exc: BaseException) -> BaseException:

@@ -68,7 +68,11 @@ class IterationCompleted(Event):
 
 
 class ResearchRequeued(Event):
-    """Ours: the service restarted while the run was pending or running; it will run again from the start."""
+    """Ours: the service restarted while the run was pending or running; it will run again from the start.
+
+    Sent once per restart; its ``attempt`` is the attempt about to start, and every later event of the
+    run carries that number, so a client tells the new attempt's events from the interrupted one's.
+    """
 
     type: Literal["researchRequeued"] = "researchRequeued"
     attempts: int  # times it had started before

@@ -125,6 +125,12 @@ def _append(conn: Connection, run_id: str, event: Event) -> int:
             sa.text("SELECT COALESCE(MAX(seq), 0) + 1 FROM research_events WHERE run_id=:run_id"), {"run_id": run_id}
         ).scalar_one()
     )
+    if event.attempt is None:  # every stored event says which attempt of the run it belongs to
+        attempts = conn.execute(
+            sa.text("SELECT attempts FROM research_runs WHERE run_id=:run_id"), {"run_id": run_id}
+        ).scalar_one_or_none()
+        if attempts:
+            event = event.model_copy(update={"attempt": int(attempts)})
     conn.execute(
         sa.text("INSERT INTO research_events (run_id, seq, type, json, ts) VALUES (:run_id, :seq, :type, :json, :ts)"),
         {"run_id": run_id, "seq": seq, "type": event.type, "json": event.model_dump_json(), "ts": event.ts.isoformat()},
@@ -199,7 +205,7 @@ def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[lis
             continue
         with store.transaction() as conn:
             conn.execute(sa.text("UPDATE research_runs SET status='accepted' WHERE run_id=:run_id"), {"run_id": run_id})
-            _append(conn, run_id, ResearchRequeued(run_id=run_id, attempts=attempts))
+            _append(conn, run_id, ResearchRequeued(run_id=run_id, attempts=attempts, attempt=attempts + 1))
         requeued.append(Requeued(run_id, topic, json.loads(request_json)))
     return requeued, failed
 

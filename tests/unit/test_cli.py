@@ -144,3 +144,36 @@ def test_config_that_is_a_folder_a_device_or_missing_is_one_line(tmp_path: Path)
     assert line.endswith("is a directory, not a file; point MAGI_CONFIG at a YAML file")
     line = _one_line_exit_2(magi("research", "x", env={"MAGI_CONFIG": str(tmp_path / "gone.yaml")}))
     assert line.endswith("gone.yaml does not exist; point MAGI_CONFIG at a YAML file that exists")
+
+
+def _serve_first_words(env: dict[str, str]) -> str:
+    """stderr of ``magi serve --host 0.0.0.0`` up to its warning or Ray's first complaint (an address
+    nobody listens on keeps it from ever serving); the process is stopped right after."""
+    import os
+
+    process = subprocess.Popen(
+        [*MAGI, "serve", "--host", "0.0.0.0", "--address", "127.0.0.1:1"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **env},
+        cwd=REPO,
+    )
+    seen: list[str] = []
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            seen.append(line)
+            if "--host 127.0.0.1" in line or "GCS" in line or "error" in line:
+                break
+    finally:
+        process.kill()
+        process.wait()
+    return "".join(seen)
+
+
+def test_serve_warns_loudly_when_exposed_without_keys() -> None:
+    exposed = _serve_first_words({"MAGI_API_KEYS": ""})
+    assert "WARNING: magi serve listens on 0.0.0.0" in exposed and "MAGI_API_KEYS" in exposed
+    guarded = _serve_first_words({"MAGI_API_KEYS": "k-123"})
+    assert "WARNING: magi serve listens" not in guarded and "k-123" not in guarded

@@ -1,0 +1,187 @@
+"""What every HTTP app puts in front of its routes: API keys and a cap on request bodies.
+
+:class:`HttpGuard` is a plain ASGI middleware, so it also covers what FastAPI serves outside its
+routes (``/docs``, ``/openapi.json``). An app adds it once at import (:func:`guard`) and configures
+it when its settings are known (:meth:`HttpGuard.configure`, in the replica's constructor).
+
+- With ``api_keys`` set, a request needs ``Authorization: Bearer <key>``; otherwise 401 with the
+  same answer for a missing, malformed or wrong key. Keys are compared in constant time
+  (:func:`hmac.compare_digest` against every key, no early exit) and never logged.
+- A body above ``serve.max_body_bytes`` gets 413: at once when ``Content-Length`` says so, and as
+  soon as the count passes the cap for a chunked body, so a large body is never read in full.
+- ``/healthz`` stays open (load balancers and probes carry no key).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+from pydantic import SecretStr
+
+from core.settings import Settings
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+OPEN_PATHS = frozenset({"/healthz"})
+UNAUTHORIZED = "missing or invalid API key; send 'Authorization: Bearer <key>' with a key from the operator"
+
+
+class KeyCheck:
+    """The configured API keys; :meth:`allows` answers for one ``Authorization`` header value."""
+
+    def __init__(self, keys: Iterable[SecretStr | str]) -> None:
+        self._keys = [
+            (k.get_secret_value() if isinstance(k, SecretStr) else k).encode("utf-8", "surrogatepass") for k in keys
+        ]
+        self._keys = [k for k in self._keys if k]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._keys)
+
+    def allows(self, authorization: bytes | str | None) -> bool:
+        """True when no keys are configured, or the header is ``Bearer <one of the keys>``."""
+        if not self._keys:
+            return True
+        if authorization is None:
+            return False
+        raw = authorization if isinstance(authorization, bytes) else authorization.encode("utf-8", "surrogatepass")
+        scheme, _, token = raw.strip().partition(b" ")
+        if scheme.lower() != b"bearer":
+            return False
+        token = token.strip()
+        matched = False
+        for key in self._keys:  # every key compared, in constant time each: no timing hint which one is close
+            matched |= hmac.compare_digest(token, key)
+        return matched
+
+    def __repr__(self) -> str:  # never show the keys, even in a debugger or a log of the object
+        return f"KeyCheck({len(self._keys)} key(s))"
+
+
+async def _answer(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class GuardConfig:
+    """What an :class:`HttpGuard` enforces; mutable, so an app can add the guard at import and fill it
+    in when its settings are known."""
+
+    def __init__(self, keys: KeyCheck | None = None, max_body_bytes: int = 64 * 1024) -> None:
+        self.keys = keys or KeyCheck(())
+        self.max_body_bytes = max_body_bytes
+
+    def configure(self, settings: Settings) -> None:
+        """Take the keys (``api_keys``) and the cap (``serve.max_body_bytes``) from ``settings``."""
+        from deployments.settings import ServeSettings
+
+        self.keys = KeyCheck(settings.api_keys)
+        self.max_body_bytes = ServeSettings.of(settings).max_body_bytes
+
+
+class HttpGuard:
+    """ASGI middleware: API keys, then the body cap, before the app sees a request."""
+
+    def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
+        self.app = app
+        self.config = config
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if scope.get("path") not in OPEN_PATHS and not self.config.keys.allows(headers.get(b"authorization")):
+            await _answer(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+            return
+        cap = self.config.max_body_bytes
+        too_large = f"request body over {cap} bytes; send less (serve.max_body_bytes)"
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or len(length) > 12 or int(length) > cap):
+            await _answer(send, 413, too_large, [(b"connection", b"close")])
+            return
+        seen = 0
+        over = False  # the body passed the cap: the app is told the client left, and its answer replaced
+        started = False
+
+        async def counted_receive() -> Message:
+            nonlocal seen, over
+            if over:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > cap:
+                    over = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            if over:  # whatever the app makes of the cut body (FastAPI: 400), the caller gets the 413
+                if not started:
+                    started = True
+                    await _answer(send, 413, too_large, [(b"connection", b"close")])
+                return
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, tracked_send)
+        except Exception:
+            if not over:
+                raise
+        if over and not started:
+            await _answer(send, 413, too_large, [(b"connection", b"close")])
+
+
+def guard(api: Any) -> GuardConfig:
+    """Wrap the FastAPI/Starlette app ``api`` in an :class:`HttpGuard`; configure the returned config
+    once the settings are known (until then no keys are asked and the default cap holds)."""
+    config = GuardConfig()
+    api.add_middleware(HttpGuard, config=config)
+    return config
+
+
+def exposed_without_keys(host: str, settings: Settings) -> bool:
+    """True when ``host`` is reachable beyond this machine and no API keys are configured."""
+    if settings.api_keys:
+        return False
+    if host in ("localhost", ""):
+        return host == ""
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: assume it is reachable
+        return True
+
+
+__all__ = [
+    "OPEN_PATHS",
+    "UNAUTHORIZED",
+    "GuardConfig",
+    "HttpGuard",
+    "KeyCheck",
+    "exposed_without_keys",
+    "guard",
+]
