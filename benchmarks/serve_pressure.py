@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -149,10 +148,6 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds the burst may take in all")
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
     args = parser.parse_args()
-
-    # benchmarks/research.py would shadow the research package (a script's folder comes first in sys.path)
-    here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
 
     import ray
     from ray import serve
