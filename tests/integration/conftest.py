@@ -4,6 +4,8 @@ per-test reset: named actors a test leaves behind (keyed agents, detached ones) 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,38 @@ def start_local_ray() -> None:
     import ray
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+
+
+@contextmanager
+def own_cluster(nodes: int = 3) -> Iterator[Any]:
+    """A ``ray.cluster_utils.Cluster`` of ``nodes`` one-CPU nodes for one module, the session's local
+    Ray stopped meanwhile and started again after. Spread threshold 0: zero-CPU actors go to the least
+    loaded node rather than the driver's, as on a busy real cluster."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    had_session_ray = ray.is_initialized()
+    if had_session_ray:
+        ray.shutdown()
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": False,
+            "_system_config": {"scheduler_spread_threshold": 0.0},
+        },
+    )
+    for _ in range(nodes - 1):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        if had_session_ray:
+            start_local_ray()
 
 
 @pytest.fixture(scope="session")

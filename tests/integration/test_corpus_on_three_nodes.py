@@ -25,7 +25,7 @@ from core.runtime import RayRuntime, current_node_id
 from core.settings import Settings, load_settings
 from research.engine import run_research
 from research.strategies import strategy_for
-from tests.integration.conftest import start_local_ray
+from tests.integration.conftest import own_cluster
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -34,33 +34,8 @@ TOPIC = "中小企業の価格転嫁の現状"
 
 @pytest.fixture(scope="module")
 def three_nodes() -> Iterator[Any]:
-    import ray
-    from ray.cluster_utils import Cluster
-
-    had_session_ray = ray.is_initialized()
-    if had_session_ray:
-        ray.shutdown()
-    # Spread threshold 0: zero-CPU actors go to the least loaded node rather than the driver's, so
-    # without pinning the collector would land elsewhere, as on a busy real cluster.
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            "_system_config": {"scheduler_spread_threshold": 0.0},
-        },
-    )
-    for _ in range(2):
-        cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address, log_to_driver=False)
-    try:
+    with own_cluster(3) as cluster:
         yield cluster
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-        if had_session_ray:
-            start_local_ray()
 
 
 def _settings(tmp_path: Path, **research: Any) -> Settings:

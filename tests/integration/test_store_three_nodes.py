@@ -25,7 +25,7 @@ from research import runs
 from research.engine import run_research
 from research.events import ResearchCompleted
 from research.result import ConsensusResearchResult
-from tests.integration.conftest import start_local_ray
+from tests.integration.conftest import own_cluster
 
 TOPIC = "中小企業の価格転嫁の現状"
 RUN_ID = "three-nodes"
@@ -33,33 +33,8 @@ RUN_ID = "three-nodes"
 
 @pytest.fixture(scope="module")
 def three_nodes() -> Iterator[Any]:
-    import ray
-    from ray.cluster_utils import Cluster
-
-    had_session_ray = ray.is_initialized()
-    if had_session_ray:
-        ray.shutdown()
-    # A spread threshold of 0 lets the scheduler place even zero-CPU actors (agents, collector) on the
-    # least loaded node instead of always on the driver's, as a busy real cluster would.
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            "_system_config": {"scheduler_spread_threshold": 0.0},
-        },
-    )
-    for _ in range(2):
-        cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address, log_to_driver=False)
-    try:
+    with own_cluster(3) as cluster:
         yield cluster
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-        if had_session_ray:
-            start_local_ray()
 
 
 def _actor_nodes() -> dict[str, set[str]]:
