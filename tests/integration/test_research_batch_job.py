@@ -23,8 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from core.errors import InputError
+from core.events import ListSink
+from core.runtime import InProcessRuntime
+from core.settings import load_settings
 from jobs.research_batch import (
     MARKER,
     Topic,
@@ -35,7 +39,9 @@ from jobs.research_batch import (
     summary_table,
     topic_id,
 )
+from research.engine import run_research
 from research.result import ConsensusResearchResult
+from tests.unit.test_engine_in_process import write_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_TOPICS = REPO_ROOT / "data" / "research" / "sample_topics.txt"
@@ -73,32 +79,48 @@ def test_unreadable_topics_files_are_input_errors(tmp_path: Path) -> None:
     assert len(read_topics(SAMPLE_TOPICS)) == 4
 
 
-class _Result:
-    def __init__(self, topic: str) -> None:
-        self.run_id, self.topic, self.sources = "r1", topic, ["s"] * 3
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def researched(tmp_path_factory: pytest.TempPathFactory) -> ConsensusResearchResult:
+    """One real result (the engine in process over three small pages), which the batch tests hand out
+    for every topic: run_batch then writes real reports with the real write_outputs."""
+    corpus = write_corpus(tmp_path_factory.mktemp("corpus"))
+    (corpus / "page3.html").unlink()
+    settings = load_settings(
+        overrides={
+            "data_dir": tmp_path_factory.mktemp("data"),
+            "search": {"corpus_dir": corpus},
+            "nlp": {"workers": 1},
+            "research": {"agents": 1, "iterations": 1},
+        }
+    )
+    runtime = InProcessRuntime()
+    try:
+        return await run_research("中小企業の価格転嫁率", settings, runtime, ListSink())
+    finally:
+        await runtime.close()
+
+
+def _for(result: ConsensusResearchResult, topic: str) -> ConsensusResearchResult:
+    return result.model_copy(update={"metadata": result.metadata.model_copy(update={"topic": topic})})
 
 
 async def test_run_batch_skips_finished_records_failures_and_resumes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, researched: ConsensusResearchResult, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import jobs.research_batch as rb
 
-    written: list[str] = []
-
-    def fake_write(result: _Result, folder: Path) -> None:
-        written.append(result.topic)
-        folder.mkdir(parents=True, exist_ok=True)
-
-    monkeypatch.setattr("research.result.write_outputs", fake_write)
+    written: list[str] = []  # topics whose research succeeded (and whose reports were then written)
     topics = parse_topics("a\nb\nc\n")
 
     async def flaky(topic: str) -> Any:
         if topic == "b":
             raise RuntimeError("search failed\nsecond line")
-        return _Result(topic)
+        written.append(topic)
+        return _for(researched, topic)
 
     async def steady(topic: str) -> Any:
-        return _Result(topic)
+        written.append(topic)
+        return _for(researched, topic)
 
     first = await run_batch(topics, tmp_path, flaky, concurrency=2)
     assert [o.status for o in first] == ["done", "failed", "done"]
@@ -329,19 +351,15 @@ def test_a_job_keeps_its_store_out_of_the_working_dir(tmp_path: Path) -> None:
 
 
 async def test_a_topic_whose_folder_cannot_be_written_fails_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, researched: ConsensusResearchResult
 ) -> None:
     """A file where a topic's folder should be: that topic fails with the reason, the others finish."""
     topics = parse_topics("a\nb\n")
     (tmp_path / topics[0].id).write_text("in the way")
 
     async def research(topic: str) -> Any:
-        return _Result(topic)
+        return _for(researched, topic)
 
-    def write(_result: _Result, folder: Path) -> None:  # the folder step of write_outputs, for a stand-in result
-        folder.mkdir(parents=True, exist_ok=True)
-
-    monkeypatch.setattr("research.result.write_outputs", write)
     outcomes = await run_batch(topics, tmp_path, research, concurrency=2)
     assert [o.status for o in outcomes] == ["failed", "done"]
     assert outcomes[0].error is not None and "error.json could not be written" in outcomes[0].error
