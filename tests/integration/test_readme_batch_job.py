@@ -25,7 +25,7 @@ import pytest
 
 from core.store import Store
 from jobs.research_batch import finished, read_topics
-from tests.integration.test_research_batch_job import REPO_ROOT, SAMPLE_TOPICS, VENV_BIN, _free_ports, _stop_head
+from tests.integration.test_research_batch_job import REPO_ROOT, SAMPLE_TOPICS, VENV_BIN, _stop_head, start_head
 
 MARKER = "<!-- batch-job-commands:"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # no venv on it
@@ -50,37 +50,8 @@ def token_head(home: Path) -> Iterator[tuple[str, Path]]:
         [str(VENV_BIN / "ray"), "get-auth-token", "--generate"], env=env, capture_output=True, text=True, timeout=60
     )
     assert generated.returncode == 0 and (home / ".ray" / "auth_token").is_file(), generated.stderr
-    gcs, dash, client, agent_http, agent_grpc, rt_env, node_mgr, obj_mgr, metrics = _free_ports(9)
     log = open(Path(temp_dir) / "ray-start.log", "wb")  # noqa: SIM115 (closed in finally)
-    head = subprocess.Popen(
-        [
-            str(VENV_BIN / "ray"),
-            "start",
-            "--head",
-            "--block",
-            "--node-ip-address=127.0.0.1",
-            f"--port={gcs}",
-            "--include-dashboard=true",
-            "--dashboard-host=127.0.0.1",
-            f"--dashboard-port={dash}",
-            f"--ray-client-server-port={client}",
-            f"--dashboard-agent-listen-port={agent_http}",
-            f"--dashboard-agent-grpc-port={agent_grpc}",
-            f"--runtime-env-agent-port={rt_env}",
-            f"--node-manager-port={node_mgr}",
-            f"--object-manager-port={obj_mgr}",
-            f"--metrics-export-port={metrics}",
-            "--num-cpus=2",
-            "--disable-usage-stats",
-            f"--temp-dir={temp_dir}",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        cwd=temp_dir,
-    )
-    url = f"http://127.0.0.1:{dash}"
+    head, url = start_head(temp_dir, env, log)
     try:
         deadline = time.monotonic() + 90
         while True:  # up when the Jobs API answers an authenticated client

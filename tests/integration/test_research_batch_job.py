@@ -186,18 +186,10 @@ def _stop_head(head: subprocess.Popen[bytes]) -> None:
     psutil.wait_procs(alive, timeout=10)
 
 
-@pytest.fixture
-def job_head() -> Iterator[str]:
-    """A throwaway single-node head with the dashboard (Jobs API) on loopback; yields its dashboard URL."""
-    temp_dir = tempfile.mkdtemp(prefix="magi-rb-", dir="/tmp")  # short: Ray puts Unix sockets under it
+def start_head(temp_dir: str, env: dict[str, str], log: Any) -> tuple[subprocess.Popen[bytes], str]:
+    """``ray start --head --block`` with the dashboard (Jobs API) and every port free on loopback, in its
+    own session; returns the process and the dashboard URL."""
     gcs, dash, client, agent_http, agent_grpc, rt_env, node_mgr, obj_mgr, metrics = _free_ports(9)
-    env = {k: v for k, v in os.environ.items() if k not in {"RAY_ADDRESS", "RAY_AUTH_TOKEN"}}
-    env.update(
-        RAY_AUTH_MODE="disabled",
-        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
-        RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0",
-    )
-    log = open(Path(temp_dir) / "ray-start.log", "wb")  # noqa: SIM115 (closed in finally)
     head = subprocess.Popen(
         [
             str(VENV_BIN / "ray"),
@@ -226,7 +218,21 @@ def job_head() -> Iterator[str]:
         start_new_session=True,
         cwd=temp_dir,
     )
-    url = f"http://127.0.0.1:{dash}"
+    return head, f"http://127.0.0.1:{dash}"
+
+
+@pytest.fixture
+def job_head() -> Iterator[str]:
+    """A throwaway single-node head with the dashboard (Jobs API) on loopback; yields its dashboard URL."""
+    temp_dir = tempfile.mkdtemp(prefix="magi-rb-", dir="/tmp")  # short: Ray puts Unix sockets under it
+    env = {k: v for k, v in os.environ.items() if k not in {"RAY_ADDRESS", "RAY_AUTH_TOKEN"}}
+    env.update(
+        RAY_AUTH_MODE="disabled",
+        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+        RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0",
+    )
+    log = open(Path(temp_dir) / "ray-start.log", "wb")  # noqa: SIM115 (closed in finally)
+    head, url = start_head(temp_dir, env, log)
     try:
         from ray.job_submission import JobSubmissionClient
 
