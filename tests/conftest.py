@@ -11,7 +11,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = REPO_ROOT / "data" / "corpus"
 
-pytest_plugins = ["tests.postgres"]  # postgres_server, postgres_url, store_url
+pytest_plugins = ["tests.postgres", "tests.browser"]  # postgres_server, postgres_url, store_url; browser, page
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
