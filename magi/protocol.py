@@ -142,6 +142,13 @@ class _State:
     context: list[ContextEvent] = field(default_factory=list)
     positions: dict[SageName, _Position] = field(default_factory=lambda: {s: _Position() for s in SAGES})
     labels: dict[SageName, dict[SageName, str]] = field(default_factory=dict)
+    answered: set[SageName] = field(default_factory=set)
+
+    def intro(self, sage: SageName) -> str:
+        """The question again for a sage with no answer in its history yet (its Thinking failed)."""
+        if sage in self.answered:
+            return ""
+        return f"The request under deliberation (your earlier answer failed, so here it is again):\n{self.question}\n\n"
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:
@@ -202,6 +209,7 @@ class _State:
                     )
                 else:
                     answers[sage] = reply.output
+                    self.answered.add(sage)
             self.emit("sage", sage=sage.value, phase=phase, round=round, ok=sage in answers)
         return answers
 
@@ -229,7 +237,7 @@ def conformity(
         blind=blind.verdict if blind else None,
         final=final.verdict if final else None,
         changed=changed,
-        new_argument=bool(new),
+        new_argument=changed and bool(new),
         flagged=changed and not new,
         arguments=new,
     )
@@ -308,7 +316,8 @@ async def deliberate(
             t0 = time.monotonic()
             source = "their Thinking" if k == 1 else f"debate round {k - 1}"
             asks = {
-                s: prompts.debate.format(
+                s: state.intro(s)
+                + prompts.debate.format(
                     session=session, round=k, rounds=cfg.rounds, source=source, peers=state.peers_block(s)
                 )
                 for s in SAGES
@@ -344,7 +353,9 @@ async def deliberate(
         for sage in SAGES:
             b = blind.get(sage)
             shown = f"{b.verdict.value} (confidence {b.confidence:.2f})" if b else "not cast (your Thinking failed)"
-            asks[sage] = prompts.voting.format(session=session, peers=state.peers_block(sage), blind=shown)
+            asks[sage] = state.intro(sage) + prompts.voting.format(
+                session=session, peers=state.peers_block(sage), blind=shown
+            )
         raw = await state.ask("voting", asks)
         timings.voting_ms = int((time.monotonic() - t0) * 1000)
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
@@ -365,7 +376,8 @@ async def deliberate(
         )
         for s in SAGES
     ]
-    usage = [state.usage[k] for k in sorted(state.usage, key=lambda k: (SAGES.index(k[0]), k[1]))]
+    phases = ("thinking", "debate", "voting", "summary", "review")
+    usage = [state.usage[k] for k in sorted(state.usage, key=lambda k: (SAGES.index(k[0]), phases.index(k[1])))]
     unknown = bool(state.unpriced)
     total = UsageTotal(
         calls=sum(u.calls for u in usage),
