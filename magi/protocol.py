@@ -286,7 +286,7 @@ async def deliberate(
     }
     state = _State(cfg, seed, question, handles, runtime, on_event)
     state.labels = {s: peer_labels(s, seed, anonymous=cfg.anonymous, shuffle=cfg.shuffle_peers) for s in SAGES}
-    session = f"{run_id}/{seed}"
+    session = f"s{seed}"  # the seed, not the run id: the same seed replays the same scripted deliberation
     timings = Timings()
     try:
         # --- Thinking: isolated, with blind votes --------------------------------------------------
