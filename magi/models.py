@@ -204,6 +204,7 @@ class PhaseUsage(CamelModel):
 
 class Timings(CamelModel):
     total_ms: int = 0
+    setup_ms: int = 0  # starting the sages (actor processes on Ray)
     thinking_ms: int = 0
     debate_ms: list[int] = Field(default_factory=list)
     voting_ms: int = 0

@@ -143,6 +143,7 @@ class _State:
     positions: dict[SageName, _Position] = field(default_factory=lambda: {s: _Position() for s in SAGES})
     labels: dict[SageName, dict[SageName, str]] = field(default_factory=dict)
     answered: set[SageName] = field(default_factory=set)
+    sequential: bool = False
 
     def intro(self, sage: SageName) -> str:
         """The question again for a sage with no answer in its history yet (its Thinking failed)."""
@@ -189,8 +190,15 @@ class _State:
         from actors.sage import Sage
 
         sages = list(prompts)
-        calls = [self.handles[s].call(Sage.ask, phase, prompts[s]) for s in sages]
-        outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
+        if self.sequential:  # the baseline of benchmarks/magi.py: one sage after the other
+            outcomes = []
+            for s in sages:
+                outcomes += await self.runtime.gather(
+                    [self.handles[s].call(Sage.ask, phase, prompts[s])], self.settings.timeout_s
+                )
+        else:
+            calls = [self.handles[s].call(Sage.ask, phase, prompts[s]) for s in sages]
+            outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
         answers: dict[SageName, dict[str, Any]] = {}
         for sage, outcome in zip(sages, outcomes, strict=True):
             if outcome.timed_out:
@@ -262,8 +270,10 @@ async def deliberate(
     overrides: Mapping[SageName, Sequence[tuple[str, str]]] | None = None,
     clients: Mapping[SageName, LLMClient] | None = None,
     on_event: EventCallback | None = None,
+    sequential: bool = False,
 ) -> Deliberation:
-    """Run one deliberation on ``question``; ``clients`` (tests) replace the configured LLM per sage."""
+    """Run one deliberation on ``question``; ``clients`` (tests) replace the configured LLM per sage;
+    ``sequential`` asks the sages one after the other (the benchmark's baseline, like the origin)."""
     from actors.sage import Sage
 
     cfg = MagiSettings.of(settings)
@@ -284,11 +294,15 @@ async def deliberate(
         )
         for sage in SAGES
     }
-    state = _State(cfg, seed, question, handles, runtime, on_event)
+    state = _State(cfg, seed, question, handles, runtime, on_event, sequential=sequential)
     state.labels = {s: peer_labels(s, seed, anonymous=cfg.anonymous, shuffle=cfg.shuffle_peers) for s in SAGES}
     session = f"s{seed}"  # the seed, not the run id: the same seed replays the same scripted deliberation
     timings = Timings()
     try:
+        # Actors start (a process each on Ray) before the clock of the first phase runs.
+        t0 = time.monotonic()
+        await runtime.gather([h.call(Sage.history) for h in handles.values()], cfg.timeout_s)
+        timings.setup_ms = int((time.monotonic() - t0) * 1000)
         # --- Thinking: isolated, with blind votes --------------------------------------------------
         state.emit("phase", phase="thinking")
         t0 = time.monotonic()
