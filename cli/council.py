@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import emit, settings_from
-from core.errors import InputError
+from core.errors import ConfigError, InputError
 
 
 def _add_council_options(parser: argparse.ArgumentParser) -> None:
@@ -99,14 +99,40 @@ def register_plugins(
 
 
 def _plugin_handler(action: str, plugin: str) -> Any:
-    from magi.plugins import ACTIONS
-
-    module, _, function = ACTIONS[action].partition(":")
-
     def handler(args: argparse.Namespace) -> int:
-        return int(getattr(importlib.import_module(module), function)(args, plugin))
+        return asyncio.run(plugin_command(args, action, plugin))
 
     return handler
+
+
+async def plugin_command(args: argparse.Namespace, action: str, plugin_name: str) -> int:
+    """Run a plugin command's workflow (e.g. ``magi spec``) with the council's settings and runtime."""
+    from magi.api import check_llm
+    from magi.options import clean_question
+    from magi.plugins import ACTIONS, find_plugin, load_plugins
+    from magi.settings import MagiSettings
+
+    settings = council_settings(args)
+    cfg = MagiSettings.of(settings)
+    raw = sys.stdin.read() if args.request == "-" else str(args.request)
+    request = clean_question(raw, max_chars=cfg.max_prompt_chars, where="the request")
+    plugin = find_plugin(load_plugins(cfg), plugin_name)
+    if plugin is None:
+        raise ConfigError(f"plugin {plugin_name!r} is not loaded (disabled in magi.disabled_plugins?)")
+    check_llm(settings, f"magi {args.command}")
+    module, _, function = ACTIONS[action].partition(":")
+    workflow = getattr(importlib.import_module(module), function)
+    if args.in_process:
+        from core.runtime import InProcessRuntime
+
+        result = await workflow(request, settings, InProcessRuntime(), plugin, workdir=args.dir, feature=args.feature)
+    else:
+        from core.runtime import ray_runtime
+
+        async with ray_runtime(settings, address=args.address) as runtime:
+            result = await workflow(request, settings, runtime, plugin, workdir=args.dir, feature=args.feature)
+    emit(settings, result.model_dump(mode="json", by_alias=True), result.markdown())
+    return int(result.exit_code)
 
 
 def read_prompt(args: argparse.Namespace) -> str:
@@ -179,6 +205,7 @@ async def ask_command(args: argparse.Namespace) -> int:
 __all__ = [
     "ask_command",
     "council_settings",
+    "plugin_command",
     "preparse_plugins",
     "read_prompt",
     "register",

@@ -40,8 +40,10 @@ from magi.models import SageName
 from magi.settings import MagiSettings, plugin_paths
 
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,40}$"
-# Workflows a plugin command may run: action -> "module:function" (function(args, plugin) -> exit code).
-ACTIONS: dict[str, str] = {"sdd.spec": "magi.sdd:run_spec_command"}
+# Workflows a plugin command may run: action -> "module:function", an async function
+# (request, settings, runtime, plugin, *, workdir, feature) returning a result with ``exit_code``,
+# ``markdown()`` and ``model_dump()``.
+ACTIONS: dict[str, str] = {"sdd.spec": "magi.sdd:spec_workflow"}
 CORE_COMMANDS = frozenset({"ask", "research", "doctor", "serve"})
 
 
