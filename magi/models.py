@@ -139,7 +139,6 @@ class PeerView(CamelModel):
 
     label: str
     sage: SageName
-    summarised: bool = False
 
 
 class DebateEntry(CamelModel):
