@@ -36,6 +36,29 @@ def _add_council_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--model-{sage}", metavar="MODEL", help=f"model of {sage.upper()} (llm.models)")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
     parser.add_argument("--in-process", action="store_true", help="run the sages in this process, without Ray")
+    parser.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+
+
+class CouncilProgress:
+    """Progress of a deliberation as short lines on stderr (only on a terminal, unless disabled)."""
+
+    def __init__(self, enabled: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False) if enabled else None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.console is None:
+            return
+        kind = event.get("type")
+        if kind == "phase":
+            where = f"debate round {event['round']}" if event.get("round") else str(event["phase"])
+            self.console.print(f"[bold]▶ {where}[/bold]")
+        elif kind == "sage":
+            mark = "[green]✓[/green]" if event.get("ok") else "[red]✗ failed[/red]"
+            self.console.print(f"  {str(event['sage']).upper()} {mark}")
+        elif kind == "decided":
+            self.console.print(f"[bold]decision: {event['decision']}[/bold]")
 
 
 def _add_plugin_option(parser: argparse.ArgumentParser) -> None:
@@ -188,21 +211,23 @@ async def ask_command(args: argparse.Namespace) -> int:
     plugins = load_plugins(cfg)
     check_llm(settings, "magi ask")  # before any work (exit 2)
     overrides = overrides_for(plugins)
+    progress = CouncilProgress(enabled=not args.no_progress and sys.stderr.isatty())
     if args.in_process:
         from core.runtime import InProcessRuntime
 
-        result = await ask(question, settings, InProcessRuntime(), overrides=overrides)
+        result = await ask(question, settings, InProcessRuntime(), overrides=overrides, on_event=progress)
     else:
         from core.runtime import ray_runtime
 
         async with ray_runtime(settings, address=args.address) as runtime:
-            result = await ask(question, settings, runtime, overrides=overrides)
+            result = await ask(question, settings, runtime, overrides=overrides, on_event=progress)
     markdown = runs_markdown(result) if isinstance(result, RunsReport) else to_markdown(result)
     emit(settings, to_json(result), markdown)
     return result.exit_code
 
 
 __all__ = [
+    "CouncilProgress",
     "ask_command",
     "council_settings",
     "plugin_command",
