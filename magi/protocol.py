@@ -63,6 +63,7 @@ from magi.tally import decision_name, exit_code, merge_conditions, tally
 FailureKind = Literal["exception", "timeout", "invalid_output"]
 EventCallback = Callable[[dict[str, Any]], None]
 LABELS = ("Sage A", "Sage B")
+STARTUP_TIMEOUT_S = 120.0  # how long the sages' actors may take to start before the first phase
 _NAMES = re.compile(r"\b(MELCHIOR(?:-1)?|BALTHASAR(?:-2)?|CASPER(?:-3)?)\b", re.IGNORECASE)
 
 
@@ -301,7 +302,8 @@ async def deliberate(
     try:
         # Actors start (a process each on Ray) before the clock of the first phase runs.
         t0 = time.monotonic()
-        await runtime.gather([h.call(Sage.history) for h in handles.values()], cfg.timeout_s)
+        # Not under magi.timeout_s: starting a process is not a sage call (slow on a busy machine).
+        await runtime.gather([h.call(Sage.history) for h in handles.values()], max(cfg.timeout_s, STARTUP_TIMEOUT_S))
         timings.setup_ms = int((time.monotonic() - t0) * 1000)
         # --- Thinking: isolated, with blind votes --------------------------------------------------
         state.emit("phase", phase="thinking")
@@ -446,6 +448,7 @@ async def _transcripts(
 
 __all__ = [
     "LABELS",
+    "STARTUP_TIMEOUT_S",
     "EventCallback",
     "conformity",
     "debate_text",

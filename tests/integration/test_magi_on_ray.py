@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from core.runtime import InProcessRuntime, RayRuntime
@@ -43,9 +44,29 @@ async def test_a_slow_sage_times_out_on_ray_and_the_others_decide(ray_cluster: N
     question = "Go?\nmagi-script: melchior=APPROVE balthasar=DENY,slow@voting casper=APPROVE"
     runtime = RayRuntime()
     try:
-        result = await deliberate(question, settings(rounds=0, timeout_s=2), runtime, seed=1)
+        result = await deliberate(question, settings(rounds=0, timeout_s=5), runtime, seed=1)
     finally:
         await runtime.close()
     (failure,) = result.failures
     assert failure.sage is SageName.BALTHASAR and failure.kind == "timeout" and failure.phase == "voting"
     assert result.decision == "APPROVE" and result.exit_code == 0
+
+
+async def test_sdd_review_by_sage_actors_on_ray(ray_cluster: None, tmp_path: Path) -> None:
+    from magi.plugins import load_plugins
+    from magi.sdd import spec_workflow
+    from magi.settings import MagiSettings
+
+    specs = tmp_path / ".kiro" / "settings" / "templates" / "specs"
+    specs.mkdir(parents=True)
+    for name in ("requirements", "design", "tasks"):
+        (specs / f"{name}.md").write_text(f"# {name}\n\n{{{{{name.upper()}_BODY}}}}\n", encoding="utf-8")
+    (sdd,) = load_plugins(MagiSettings())
+    runtime = RayRuntime()
+    try:
+        result = await spec_workflow("Add an audit log", settings(), runtime, sdd, workdir=tmp_path)
+    finally:
+        await runtime.close()
+    assert not result.installed  # templates present: the installer is not run
+    assert [r.sage for r in result.reviews] == list(SageName) and not result.failures
+    assert "Review notes addressed" in (tmp_path / ".kiro" / "specs" / "add-an-audit-log" / "design.md").read_text()

@@ -82,6 +82,10 @@ def test_markdown_is_the_default(scripted: None, capsys: pytest.CaptureFixture[s
     assert out.startswith("# MAGI decision: CONDITIONAL")
     for heading in ("## Votes", "## Conditions", "## Dissent", "## Thinking", "## Debate round 1", "## Conformity"):
         assert heading in out
+    flipped = f"Go?\n{SCRIPT}melchior=APPROVE balthasar=DENY casper=APPROVE,DENY,silent"
+    assert main(["ask", "--in-process", flipped]) == 1
+    out = capsys.readouterr().out
+    assert "| CASPER-3 | APPROVE (" in out and "⚠ changed without a new argument" in out
 
 
 def test_runs_report_distribution_and_flip_rate(scripted: None, capsys: pytest.CaptureFixture[str]) -> None:
