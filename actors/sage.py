@@ -18,7 +18,7 @@ from core.errors import LLMOutputError
 from core.llm import LLMClient, Message, UsageMeter, generate, make_llm
 from core.llm.factory import MeteredClient
 from core.settings import Settings
-from magi.context import ContextManager
+from magi.context import ContextManager, truncate_text
 from magi.models import DebateTurn, Phase, SageName, SageReply, Summary, ThinkingOutput, Vote
 from magi.prompts import bundled_prompts
 from magi.settings import MagiSettings
@@ -98,6 +98,34 @@ class Sage:
             duration_ms=int((time.monotonic() - started) * 1000),
             summarised_turns=compaction.turns if compaction else 0,
             summary_method=compaction.method if compaction else None,
+        )
+
+    async def condense(self, text: str) -> SageReply:
+        """A summary of this sage's own (long) position for its peers: by the LLM, else truncated
+        deterministically (``output.method`` says which); the history is not touched."""
+        started = time.monotonic()
+        before = self.meter.summary()
+        method = "llm"
+        try:
+            summary = (await self._summarize(text)).strip()
+        except Exception as exc:  # the truncation below is the recorded answer to a failed summary
+            summary = ""
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            error = ""
+        if not summary:
+            method, summary = "truncation", truncate_text(text)
+        after = self.meter.summary()
+        return SageReply(
+            sage=self.name,
+            phase="summary",
+            output={"summary": summary, "method": method},
+            error=error or None,
+            calls=after.calls - before.calls,
+            input_tokens=after.input_tokens - before.input_tokens,
+            output_tokens=after.output_tokens - before.output_tokens,
+            cost_usd=None if after.cost_usd == "unknown" else round(after.priced_cost_usd - before.priced_cost_usd, 8),
+            duration_ms=int((time.monotonic() - started) * 1000),
         )
 
     def history(self) -> list[dict[str, str]]:

@@ -34,15 +34,17 @@ def render_turns(messages: list[Message]) -> str:
     return "\n\n".join(f"[{m.role}] {m.text}" for m in messages)
 
 
+def truncate_text(text: str, keep_chars: int = FALLBACK_CHARS) -> str:
+    """The deterministic fallback for one text: its start, and how many characters were left out."""
+    text = " ".join(text.split())
+    if len(text) > keep_chars:
+        text = f"{text[:keep_chars]} [... {len(text) - keep_chars} characters left out by the context manager]"
+    return text
+
+
 def truncate_turns(messages: list[Message], keep_chars: int = FALLBACK_CHARS) -> str:
     """The deterministic fallback: the start of each turn, with the number of characters left out."""
-    lines = []
-    for m in messages:
-        text = " ".join(m.text.split())
-        if len(text) > keep_chars:
-            text = f"{text[:keep_chars]} [... {len(text) - keep_chars} characters left out by the context manager]"
-        lines.append(f"[{m.role}] {text}")
-    return "\n".join(lines)
+    return "\n".join(f"[{m.role}] {truncate_text(m.text, keep_chars)}" for m in messages)
 
 
 @dataclass
@@ -101,5 +103,6 @@ __all__ = [
     "Summarizer",
     "estimate_tokens",
     "render_turns",
+    "truncate_text",
     "truncate_turns",
 ]

@@ -139,6 +139,7 @@ class PeerView(CamelModel):
 
     label: str
     sage: SageName
+    summarised: bool = False  # its position's body was summarised by the context manager
 
 
 class DebateEntry(CamelModel):
@@ -210,12 +211,14 @@ class Timings(CamelModel):
 
 
 class ContextEvent(CamelModel):
-    """The context manager summarised some of a sage's oldest turns."""
+    """The context manager summarised some of a sage's oldest turns (``history``), or a position of
+    the sage too long to show its peers in full (``peer_position``)."""
 
     sage: SageName
     phase: Phase
     turns: int
     method: Literal["llm", "truncation"]
+    kind: Literal["history", "peer_position"] = "history"
 
 
 class UsageTotal(CamelModel):

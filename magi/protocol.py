@@ -32,6 +32,7 @@ from core.errors import first_line
 from core.llm import LLMClient
 from core.runtime import Handle, Runtime
 from core.settings import Settings
+from magi.context import estimate_tokens, truncate_text
 from magi.models import (
     SAGES,
     ConformityEntry,
@@ -63,6 +64,7 @@ from magi.tally import decision_name, exit_code, merge_conditions, tally
 FailureKind = Literal["exception", "timeout", "invalid_output"]
 EventCallback = Callable[[dict[str, Any]], None]
 LABELS = ("Sage A", "Sage B")
+PEER_SHARE = 4  # a peer's position may take up to budget / PEER_SHARE tokens before it is summarised
 STARTUP_TIMEOUT_S = 120.0  # how long the sages' actors may take to start before the first phase
 _NAMES = re.compile(r"\b(MELCHIOR(?:-1)?|BALTHASAR(?:-2)?|CASPER(?:-3)?)\b", re.IGNORECASE)
 
@@ -97,11 +99,20 @@ def _vote_lines(vote: Vote) -> list[str]:
 
 
 def thinking_text(output: ThinkingOutput) -> str:
-    return "\n".join([output.analysis, *(f"- {p}" for p in output.key_points), *_vote_lines(output.vote)])
+    return "\n".join([thinking_body(output), *_vote_lines(output.vote)])
+
+
+def thinking_body(output: ThinkingOutput) -> str:
+    return "\n".join([output.analysis, *(f"- {p}" for p in output.key_points)])
 
 
 def debate_text(turn: DebateTurn, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
     """A debate turn as shown to a viewer: the author's peer labels translated to the viewer's."""
+    return "\n".join([debate_body(turn, author_labels, viewer_labels), *_vote_lines(turn.stance)])
+
+
+def debate_body(turn: DebateTurn, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
+    """Rebuttals and additions of a turn (its stance is rendered apart: never summarised)."""
     by_label = {label: sage for sage, label in author_labels.items()}
     lines = []
     for rebuttal in turn.rebuttals:
@@ -109,24 +120,37 @@ def debate_text(turn: DebateTurn, author_labels: Mapping[SageName, str], viewer_
         shown = "a peer" if target is None else viewer_labels.get(target, "you")
         lines.append(f"rebuttal to {shown}: {rebuttal.point}")
     lines += [f"addition: {a}" for a in turn.additions]
-    return "\n".join([*lines, *_vote_lines(turn.stance)])
+    return "\n".join(lines)
 
 
 @dataclass
 class _Position:
-    """What a sage last said, as data (to re-render for each viewer)."""
+    """What a sage last said, as data (to re-render for each viewer); ``summary`` replaces the body
+    (analysis, rebuttals, additions) when it was too long for the peers' budget; the stance is
+    always shown in full."""
 
     thinking: ThinkingOutput | None = None
     turn: DebateTurn | None = None
+    summary: str | None = None
 
-    def render(
-        self, author: SageName, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]
-    ) -> str:
+    def body(self, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
         if self.turn is not None:
-            return debate_text(self.turn, author_labels, viewer_labels)
-        if self.thinking is not None:
-            return thinking_text(self.thinking)
-        return "(no position: this sage gave no valid answer so far)"
+            return debate_body(self.turn, author_labels, viewer_labels)
+        return thinking_body(self.thinking) if self.thinking is not None else ""
+
+    def vote(self) -> Vote | None:
+        if self.turn is not None:
+            return self.turn.stance
+        return self.thinking.vote if self.thinking is not None else None
+
+    def render(self, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
+        vote = self.vote()
+        if vote is None:
+            return "(no position: this sage gave no valid answer so far)"
+        body = self.body(author_labels, viewer_labels)
+        if self.summary is not None:
+            body = f"{self.summary}\n(summarised by the context manager; the full text is in the deliberation record)"
+        return "\n".join([body, *_vote_lines(vote)])
 
 
 @dataclass
@@ -178,11 +202,44 @@ class _State:
         labels = self.labels[viewer]
         blocks = []
         for peer in labels:  # built in the viewer's peer order
-            text = self.positions[peer].render(peer, self.labels[peer], labels)
+            text = self.positions[peer].render(self.labels[peer], labels)
             if self.settings.anonymous:
                 text = scrub_names(text, labels, viewer)
             blocks.append(f"### {labels[peer]}\n{text}")
         return "\n\n".join(blocks)
+
+    def views(self, viewer: SageName) -> list[PeerView]:
+        return [
+            PeerView(label=label, sage=p, summarised=self.positions[p].summary is not None)
+            for p, label in self.labels[viewer].items()
+        ]
+
+    async def condense(self, phase: Phase) -> None:
+        """Summarise positions whose body is over a quarter of the budget, each by its own author,
+        before the peers see them (deterministic truncation when that fails or times out)."""
+        from actors.sage import Sage
+
+        limit = self.settings.context_budget_tokens // PEER_SHARE
+        long = {
+            s: text
+            for s, p in self.positions.items()
+            if p.summary is None and estimate_tokens(text := p.body(self.labels[s], self.labels[s])) > limit
+        }
+        if not long:
+            return
+        sages = list(long)
+        calls = [self.handles[s].call(Sage.condense, long[s]) for s in sages]
+        outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
+        for sage, outcome in zip(sages, outcomes, strict=True):
+            reply = outcome.value if outcome.ok else None
+            if reply is not None and reply.output is not None:
+                self.count(reply)
+                summary = str(reply.output["summary"])
+                method: Literal["llm", "truncation"] = "llm" if reply.output["method"] == "llm" else "truncation"
+            else:
+                summary, method = truncate_text(long[sage]), "truncation"
+            self.positions[sage].summary = summary
+            self.context.append(ContextEvent(sage=sage, phase=phase, turns=1, method=method, kind="peer_position"))
 
     async def ask(
         self, phase: Phase, prompts: Mapping[SageName, str], round: int | None = None
@@ -331,6 +388,7 @@ async def deliberate(
             state.emit("phase", phase="debate", round=k)
             t0 = time.monotonic()
             source = "their Thinking" if k == 1 else f"debate round {k - 1}"
+            await state.condense("debate")
             asks = {
                 s: state.intro(s)
                 + prompts.debate.format(
@@ -338,7 +396,7 @@ async def deliberate(
                 )
                 for s in SAGES
             }
-            views = {s: [PeerView(label=label, sage=p) for p, label in state.labels[s].items()] for s in SAGES}
+            views = {s: state.views(s) for s in SAGES}
             raw = await state.ask("debate", asks, round=k)
             entries = []
             changed = []
@@ -365,6 +423,7 @@ async def deliberate(
         # --- Voting ----------------------------------------------------------------------------------
         state.emit("phase", phase="voting")
         t0 = time.monotonic()
+        await state.condense("voting")
         asks = {}
         for sage in SAGES:
             b = blind.get(sage)

@@ -195,3 +195,25 @@ async def test_context_manager_truncation_fallback_says_what_it_cut() -> None:
     assert "characters left out by the context manager" in context.messages[0].text
     assert context.messages[-1].text == "answer 2 " + "y" * 400
     assert await ContextManager(budget_tokens=10_000).prepare("s", "p", broken) is None
+
+
+async def test_a_long_position_reaches_the_peers_summarised_never_cut_silently() -> None:
+    async def verbose(request: LLMRequest) -> Any:
+        response = await respond(request)
+        if request.output_name == "ThinkingOutput" and response.output is not None:
+            response.output["analysis"] += " detail" * 400  # ~700 tokens: over a quarter of 2000
+        return response
+
+    clients = recording()
+    clients[M] = FunctionClient(verbose, model="magi-scripted")
+    question = "Go?\nmagi-script: melchior=APPROVE balthasar=DENY casper=CONDITIONAL"
+    result = await run(question, clients, rounds=1, context_budget_tokens=2000)
+    (event,) = [c for c in result.context if c.kind == "peer_position"]
+    assert (event.sage, event.method, event.phase) == (M, "llm", "debate")
+    (debate,) = phase_requests(clients[B], "DebateTurn")
+    prompt = debate.messages[-1].text
+    assert marker(M, "summary") in prompt and "summarised by the context manager" in prompt
+    assert "detail detail" not in prompt and "verdict: APPROVE" in prompt  # the stance is always in full
+    entry = next(e for e in result.debate[0].entries if e.sage is B)
+    assert [p.summarised for p in entry.peers if p.sage is M] == [True]
+    assert result.thinking[0].output.analysis.count("detail") == 400  # the record keeps the full text
