@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Mapping, Sequence
 
 from core.errors import ConfigError, LLMNotConfiguredError
@@ -37,12 +38,12 @@ async def ask(
     cfg = MagiSettings.of(settings)
     if clients is None:
         check_llm(settings, "magi ask")
-    base = cfg.seed if cfg.seed is not None else None
     if cfg.runs == 1:
         return await deliberate(
-            question, settings, runtime, seed=base, overrides=overrides, clients=clients, on_event=on_event
+            question, settings, runtime, seed=cfg.seed, overrides=overrides, clients=clients, on_event=on_event
         )
-    seeds = [(base or 0) + i for i in range(cfg.runs)]
+    base = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31 - cfg.runs)
+    seeds = [base + i for i in range(cfg.runs)]
     results = await asyncio.gather(
         *(
             deliberate(question, settings, runtime, seed=s, overrides=overrides, clients=clients, on_event=on_event)
