@@ -150,3 +150,17 @@ def test_progress_lines_follow_the_phases(capsys: pytest.CaptureFixture[str]) ->
     assert "▶ debate round 2" in err and "decision: DENY" in err
     CouncilProgress(enabled=False)({"type": "phase", "phase": "voting"})
     assert capsys.readouterr().err == ""
+
+
+def test_plugin_option_loads_the_file_and_a_bad_one_is_exit_2_with_its_line(
+    scripted: None, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = tmp_path / "strict.yaml"
+    good.write_text("name: strict\nversion: 1\ndescription: d\nagent_overrides: {melchior: Cite numbers.}\n")
+    assert main(["--plugin", str(good), "ask", "--in-process", f"Go?\n{SCRIPT}melchior=APPROVE balthasar=APPROVE"]) == 0
+    capsys.readouterr()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: strict\nversion: 1\ndescription: d\nbridge:\n  run: {argv: 'rm -rf /'}\n")
+    assert main(["--plugin", str(bad), "ask", "--in-process", "Go?"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: line 5, column" in err and "bridge.run.argv" in err and "never a shell string" in err
