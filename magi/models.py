@@ -9,9 +9,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 from core.models import CamelModel
+
+# What the LLM must answer with: snake_case keys in the schema the model sees (validation), camelCase
+# in the JSON output like every other key of a deliberation (serialization by alias).
+LLM_SCHEMA = ConfigDict(extra="forbid", alias_generator=AliasGenerator(serialization_alias=to_camel))
 
 
 class SageName(StrEnum):
@@ -55,7 +60,7 @@ class Vote(BaseModel):
     This is also the schema the LLM must answer with in the Voting phase.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = LLM_SCHEMA
 
     verdict: Verdict
     reason: str = Field(min_length=1)
@@ -74,7 +79,7 @@ class Vote(BaseModel):
 class ThinkingOutput(BaseModel):
     """Thinking: an independent analysis and a blind vote cast before seeing anyone else."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = LLM_SCHEMA
 
     analysis: str = Field(min_length=1)
     key_points: list[str] = Field(default_factory=list)
@@ -82,7 +87,7 @@ class ThinkingOutput(BaseModel):
 
 
 class Rebuttal(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = LLM_SCHEMA
 
     peer: str = Field(description="The peer's label as shown to you (e.g. 'Sage A').")
     point: str = Field(min_length=1)
@@ -91,7 +96,7 @@ class Rebuttal(BaseModel):
 class DebateTurn(BaseModel):
     """Debate: rebuttals to the peers, additions, and the sage's current stance."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = LLM_SCHEMA
 
     rebuttals: list[Rebuttal] = Field(default_factory=list)
     additions: list[str] = Field(default_factory=list)
@@ -101,7 +106,7 @@ class DebateTurn(BaseModel):
 class Summary(BaseModel):
     """What the context manager asks for when a sage's history nears its budget."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = LLM_SCHEMA
 
     summary: str = Field(min_length=1)
 
@@ -260,6 +265,7 @@ class Deliberation(CamelModel):
 
 
 __all__ = [
+    "LLM_SCHEMA",
     "SAGES",
     "SAGE_TITLES",
     "Condition",
