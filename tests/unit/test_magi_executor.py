@@ -48,7 +48,7 @@ async def test_timeout_kills_the_child_and_the_grandchild(tmp_path: Path) -> Non
             """
         )
     )
-    result = await run_command(command(PY, str(script), timeout_s=1.5), workdir=tmp_path)
+    result = await run_command(command(PY, str(script), timeout_s=4), workdir=tmp_path)
     assert result.timed_out and not result.ok
     assert "timed out" in result.describe() and "children" in result.describe()
     assert result.stdout.strip() == "started"

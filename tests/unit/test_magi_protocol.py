@@ -127,7 +127,7 @@ async def test_a_failing_a_slow_and_an_invalid_sage_are_recorded_and_the_others_
         "Rename the product?\n"
         "magi-script: melchior=APPROVE,fail@thinking balthasar=APPROVE,slow@debate casper=DENY,invalid@voting"
     )
-    result = await run(question, rounds=1, timeout_s=0.5, early_stop="off")
+    result = await run(question, rounds=1, timeout_s=2, early_stop="off")
     failures = {(f.sage, f.phase): f for f in result.failures}
     assert failures[(M, "thinking")].kind == "exception" and "scripted failure" in failures[(M, "thinking")].message
     assert failures[(B, "debate")].kind == "timeout" and failures[(B, "debate")].round == 1
