@@ -6,15 +6,16 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
-from cli import doctor, research, serve
+from cli import council, doctor, research, serve
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
 from core.validation import printable
 
-COMMANDS = (research, doctor, serve)
+COMMANDS = (research, doctor, serve, council)
 
 
 class MagiParser(argparse.ArgumentParser):
@@ -28,21 +29,23 @@ class MagiParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}{hint}\n")
 
 
-def build_parser() -> MagiParser:
+def build_parser(argv: Sequence[str] | None = None) -> MagiParser:
     shared = shared_options()
     parser = MagiParser(
         prog="magi", parents=[shared], description="MAGI Cluster: multi-agent research and decision systems on Ray."
     )
     parser.add_argument("--version", action="version", version=f"magi {__version__}")
+    parser.add_argument("--plugin", metavar="FILE", action="append", type=Path, help="load a MAGI plugin (YAML)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=MagiParser)
     for module in COMMANDS:
         module.register(commands, shared)
+    council.register_plugins(commands, shared, argv)  # plugin commands (magi spec ...): known only from argv
     parser.command_names = tuple(commands.choices)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
     # Without -v only errors are logged: failures also reach the result, the summary and the bars.

@@ -99,6 +99,16 @@ class GuardConfig:
         self.max_body_bytes = ServeSettings.of(settings).max_body_bytes
 
 
+def is_open_path(scope: Scope) -> bool:
+    """An open path of the app, also under a route prefix (Serve passes ``/magi/healthz`` with
+    ``root_path`` ``/magi``)."""
+    path = str(scope.get("path") or "")
+    root = str(scope.get("root_path") or "")
+    if root and path.startswith(root + "/"):
+        path = path[len(root) :]
+    return path in OPEN_PATHS
+
+
 class HttpGuard:
     """ASGI middleware: API keys, then the body cap, before the app sees a request."""
 
@@ -111,7 +121,7 @@ class HttpGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if scope.get("path") not in OPEN_PATHS and not self.config.keys.allows(headers.get(b"authorization")):
+        if not is_open_path(scope) and not self.config.keys.allows(headers.get(b"authorization")):
             await _answer(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
             return
         cap = self.config.max_body_bytes
@@ -184,4 +194,5 @@ __all__ = [
     "KeyCheck",
     "exposed_without_keys",
     "guard",
+    "is_open_path",
 ]

@@ -15,12 +15,17 @@ pytest_plugins = ["tests.postgres", "tests.browser"]  # postgres_server, postgre
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("MAGI_NETWORK_TESTS") == "1":
-        return
-    skip = pytest.mark.skip(reason="needs the public internet; set MAGI_NETWORK_TESTS=1")
-    for item in items:
-        if "network" in item.keywords:
-            item.add_marker(skip)
+    gates = {
+        "network": ("MAGI_NETWORK_TESTS", "needs the public internet; set MAGI_NETWORK_TESTS=1"),
+        "registry": ("MAGI_REGISTRY_TESTS", "installs from a public package registry; set MAGI_REGISTRY_TESTS=1"),
+    }
+    for marker, (variable, reason) in gates.items():
+        if os.environ.get(variable) == "1":
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,108 @@
+"""The MAGI council: each phase should take about one LLM latency, not three; and early stop saves calls.
+
+The shipped scripted LLM (magi/scripted.py) answers every call after a fixed ``--latency`` (seconds,
+``MAGI_SCRIPTED_LATENCY_S``), so time is dominated by LLM waits, as with a real model. In one run,
+on a local Ray (one actor per sage):
+
+1. the council as built (the three sages in parallel in every phase), and
+2. the sequential baseline: the same deliberation with the sages asked one after the other (what
+   the origin's loop does), same prompts, same answers.
+
+Per phase (Thinking, each Debate round, Voting) and overall: baseline time / council time (>= 2.5
+expected). Then the LLM calls early stop saves: a question whose blind votes are unanimous, with
+``--rounds`` debate rounds, with early stop on and off.
+
+Prints JSON. Usage: .venv/bin/python benchmarks/magi.py [--latency S] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+# This file is benchmarks/magi.py: run as a script, its folder comes first on sys.path and the name
+# `magi` would import this file instead of the package. Drop that entry before importing magi.
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from core.runtime import ray_runtime  # noqa: E402
+from core.settings import Settings, load_settings  # noqa: E402
+from magi.models import Deliberation  # noqa: E402
+from magi.protocol import deliberate  # noqa: E402
+from magi.scripted import LATENCY_ENV  # noqa: E402
+
+QUESTION = (
+    "Should the support team adopt a four-day work week?\n"
+    "magi-script: melchior=APPROVE balthasar=DENY casper=CONDITIONAL,APPROVE"
+)
+UNANIMOUS = "Should we keep nightly backups?\nmagi-script: melchior=APPROVE balthasar=APPROVE casper=APPROVE"
+
+
+def settings(rounds: int, early_stop: str) -> Settings:
+    return load_settings(
+        None,
+        {
+            "llm": {"provider": "python:magi.scripted:respond", "max_concurrency": 16},
+            "magi": {"rounds": rounds, "early_stop": early_stop, "timeout_s": 600},
+        },
+    )
+
+
+def phases(d: Deliberation) -> dict[str, int]:
+    found = {"thinking": d.timings.thinking_ms}
+    found.update({f"debate_round_{i}": ms for i, ms in enumerate(d.timings.debate_ms, start=1)})
+    found["voting"] = d.timings.voting_ms
+    found["overall"] = d.timings.total_ms - d.timings.setup_ms  # starting the actor processes is not deliberation
+    return found
+
+
+async def measure(latency: float, rounds: int) -> dict[str, Any]:
+    os.environ[LATENCY_ENV] = str(latency)  # before Ray starts: its workers inherit it
+    config = settings(rounds, "off")
+    async with ray_runtime(config) as runtime:
+        await deliberate("warm-up", settings(0, "off"), runtime, seed=0)  # actor processes, imports
+        parallel = await deliberate(QUESTION, config, runtime, seed=1)
+        sequential = await deliberate(QUESTION, config, runtime, seed=1, sequential=True)
+        stopped = await deliberate(UNANIMOUS, settings(rounds, "both"), runtime, seed=1)
+        full = await deliberate(UNANIMOUS, settings(rounds, "off"), runtime, seed=1)
+    par, seq = phases(parallel), phases(sequential)
+    ratios = {name: round(seq[name] / max(par[name], 1), 2) for name in par}
+    return {
+        "latency_s": latency,
+        "rounds": rounds,
+        "same_decision": parallel.decision == sequential.decision,
+        "council_ms": par,
+        "actor_setup_ms": {"council": parallel.timings.setup_ms, "sequential": sequential.timings.setup_ms},
+        "sequential_ms": seq,
+        "phase_ms_per_latency": {
+            name: round(ms / (latency * 1000), 2) for name, ms in par.items() if name != "overall"
+        },
+        "speedup_vs_sequential": ratios,
+        "min_phase_speedup": min(v for k, v in ratios.items() if k != "overall"),
+        "early_stop": {
+            "question": "blind votes unanimous",
+            "rounds_configured": rounds,
+            "llm_calls_with_early_stop": stopped.usage_total.calls,
+            "llm_calls_without": full.usage_total.calls,
+            "llm_calls_saved": full.usage_total.calls - stopped.usage_total.calls,
+            "reported_saved": stopped.llm_calls_saved,
+            "time_ms_with": stopped.timings.total_ms,
+            "time_ms_without": full.timings.total_ms,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--latency", type=float, default=0.5, help="seconds per scripted LLM call")
+    parser.add_argument("--rounds", type=int, default=2, help="debate rounds")
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(measure(args.latency, args.rounds)), indent=2))
+
+
+if __name__ == "__main__":
+    main()

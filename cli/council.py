@@ -1,0 +1,239 @@
+"""``magi ask`` (the MAGI council decides) and the commands plugins add (``magi spec`` from sdd).
+
+Exit codes of ``magi ask``: 0 APPROVE, 1 DENY, 3 CONDITIONAL, 4 no decision (quorum lost), 2 bad
+input or settings (as for every magi command). With ``--runs K``, the majority decision's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cli.common import emit, settings_from
+from core.errors import ConfigError, InputError
+
+
+def _add_council_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rounds", type=int, metavar="N", help="debate rounds (default 1; 0 allowed)")
+    parser.add_argument("--threshold", choices=["majority", "unanimous"], help="how final votes decide")
+    parser.add_argument("--weighted", action="store_true", default=None, help="confidence-weighted majority tally")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one sage call (default 120)")
+    parser.add_argument("--seed", type=int, metavar="N", help="seed (peer order; scripted answers)")
+    parser.add_argument("--token-budget", type=int, metavar="TOKENS", help="per-sage history budget")
+    parser.add_argument(
+        "--no-anonymity", dest="anonymous", action="store_false", default=None, help="show peers by name"
+    )
+    parser.add_argument(
+        "--fixed-order", dest="shuffle_peers", action="store_false", default=None, help="do not shuffle peer order"
+    )
+    parser.add_argument("--early-stop", choices=["off", "unanimous", "stable", "both"], help="debate early stop")
+    for sage in ("melchior", "balthasar", "casper"):
+        parser.add_argument(f"--model-{sage}", metavar="MODEL", help=f"model of {sage.upper()} (llm.models)")
+    parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    parser.add_argument("--in-process", action="store_true", help="run the sages in this process, without Ray")
+    parser.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+
+
+class CouncilProgress:
+    """Progress of a deliberation as short lines on stderr (only on a terminal, unless disabled)."""
+
+    def __init__(self, enabled: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False) if enabled else None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.console is None:
+            return
+        kind = event.get("type")
+        if kind == "phase":
+            where = f"debate round {event['round']}" if event.get("round") else str(event["phase"])
+            self.console.print(f"[bold]▶ {where}[/bold]")
+        elif kind == "sage":
+            mark = "[green]✓[/green]" if event.get("ok") else "[red]✗ failed[/red]"
+            self.console.print(f"  {str(event['sage']).upper()} {mark}")
+        elif kind == "decided":
+            self.console.print(f"[bold]decision: {event['decision']}[/bold]")
+
+
+def _add_plugin_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin", metavar="FILE", action="append", type=Path, default=argparse.SUPPRESS, help="load a plugin"
+    )
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "ask",
+        parents=[shared],
+        help="ask the MAGI council (three sages) to decide",
+        description="Three sages think (blind vote), debate and vote. Exit: 0 APPROVE, 1 DENY, 3 CONDITIONAL, "
+        "4 no decision, 2 bad input.",
+    )
+    parser.add_argument("prompt", nargs="?", help="the request to decide on; '-' reads it from stdin")
+    parser.add_argument("--file", type=Path, metavar="FILE", help="read the request from FILE")
+    parser.add_argument("--runs", type=int, metavar="K", help="K independent deliberations (different seeds)")
+    _add_council_options(parser)
+    _add_plugin_option(parser)
+    parser.set_defaults(handler=run_ask)
+
+
+def preparse_plugins(argv: Sequence[str] | None) -> tuple[str | None, list[Path]]:
+    """(--config, --plugin files) from the raw arguments, before the full parser exists."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config")
+    pre.add_argument("--plugin", action="append", type=Path, default=[])
+    known, _ = pre.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    return known.config, list(known.plugin)
+
+
+def register_plugins(
+    commands: argparse._SubParsersAction[Any],
+    shared: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+) -> None:
+    """Add the loaded plugins' commands; a plugin that does not load adds none (the error shows on use)."""
+    from core.errors import MagiError
+    from core.settings import load_settings
+    from magi.plugins import load_plugins
+    from magi.settings import MagiSettings
+
+    config, extra = preparse_plugins(argv)
+    try:
+        plugins = load_plugins(MagiSettings.of(load_settings(config)), extra)
+    except MagiError:
+        return
+    for plugin in plugins:
+        for command in plugin.commands:
+            parser = commands.add_parser(
+                command.name, parents=[shared], help=f"{command.help} (plugin {plugin.name})", description=command.help
+            )
+            parser.add_argument("request", help="what to build; '-' reads it from stdin")
+            parser.add_argument("--dir", type=Path, default=Path("."), help="the project folder (default: here)")
+            parser.add_argument("--feature", help="feature folder name under .kiro/specs (default: from the request)")
+            _add_council_options(parser)
+            _add_plugin_option(parser)
+            parser.set_defaults(handler=_plugin_handler(command.action, plugin.name))
+
+
+def _plugin_handler(action: str, plugin: str) -> Any:
+    def handler(args: argparse.Namespace) -> int:
+        return asyncio.run(plugin_command(args, action, plugin))
+
+    return handler
+
+
+async def plugin_command(args: argparse.Namespace, action: str, plugin_name: str) -> int:
+    """Run a plugin command's workflow (e.g. ``magi spec``) with the council's settings and runtime."""
+    from magi.api import check_llm
+    from magi.options import clean_question
+    from magi.plugins import ACTIONS, find_plugin, load_plugins
+    from magi.settings import MagiSettings
+
+    settings = council_settings(args)
+    cfg = MagiSettings.of(settings)
+    raw = sys.stdin.read() if args.request == "-" else str(args.request)
+    request = clean_question(raw, max_chars=cfg.max_prompt_chars, where="the request")
+    plugin = find_plugin(load_plugins(cfg), plugin_name)
+    if plugin is None:
+        raise ConfigError(f"plugin {plugin_name!r} is not loaded (disabled in magi.disabled_plugins?)")
+    check_llm(settings, f"magi {args.command}")
+    module, _, function = ACTIONS[action].partition(":")
+    workflow = getattr(importlib.import_module(module), function)
+    if args.in_process:
+        from core.runtime import InProcessRuntime
+
+        result = await workflow(request, settings, InProcessRuntime(), plugin, workdir=args.dir, feature=args.feature)
+    else:
+        from core.runtime import ray_runtime
+
+        async with ray_runtime(settings, address=args.address) as runtime:
+            result = await workflow(request, settings, runtime, plugin, workdir=args.dir, feature=args.feature)
+    emit(settings, result.model_dump(mode="json", by_alias=True), result.markdown())
+    return int(result.exit_code)
+
+
+def read_prompt(args: argparse.Namespace) -> str:
+    """The request from the argument, stdin (``-``) or ``--file``: exactly one of them."""
+    given = [x for x in (args.prompt, args.file) if x is not None]
+    if len(given) != 1:
+        raise InputError("give the request once: as an argument, '-' to read stdin, or --file FILE")
+    if args.file is not None:
+        try:
+            return Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the request from {args.file}: {exc}; give a readable UTF-8 file") from exc
+    if args.prompt == "-":
+        return sys.stdin.read()
+    return str(args.prompt)
+
+
+def council_settings(args: argparse.Namespace, *, runs: int | None = None) -> Any:
+    from magi.options import AskOptions, apply_options
+
+    models = {s: m for s in ("melchior", "balthasar", "casper") if (m := getattr(args, f"model_{s}", None))}
+    options = AskOptions(
+        rounds=args.rounds,
+        threshold=args.threshold,
+        timeout_s=args.timeout,
+        weighted=args.weighted,
+        anonymous=args.anonymous,
+        shuffle_peers=args.shuffle_peers,
+        early_stop=args.early_stop,
+        seed=args.seed,
+        runs=runs,
+        token_budget=args.token_budget,
+        models=models or None,
+        plugins=list(getattr(args, "plugin", []) or []) or None,
+    )
+    return apply_options(settings_from(args), options, origin="command-line option")
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    return asyncio.run(ask_command(args))
+
+
+async def ask_command(args: argparse.Namespace) -> int:
+    from magi.api import ask, check_llm
+    from magi.options import clean_question
+    from magi.output import RunsReport, runs_markdown, to_json, to_markdown
+    from magi.plugins import load_plugins, overrides_for
+    from magi.settings import MagiSettings
+
+    settings = council_settings(args, runs=args.runs)
+    cfg = MagiSettings.of(settings)
+    question = clean_question(read_prompt(args), max_chars=cfg.max_prompt_chars)
+    plugins = load_plugins(cfg)
+    check_llm(settings, "magi ask")  # before any work (exit 2)
+    overrides = overrides_for(plugins)
+    progress = CouncilProgress(enabled=not args.no_progress and sys.stderr.isatty())
+    if args.in_process:
+        from core.runtime import InProcessRuntime
+
+        result = await ask(question, settings, InProcessRuntime(), overrides=overrides, on_event=progress)
+    else:
+        from core.runtime import ray_runtime
+
+        async with ray_runtime(settings, address=args.address) as runtime:
+            result = await ask(question, settings, runtime, overrides=overrides, on_event=progress)
+    markdown = runs_markdown(result) if isinstance(result, RunsReport) else to_markdown(result)
+    emit(settings, to_json(result), markdown)
+    return result.exit_code
+
+
+__all__ = [
+    "CouncilProgress",
+    "ask_command",
+    "council_settings",
+    "plugin_command",
+    "preparse_plugins",
+    "read_prompt",
+    "register",
+    "register_plugins",
+    "run_ask",
+]

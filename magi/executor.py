@@ -1,0 +1,160 @@
+"""Run a plugin's bridge command safely and report what happened as data.
+
+- No shell: the argv list is executed as is (``{input_file}`` in an argument is the only substitution).
+- Own session and process group (``start_new_session=True``): on timeout the whole group gets SIGKILL,
+  so children and grandchildren the command started go too.
+- Only the environment variables the plugin allows are passed.
+- stdout and stderr are read continuously (a chatty command never blocks on a full pipe) and kept up
+  to ``max_output_bytes`` each; the rest is counted and dropped, and the result says it was cut.
+- The result (:class:`CommandResult`) carries the exit code, both outputs, whether it timed out and
+  why it could not start, for the council and for one-line error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from core.models import CamelModel
+from magi.plugins import BridgeCommand
+
+CHUNK = 65536
+DRAIN_GRACE_S = 2.0  # after the command exits, how long its output pipes may stay open (held by children)
+INPUT_FILE = "{input_file}"
+
+
+class CommandResult(CamelModel):
+    argv: list[str]
+    cwd: str
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    timed_out: bool = False
+    duration_ms: int = 0
+    error: str | None = None  # could not start (program missing, folder missing, no permission)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and self.exit_code == 0
+
+    def describe(self) -> str:
+        """One line: what ran and how it ended (the last stderr line when it failed)."""
+        program = self.argv[0] if self.argv else "?"
+        if self.error is not None:
+            return f"{program}: {self.error}"
+        if self.timed_out:
+            return f"{program} timed out after {self.duration_ms / 1000:.1f} s and was killed with its children"
+        if self.exit_code != 0:
+            tail = next((line for line in reversed(self.stderr.splitlines()) if line.strip()), "")
+            return f"{program} exited with code {self.exit_code}" + (f": {tail.strip()[:300]}" if tail else "")
+        return f"{program} succeeded"
+
+
+async def _drain(stream: asyncio.StreamReader | None, cap: int) -> tuple[bytes, int]:
+    """(the first ``cap`` bytes, the total size) of a stream read to its end."""
+    if stream is None:
+        return b"", 0
+    kept = bytearray()
+    total = 0
+    while chunk := await stream.read(CHUNK):
+        total += len(chunk)
+        if len(kept) < cap:
+            kept += chunk[: cap - len(kept)]
+    return bytes(kept), total
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def run_command(
+    command: BridgeCommand,
+    *,
+    workdir: Path,
+    input_text: str | None = None,
+    extra_args: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> CommandResult:
+    """Run ``command`` in ``workdir / command.cwd``; never raises for the command's own failures."""
+    source = os.environ if environ is None else environ
+    env = {name: source[name] for name in command.env if name in source}
+    cwd = (workdir / command.cwd).resolve()
+    argv = [*command.argv, *extra_args]
+    started = time.monotonic()
+    temp: Path | None = None
+    if command.input == "file":
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as handle:
+            handle.write(input_text or "")
+            temp = Path(handle.name)
+        argv = [a.replace(INPUT_FILE, str(temp)) for a in argv]
+    result = CommandResult(argv=argv, cwd=str(cwd))
+    try:
+        if not cwd.is_dir():
+            result.error = f"working folder {cwd} does not exist"
+            return result
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE if command.input == "stdin" else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            result.error = f"program not found: {argv[0]} (not on PATH={env.get('PATH', '(not passed)')})"
+            return result
+        except PermissionError as exc:
+            result.error = f"cannot execute {argv[0]}: {exc.strerror or exc}"
+            return result
+        cap = command.max_output_bytes
+        readers = [
+            asyncio.ensure_future(_drain(process.stdout, cap)),
+            asyncio.ensure_future(_drain(process.stderr, cap)),
+        ]
+        if command.input == "stdin" and process.stdin is not None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                process.stdin.write((input_text or "").encode("utf-8"))
+                await process.stdin.drain()
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), timeout=command.timeout_s)
+        except TimeoutError:
+            result.timed_out = True
+            _kill_group(process.pid)
+            await process.wait()
+        except asyncio.CancelledError:
+            _kill_group(process.pid)
+            raise
+        done, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE_S)
+        if pending:  # children still hold the pipes after the command ended: end them too
+            _kill_group(process.pid)
+            done, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE_S)
+            for task in pending:
+                task.cancel()
+        (out, out_total), (err, err_total) = (r.result() if r in done else (b"", 0) for r in readers)
+        result.exit_code = process.returncode
+        result.stdout = out.decode("utf-8", "replace")
+        result.stderr = err.decode("utf-8", "replace")
+        result.stdout_bytes, result.stderr_bytes = out_total, err_total
+        result.stdout_truncated, result.stderr_truncated = out_total > cap, err_total > cap
+        return result
+    finally:
+        result.duration_ms = int((time.monotonic() - started) * 1000)
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+
+
+__all__ = ["CHUNK", "DRAIN_GRACE_S", "INPUT_FILE", "CommandResult", "run_command"]

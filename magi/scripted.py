@@ -1,0 +1,228 @@
+"""The shipped scripted LLM: ``MAGI_LLM_PROVIDER=python:magi.scripted:respond``.
+
+It answers the council's prompts (Thinking, Debate, Voting, summaries, and the sdd plugin's drafting,
+review and revision) with valid structured output, deterministically per sage, seed and question, so
+the whole protocol runs offline, on Ray or in process. ``MAGI_SCRIPTED_LATENCY_S`` adds a fixed
+delay per call (benchmarks).
+
+Without instructions each sage leans its own way (MELCHIOR-1 mostly approves, BALTHASAR-2 is
+cautious, CASPER-3 favours the user) and sometimes moves to a position both peers share. A line in
+the question steers it exactly (tests, demos)::
+
+    magi-script: melchior=APPROVE,DENY,silent balthasar=DENY casper=CONDITIONAL,fail@voting
+
+Per sage, verdicts in order (Thinking, Debate round 1, 2, ...; the final vote takes the last one),
+plus flags: ``silent`` (change stance without naming a new argument), ``fail@PHASE`` (raise),
+``slow@PHASE`` (sleep ten minutes), ``invalid@PHASE`` (answer with output that never validates).
+PHASE is thinking, debate, voting or summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.llm.base import LLMRequest, LLMResponse, Usage
+from magi.context import estimate_tokens
+from magi.models import SageName, Verdict
+
+LATENCY_ENV = "MAGI_SCRIPTED_LATENCY_S"
+MODEL = "magi-scripted"
+SLOW_S = 600.0
+LEANINGS: dict[SageName, tuple[tuple[Verdict, float], ...]] = {
+    SageName.MELCHIOR: ((Verdict.APPROVE, 0.5), (Verdict.CONDITIONAL, 0.3), (Verdict.DENY, 0.2)),
+    SageName.BALTHASAR: ((Verdict.CONDITIONAL, 0.45), (Verdict.DENY, 0.35), (Verdict.APPROVE, 0.2)),
+    SageName.CASPER: ((Verdict.APPROVE, 0.6), (Verdict.CONDITIONAL, 0.3), (Verdict.DENY, 0.1)),
+}
+CODES = {SageName.MELCHIOR: "mq", SageName.BALTHASAR: "bq", SageName.CASPER: "cq"}
+_SESSION = re.compile(r"Deliberation (\S+?)\.")
+_ROUND = re.compile(r"Debate round (\d+) of")
+_PEER_VERDICT = re.compile(r"verdict: (APPROVE|DENY|CONDITIONAL)")
+_DIRECTIVE = re.compile(r"magi-script:([^\n]*)")
+
+
+def marker(sage: SageName | str, phase: str, round: int = 0) -> str:
+    """A token the scripted answer of ``sage`` in ``phase`` carries (no sage name in it: anonymity
+    scrubbing leaves it intact), so tests can see whose text reached whom."""
+    return f"<<{CODES[SageName(sage)]}-{phase}{round or ''}>>"
+
+
+class ScriptedFailure(RuntimeError):
+    """Raised on purpose for ``fail@PHASE``."""
+
+
+@dataclass
+class Directive:
+    verdicts: list[Verdict] = field(default_factory=list)
+    silent: bool = False
+    fail: set[str] = field(default_factory=set)
+    slow: set[str] = field(default_factory=set)
+    invalid: set[str] = field(default_factory=set)
+
+
+def parse_directives(text: str) -> dict[SageName, Directive]:
+    found: dict[SageName, Directive] = {}
+    for line in _DIRECTIVE.findall(text):
+        for token in line.split():
+            name, _, value = token.partition("=")
+            try:
+                sage = SageName(name.strip().lower())
+            except ValueError:
+                continue
+            directive = found.setdefault(sage, Directive())
+            for item in value.split(","):
+                item = item.strip()
+                if item.upper() in Verdict.__members__:
+                    directive.verdicts.append(Verdict(item.upper()))
+                elif item == "silent":
+                    directive.silent = True
+                elif "@" in item:
+                    kind, _, phase = item.partition("@")
+                    if kind in ("fail", "slow", "invalid"):
+                        getattr(directive, kind).add(phase)
+    return found
+
+
+def _sage_of(request: LLMRequest) -> SageName:
+    role = request.role or ""
+    if role.startswith("magi.") and role[5:] in SageName.__members__.values():
+        return SageName(role[5:])
+    head = request.system.lstrip().upper()
+    for sage in SageName:
+        if head.startswith(sage.display):
+            return sage
+    return SageName.MELCHIOR
+
+
+def _pick(rng: random.Random, weights: tuple[tuple[Verdict, float], ...]) -> Verdict:
+    return rng.choices([v for v, _ in weights], [w for _, w in weights])[0]
+
+
+@dataclass
+class _Turn:
+    sage: SageName
+    seed: str
+    question: str
+    prompt: str
+    directive: Directive | None
+
+    def rng(self, step: str) -> random.Random:
+        digest = hashlib.sha256(f"{self.seed}|{self.sage}|{self.question}|{step}".encode()).hexdigest()
+        return random.Random(digest)
+
+    def verdict(self, step: int | None) -> tuple[Verdict, bool]:
+        """(verdict at ``step`` (0 Thinking, k round k, None final), whether it moved with the peers)."""
+        if self.directive is not None and self.directive.verdicts:
+            seq = self.directive.verdicts
+            index = len(seq) - 1 if step is None else min(step, len(seq) - 1)
+            return seq[index], False
+        blind = _pick(self.rng("blind"), LEANINGS[self.sage])
+        if step == 0:
+            return blind, False
+        peers = _PEER_VERDICT.findall(self.prompt)
+        agreed = len(peers) >= 2 and peers[0] == peers[1] and peers[0] != blind.value
+        if agreed and self.rng(f"move{step}").random() < 0.35:
+            return Verdict(peers[0]), True
+        return blind, False
+
+
+def _vote(turn: _Turn, verdict: Verdict, changed: bool, phase: str, step: int | None) -> dict[str, Any]:
+    title = turn.sage.display
+    conditions = []
+    if verdict is Verdict.CONDITIONAL:
+        conditions = {
+            SageName.MELCHIOR: ["measure the outcome against a stated baseline"],
+            SageName.BALTHASAR: ["keep a tested rollback plan", "review the security impact first"],
+            SageName.CASPER: ["ship to a small group of users first"],
+        }[turn.sage]
+    silent = turn.directive is not None and turn.directive.silent
+    arguments = [] if silent or not changed else [f"{title} weighed a point raised in {phase} {step or ''}".strip()]
+    return {
+        "verdict": verdict.value,
+        "reason": f"{title}: {verdict.value.lower()} from its {LEAN_WORDS[turn.sage]} view",
+        "confidence": round(0.55 + 0.4 * turn.rng(f"confidence{step}").random(), 2),
+        "conditions": conditions,
+        "new_arguments": arguments,
+    }
+
+
+LEAN_WORDS = {SageName.MELCHIOR: "logical", SageName.BALTHASAR: "protective", SageName.CASPER: "practical"}
+
+
+def _answer(turn: _Turn, name: str) -> dict[str, Any]:
+    if name == "ThinkingOutput":
+        verdict, _ = turn.verdict(0)
+        return {
+            "analysis": f"{turn.sage.display} considers the request {marker(turn.sage, 'thinking')}: "
+            f"its {LEAN_WORDS[turn.sage]} reading points to {verdict.value}.",
+            "key_points": [f"{LEAN_WORDS[turn.sage]} point {i}" for i in (1, 2)],
+            "vote": _vote(turn, verdict, False, "thinking", 0),
+        }
+    if name == "DebateTurn":
+        match = _ROUND.search(turn.prompt)
+        step = int(match.group(1)) if match else 1
+        verdict, _ = turn.verdict(step)
+        previous, _ = turn.verdict(step - 1)
+        labels = re.findall(r"^### (.+)$", turn.prompt, flags=re.MULTILINE)
+        return {
+            "rebuttals": [{"peer": label, "point": f"{LEAN_WORDS[turn.sage]} objection"} for label in labels[:2]],
+            "additions": [f"addition {marker(turn.sage, 'round', step)}"],
+            "stance": _vote(turn, verdict, verdict is not previous, "round", step),
+        }
+    if name == "Vote":
+        verdict, _ = turn.verdict(None)
+        blind, _ = turn.verdict(0)
+        return _vote(turn, verdict, verdict is not blind, "voting", None)
+    if name == "Summary":
+        return {"summary": f"{turn.sage.display} summary of earlier turns {marker(turn.sage, 'summary')}"}
+    from magi.sdd_scripted import sdd_answer  # the sdd plugin's documents and reviews
+
+    return sdd_answer(turn.sage, name, turn.prompt)
+
+
+PHASES = {"ThinkingOutput": "thinking", "DebateTurn": "debate", "Vote": "voting", "Summary": "summary"}
+
+
+async def respond(request: LLMRequest) -> LLMResponse:
+    """The provider function (async, so in-process calls overlap like remote ones)."""
+    latency = float(os.environ.get(LATENCY_ENV) or 0)
+    if latency > 0:
+        await asyncio.sleep(latency)
+    everything = "\n".join(m.text for m in request.messages)
+    prompt = request.messages[-1].text if request.messages else ""
+    session = _SESSION.search(everything)
+    sage = _sage_of(request)
+    directive = parse_directives(everything).get(sage)
+    name = request.output_name or ""
+    phase = PHASES.get(name, "other")
+    if directive is not None:
+        if phase in directive.fail:
+            raise ScriptedFailure(f"scripted failure of {sage.display} in {phase}")
+        if phase in directive.slow:
+            await asyncio.sleep(SLOW_S)
+        if phase in directive.invalid:
+            return _response(request, {"verdict": "PERHAPS", "confidence": 7})
+    question = request.messages[0].text if request.messages else ""
+    turn = _Turn(sage, session.group(1) if session else "0", question, prompt, directive)
+    return _response(request, _answer(turn, name))
+
+
+def _response(request: LLMRequest, output: dict[str, Any]) -> LLMResponse:
+    text = json.dumps(output, ensure_ascii=False)
+    spent = estimate_tokens(request.system) + sum(estimate_tokens(m.text) for m in request.messages)
+    return LLMResponse(
+        text=text,
+        output=output,
+        usage=Usage(input_tokens=spent, output_tokens=estimate_tokens(text)),
+        model=MODEL,
+        stop_reason="end_turn",
+    )
+
+
+__all__ = ["CODES", "LATENCY_ENV", "MODEL", "Directive", "ScriptedFailure", "marker", "parse_directives", "respond"]

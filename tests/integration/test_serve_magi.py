@@ -1,0 +1,83 @@
+"""The ``magi`` Serve app over real HTTP on 127.0.0.1: API keys, JSON decision, SSE progress, 422."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from core.settings import load_settings
+
+KEY = "magi-test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+QUESTION = "Adopt a four-day week?\nmagi-script: melchior=APPROVE balthasar=DENY casper=APPROVE"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def client(ray_cluster: None) -> Iterator[httpx.Client]:
+    from ray import serve
+
+    from deployments.magi import APP_NAME, ROUTE_PREFIX, build_app
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MAGI_API_KEYS", KEY)
+        settings = load_settings(overrides={"llm": {"provider": "python:magi.scripted:respond"}})
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            yield http
+    finally:
+        serve.shutdown()
+
+
+def test_healthz_is_open_and_everything_else_needs_a_key(client: httpx.Client) -> None:
+    assert client.get("/magi/healthz").status_code == 200
+    refused = client.post("/magi/ask", json={"prompt": QUESTION})
+    assert refused.status_code == 401 and "API key" in refused.json()["error"]
+
+
+def test_ask_returns_the_json_decision(client: httpx.Client) -> None:
+    answer = client.post("/magi/ask", json={"prompt": QUESTION, "rounds": 1, "seed": 3}, headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["decision"] == "APPROVE" and body["exitCode"] == 0
+    assert [v["sage"] for v in body["votes"]] == ["melchior", "balthasar", "casper"]
+    assert body["dissent"][0]["sage"] == "balthasar"
+
+
+def test_bad_options_are_422_naming_the_field(client: httpx.Client) -> None:
+    bad = client.post("/magi/ask", json={"prompt": QUESTION, "rounds": -1}, headers=AUTH)
+    assert bad.status_code == 422 and "rounds" in bad.json()["error"]
+    empty = client.post("/magi/ask", json={"prompt": "  "}, headers=AUTH)
+    assert empty.status_code == 422 and "prompt is empty" in empty.json()["error"]
+    unknown = client.post("/magi/ask", json={"prompt": "x", "shell": "rm"}, headers=AUTH)
+    assert unknown.status_code == 422
+
+
+def test_stream_sends_progress_then_the_result(client: httpx.Client) -> None:
+    events: list[tuple[str, Any]] = []
+    kind = ""
+    with client.stream("POST", "/magi/ask/stream", json={"prompt": QUESTION, "rounds": 1}, headers=AUTH) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[6:])))
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "phase" and events[0][1]["phase"] == "thinking"
+    assert "sage" in kinds and "decided" in kinds and kinds[-1] == "result"
+    assert events[-1][1]["decision"] == "APPROVE"

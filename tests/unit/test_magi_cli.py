@@ -1,0 +1,166 @@
+"""`magi ask` end to end in process (the sages in this process, the shipped scripted LLM): exit codes,
+prompt sources, JSON fields, --runs, and `magi --help` with and without the sdd plugin."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.main import main
+
+SCRIPT = "magi-script: "
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAGI_LLM_PROVIDER", "python:magi.scripted:respond")
+
+
+def ask_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["ask", "--in-process", "--format", "json", *args])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+@pytest.mark.parametrize(
+    ("votes", "decision", "code"),
+    [
+        ("melchior=APPROVE balthasar=APPROVE casper=DENY", "APPROVE", 0),
+        ("melchior=DENY balthasar=DENY casper=APPROVE", "DENY", 1),
+        ("melchior=APPROVE balthasar=CONDITIONAL casper=DENY", "CONDITIONAL", 3),
+        ("melchior=APPROVE,fail@voting balthasar=DENY,invalid@voting casper=APPROVE", "NO_DECISION", 4),
+    ],
+)
+def test_exit_code_per_decision(
+    scripted: None, capsys: pytest.CaptureFixture[str], votes: str, decision: str, code: int
+) -> None:
+    exit_code, data = ask_json(capsys, f"Launch the beta?\n{SCRIPT}{votes}")
+    assert exit_code == code
+    assert data["decision"] == decision and data["exitCode"] == code
+    for key in ("votes", "conditions", "thinking", "debate", "conformity", "failures", "usage", "timings", "dissent"):
+        assert key in data
+    assert {v["sage"] for v in data["votes"]} == {"melchior", "balthasar", "casper"}
+    assert "blind" in data["votes"][0] and "final" in data["votes"][0]
+
+
+def test_bad_input_and_settings_exit_2(
+    scripted: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert main(["ask", "--in-process", "   "]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["ask", "--in-process", "--rounds", "-1", "x"]) == 2
+    assert "rounds" in capsys.readouterr().err
+    assert main(["ask", "--in-process", "x", "--file", str(tmp_path / "q.txt")]) == 2
+    assert "give the request once" in capsys.readouterr().err
+    assert main(["ask", "--in-process", "--file", str(tmp_path / "missing.txt")]) == 2
+    monkeypatch.delenv("MAGI_LLM_PROVIDER")
+    assert main(["ask", "--in-process", "x"]) == 2
+    assert "needs an LLM" in capsys.readouterr().err
+
+
+def test_prompt_from_stdin_and_file(
+    scripted: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"From stdin?\n{SCRIPT}melchior=DENY balthasar=DENY casper=DENY"))
+    code, data = ask_json(capsys, "-")
+    assert code == 1 and data["question"].startswith("From stdin?")
+    path = tmp_path / "q.md"
+    path.write_text(f"From a file?\n{SCRIPT}melchior=APPROVE balthasar=APPROVE casper=APPROVE", encoding="utf-8")
+    code, data = ask_json(capsys, "--file", str(path))
+    assert code == 0 and data["question"].startswith("From a file?")
+    assert data["stoppedEarly"] == "the blind votes were unanimous"
+
+
+def test_markdown_is_the_default(scripted: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["ask", "--in-process", f"Go?\n{SCRIPT}melchior=APPROVE balthasar=CONDITIONAL casper=DENY"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert out.startswith("# MAGI decision: CONDITIONAL")
+    for heading in ("## Votes", "## Conditions", "## Dissent", "## Thinking", "## Debate round 1", "## Conformity"):
+        assert heading in out
+    flipped = f"Go?\n{SCRIPT}melchior=APPROVE balthasar=DENY casper=APPROVE,DENY,silent"
+    assert main(["ask", "--in-process", flipped]) == 1
+    out = capsys.readouterr().out
+    assert "| CASPER-3 | APPROVE (" in out and "⚠ changed without a new argument" in out
+
+
+def test_runs_report_distribution_and_flip_rate(scripted: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = ask_json(capsys, "--runs", "6", "--seed", "100", "Hire two more engineers?")
+    assert data["runs"] == 6 and sum(data["distribution"].values()) == 6
+    assert data["seeds"] == list(range(100, 106))
+    assert 0 <= data["flipRate"] <= 1
+    top = max(data["distribution"].values())
+    assert data["distribution"][data["decision"]] == top
+    assert code == {"APPROVE": 0, "DENY": 1, "CONDITIONAL": 3, "NO_DECISION": 4}[data["decision"]]
+    assert len({d["id"] for d in data["deliberations"]}) == 6
+
+
+def test_help_lists_ask_and_spec_unless_sdd_is_disabled(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("ask", "spec", "research", "doctor", "serve"))
+    monkeypatch.setenv("MAGI_MAGI_DISABLED_PLUGINS", "sdd")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert " ask " in out and " spec " not in out
+
+
+def test_options_map_onto_the_magi_section_and_per_sage_models() -> None:
+    from core.errors import ConfigError
+    from core.llm import resolve_role
+    from core.settings import load_settings
+    from magi.models import SageName
+    from magi.options import AskOptions, apply_options
+    from magi.settings import MagiSettings
+
+    base = load_settings(None, {"llm": {"models": {"default": "m-default", "magi.casper": "m-casper"}}})
+    options = AskOptions(rounds=0, threshold="unanimous", timeout_s=5, models={SageName.MELCHIOR: "m-melchior"})
+    settings = apply_options(base, options)
+    cfg = MagiSettings.of(settings)
+    assert (cfg.rounds, cfg.threshold, cfg.timeout_s) == (0, "unanimous", 5)
+    assert resolve_role(settings, "magi.melchior").model == "m-melchior"
+    assert resolve_role(settings, "magi.casper").model == "m-casper"  # configured models are kept
+    assert resolve_role(settings, "magi.balthasar").model == "m-default"
+    with pytest.raises(ConfigError, match="'rounds'"):
+        apply_options(base, AskOptions(rounds=11))
+
+
+def test_progress_lines_follow_the_phases(capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.council import CouncilProgress
+
+    progress = CouncilProgress(enabled=True)
+    for event in (
+        {"type": "phase", "phase": "thinking"},
+        {"type": "sage", "sage": "melchior", "phase": "thinking", "ok": True},
+        {"type": "sage", "sage": "casper", "phase": "thinking", "ok": False},
+        {"type": "phase", "phase": "debate", "round": 2},
+        {"type": "decided", "decision": "DENY"},
+    ):
+        progress(event)
+    err = capsys.readouterr().err
+    assert "▶ thinking" in err and "MELCHIOR ✓" in err and "CASPER ✗ failed" in err
+    assert "▶ debate round 2" in err and "decision: DENY" in err
+    CouncilProgress(enabled=False)({"type": "phase", "phase": "voting"})
+    assert capsys.readouterr().err == ""
+
+
+def test_plugin_option_loads_the_file_and_a_bad_one_is_exit_2_with_its_line(
+    scripted: None, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = tmp_path / "strict.yaml"
+    good.write_text("name: strict\nversion: 1\ndescription: d\nagent_overrides: {melchior: Cite numbers.}\n")
+    assert main(["--plugin", str(good), "ask", "--in-process", f"Go?\n{SCRIPT}melchior=APPROVE balthasar=APPROVE"]) == 0
+    capsys.readouterr()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: strict\nversion: 1\ndescription: d\nbridge:\n  run: {argv: 'rm -rf /'}\n")
+    assert main(["--plugin", str(bad), "ask", "--in-process", "Go?"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: line 5, column" in err and "bridge.run.argv" in err and "never a shell string" in err
