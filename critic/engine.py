@@ -81,6 +81,14 @@ def model_label(settings: Settings) -> str:
     return f"{settings.llm.provider}/{resolve_role(settings, ROLE).model}"
 
 
+def preflight(settings: Settings) -> tuple[Weights, float, Profile]:
+    """Everything that can be wrong before any work: weights, temperature, the LLM, the profile."""
+    weights = configured_weights(settings)
+    temperature = judge_temperature(settings)
+    require_llm(settings, "magi critic", ROLE)  # no LLM: a clear error before any work
+    return weights, temperature, load_profile(CriticSettings.of(settings).industry)
+
+
 def _log_stages(evaluation: IdeaEvaluation, run_id: str) -> None:
     b = evaluation.breakdown
     if b is None:
@@ -174,10 +182,7 @@ async def evaluate_ideas(
     """Evaluate ``ideas`` and select the best; raises CriticError when none can be evaluated."""
     started = time.monotonic()
     section = CriticSettings.of(settings)
-    weights = configured_weights(settings)
-    temperature = judge_temperature(settings)
-    require_llm(settings, "magi critic", ROLE)  # before any work: no LLM, a clear error
-    profile = load_profile(section.industry)
+    weights, temperature, profile = preflight(settings)
     model = model_label(settings)
     run_id = run_id or uuid.uuid4().hex[:12]
     system = system_prompt(profile)
@@ -305,4 +310,5 @@ __all__ = [
     "evaluation_from",
     "judge_temperature",
     "model_label",
+    "preflight",
 ]

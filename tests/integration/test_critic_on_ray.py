@@ -1,0 +1,93 @@
+"""The critic on a real Ray: one CriticWorker actor per idea, and `magi critic` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.resources import data_path
+from core.runtime import RayRuntime
+from core.settings import load_settings
+from core.store import open_store
+from critic import repository
+from critic.engine import evaluate_ideas
+from critic.models import CriticInput
+
+REPO = Path(__file__).resolve().parents[2]
+IDEAS = data_path("critic", "examples", "ideas.json")
+FAULTS = REPO / "tests" / "unit" / "providers" / "critic_faults.py"
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+
+async def test_five_ideas_on_five_worker_actors_which_are_gone_afterwards() -> None:
+    import ray
+
+    settings = load_settings(None, {"llm": {"provider": "python:critic.scripted:judge"}, "critic": {"samples": 2}})
+    ideas = CriticInput.model_validate_json(IDEAS.read_text(encoding="utf-8"))
+    runtime = RayRuntime()
+    store = open_store(settings)
+    try:
+        out = await evaluate_ideas(ideas, settings, runtime, store=store, run_id="on-ray")
+    finally:
+        await runtime.close()
+    assert [e.status for e in out.evaluations] == ["ok"] * 5
+    assert all(len(e.samples) == 2 for e in out.evaluations)
+    assert len(repository.run_evaluations(store, "on-ray")) == 5
+    from ray._private.state import actors  # the GCS table (the state API needs the dashboard)
+
+    workers = [a for a in actors().values() if "CriticWorker" in str(a.get("ActorClassName"))]
+    assert len(workers) >= 5  # one per idea
+    alive = [a for a in workers if a.get("State") not in ("DEAD",)]
+    assert alive == [], f"worker actors left behind: {alive}"
+    assert ray.is_initialized()
+
+
+def magi(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", "critic", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+    )
+
+
+def test_magi_critic_prints_json_then_serves_the_cache_and_fails_in_one_line(tmp_path: Path) -> None:
+    scripted = {"MAGI_LLM_PROVIDER": "python:critic.scripted:judge", "MAGI_DATA_DIR": str(tmp_path / "data")}
+    first = magi(str(IDEAS), "--format", "json", "--weights", "60:40", cwd=tmp_path, env=scripted)
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)
+    assert out["weights"] == {"market": 60.0, "synergy": 40.0}
+    assert out["selectedIdea"]["id"] in {e["ideaId"] for e in out["evaluations"]}
+    assert out["usage"]["llm"]["calls"] == 5
+
+    again = magi(str(IDEAS), "--format", "json", "--weights", "60:40", cwd=tmp_path, env=scripted)
+    cached = json.loads(again.stdout)
+    assert cached["usage"]["llm"]["calls"] == 0 and all(e["cached"] for e in cached["evaluations"])
+    assert cached["selectedIdea"] == out["selectedIdea"]
+
+    ideas = tmp_path / "failing.json"
+    ideas.write_text(
+        json.dumps(
+            {
+                "ideas": [
+                    {"id": "x", "title": "FAIL x", "description": "d"},
+                    {"id": "y", "title": "FAIL y", "description": "d"},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    failing = {**scripted, "MAGI_LLM_PROVIDER": f"python:{FAULTS}:judge", "MAGI_LLM_BACKOFF_INITIAL_S": "0.01"}
+    failed = magi(str(ideas), cwd=tmp_path, env=failing)
+    assert failed.returncode == 1
+    err = failed.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("magi critic: error: no idea could be evaluated (2 failed)")
+    assert "x: " in err[0] and "y: " in err[0] and "scripted outage" in err[0]
