@@ -15,7 +15,7 @@ from core.runtime import RayRuntime
 from core.settings import load_settings
 from core.store import open_store
 from critic import repository
-from critic.engine import evaluate_ideas
+from critic.engine import WorkerPool, evaluate_ideas
 from critic.models import CriticInput
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,16 +25,20 @@ FAULTS = REPO / "tests" / "unit" / "providers" / "critic_faults.py"
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 
-async def test_five_ideas_on_five_worker_actors_which_are_gone_afterwards() -> None:
+async def test_five_ideas_on_five_worker_actors_reused_by_the_next_run() -> None:
     import ray
 
     settings = load_settings(None, {"llm": {"provider": "python:critic.scripted:judge"}, "critic": {"samples": 2}})
     ideas = CriticInput.model_validate_json(IDEAS.read_text(encoding="utf-8"))
-    runtime = RayRuntime()
     store = open_store(settings)
+    runtime = RayRuntime()
+    pool = WorkerPool(runtime, settings, 5)
     try:
-        out = await evaluate_ideas(ideas, settings, runtime, store=store, run_id="on-ray")
+        out = await evaluate_ideas(ideas, settings, runtime, store=store, run_id="on-ray", pool=pool)
+        again = await evaluate_ideas(ideas, settings, runtime, run_id="again", pool=pool)  # no store: no cache
+        alone = await evaluate_ideas(ideas, settings, runtime)  # a pool of its own, closed after the run
     finally:
+        pool.close()
         await runtime.close()
     assert [e.status for e in out.evaluations] == ["ok"] * 5
     assert all(len(e.samples) == 2 for e in out.evaluations)
@@ -42,9 +46,11 @@ async def test_five_ideas_on_five_worker_actors_which_are_gone_afterwards() -> N
     from ray._private.state import actors  # the GCS table (the state API needs the dashboard)
 
     workers = [a for a in actors().values() if "CriticWorker" in str(a.get("ActorClassName"))]
-    assert len(workers) >= 5  # one per idea
-    alive = [a for a in workers if a.get("State") not in ("DEAD",)]
-    assert alive == [], f"worker actors left behind: {alive}"
+    # 5 kept by the pool for both runs (the second reused them), 5 of the lone run; all killed at the end
+    assert len(workers) == 10, [(w["Name"], w["State"]) for w in workers]
+    assert {w["State"] for w in workers} == {"DEAD"}
+    assert [e.total_score for e in again.evaluations] == [e.total_score for e in out.evaluations]
+    assert [e.total_score for e in alone.evaluations] == [e.total_score for e in out.evaluations]
     assert ray.is_initialized()
 
 
