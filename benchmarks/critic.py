@@ -9,9 +9,10 @@
    not a model's speed. Target: >= 3.5x.
 2. Peak memory per worker actor: 5 workers on Ray judge one idea each and report their process's
    peak RSS. Target: <= 512 MB.
-3. 100 consecutive evaluations: one long-lived worker actor judges an idea 100 times, and the
-   driver runs the whole engine (in process) 100 times; resident memory after each, and the
-   least-squares slope in KB per evaluation (no leak: about 0).
+3. 100 consecutive evaluations: one long-lived worker actor judges an idea 100 times (after 100
+   calls that do nothing, as a baseline of what Ray's own bookkeeping costs), and the driver runs
+   the whole engine (in process) 100 times; resident memory after each, and the least-squares
+   slope in KB per evaluation, also over the second half (a leak keeps growing; warm-up does not).
 
 Usage: .venv/bin/python benchmarks/critic.py [--latency 2.0] [--repeat 100]
 """
@@ -119,7 +120,10 @@ async def consecutive(ideas: CriticInput, settings: Settings, repeat: int) -> di
     runtime = RayRuntime()
     handle = runtime.spawn(CriticWorker, settings, num_cpus=0)
     worker_rss: list[float] = []
+    idle_rss: list[float] = []
     try:
+        for _ in range(repeat):  # baseline: the same number of actor calls that do no judging
+            idle_rss.append((await handle.call(CriticWorker.memory))["rss_bytes"] / 1024)
         for n in range(repeat):
             await handle.call(CriticWorker.judge, request_for(ideas, n % len(ideas.ideas), settings))
             worker_rss.append((await handle.call(CriticWorker.memory))["rss_bytes"] / 1024)
@@ -138,6 +142,7 @@ async def consecutive(ideas: CriticInput, settings: Settings, repeat: int) -> di
         "worker_rss_mb_first_last": [round(worker_rss[0] / 1024, 1), round(worker_rss[-1] / 1024, 1)],
         "worker_slope_kb_per_evaluation": round(slope(worker_rss), 2),
         "worker_slope_second_half_kb_per_evaluation": round(slope(worker_rss[half:]), 2),
+        "baseline_idle_calls_slope_kb_per_call": round(slope(idle_rss), 2),
         "engine_rss_mb_first_last": [round(driver_rss[0] / 1024, 1), round(driver_rss[-1] / 1024, 1)],
         "engine_slope_kb_per_evaluation": round(slope(driver_rss), 2),
         "engine_slope_second_half_kb_per_evaluation": round(slope(driver_rss[half:]), 2),
