@@ -12,7 +12,8 @@
 3. 100 consecutive evaluations: one long-lived worker actor judges an idea 100 times (after 100
    calls that do nothing, as a baseline of what Ray's own bookkeeping costs), and the driver runs
    the whole engine (in process) 100 times; resident memory after each, and the least-squares
-   slope in KB per evaluation, also over the second half (a leak keeps growing; warm-up does not).
+   slope in KB per evaluation, also over the second half (a leak keeps growing; warm-up does not),
+   and the growth of live Python objects (tracemalloc) per engine evaluation.
 
 Usage: .venv/bin/python benchmarks/critic.py [--latency 2.0] [--repeat 100]
 """
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -131,11 +134,18 @@ async def consecutive(ideas: CriticInput, settings: Settings, repeat: int) -> di
         runtime.kill(handle)
         await runtime.close()
     driver_rss: list[float] = []
-    local = InProcessRuntime()
     one = CriticInput(ideas=ideas.ideas[:1])
+    for _ in range(10):  # warm-up: imports, caches, first allocations
+        await evaluate_ideas(one, settings, InProcessRuntime())
+    gc.collect()
+    tracemalloc.start()
+    heap_before = tracemalloc.get_traced_memory()[0]
     for _ in range(repeat):
-        await evaluate_ideas(one, settings, local)
+        await evaluate_ideas(one, settings, InProcessRuntime())
         driver_rss.append(current_rss_bytes() / 1024)
+    gc.collect()
+    heap_growth = tracemalloc.get_traced_memory()[0] - heap_before
+    tracemalloc.stop()
     half = repeat // 2
     return {
         "evaluations": repeat,
@@ -146,6 +156,7 @@ async def consecutive(ideas: CriticInput, settings: Settings, repeat: int) -> di
         "engine_rss_mb_first_last": [round(driver_rss[0] / 1024, 1), round(driver_rss[-1] / 1024, 1)],
         "engine_slope_kb_per_evaluation": round(slope(driver_rss), 2),
         "engine_slope_second_half_kb_per_evaluation": round(slope(driver_rss[half:]), 2),
+        "engine_python_heap_growth_kb_per_evaluation": round(heap_growth / 1024 / repeat, 3),
     }
 
 
