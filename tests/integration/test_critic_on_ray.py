@@ -97,3 +97,17 @@ def test_magi_critic_prints_json_then_serves_the_cache_and_fails_in_one_line(tmp
     err = failed.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("magi critic: error: no idea could be evaluated (2 failed)")
     assert "x: " in err[0] and "y: " in err[0] and "scripted outage" in err[0]
+
+
+async def test_the_python_api_uses_the_running_ray_and_the_spec_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from critic.api import acritique
+    from critic.errors import CriticError
+
+    monkeypatch.setenv("MAGI_LLM_PROVIDER", "python:critic.scripted:judge")
+    raw = json.loads(IDEAS.read_text(encoding="utf-8"))
+    out = await acritique(raw, market_weight=60, samples=1, use_cache=False)
+    assert out.weights.label() == "60:40" and len(out.evaluations) == 5
+    with pytest.raises(CriticError):
+        monkeypatch.setenv("MAGI_LLM_PROVIDER", f"python:{FAULTS}:judge")
+        monkeypatch.setenv("MAGI_LLM_BACKOFF_INITIAL_S", "0.01")
+        await acritique({"ideas": [{"id": "z", "title": "FAIL z", "description": "d"}]})
