@@ -111,3 +111,36 @@ async def test_the_python_api_uses_the_running_ray_and_the_spec_names(monkeypatc
         monkeypatch.setenv("MAGI_LLM_PROVIDER", f"python:{FAULTS}:judge")
         monkeypatch.setenv("MAGI_LLM_BACKOFF_INITIAL_S", "0.01")
         await acritique({"ideas": [{"id": "z", "title": "FAIL z", "description": "d"}]})
+
+
+async def test_on_ray_the_timeout_keeps_finished_ideas_and_stops_the_slow_one() -> None:
+    """Workers are started first (a warm-up run with a generous timeout), so the short timeout of
+    the run under test measures the slow judgement, not how fast a busy machine starts processes."""
+    settings = load_settings(None, {"llm": {"provider": f"python:{FAULTS}:judge"}, "critic": {"cache": False}})
+    warm = [{"id": f"w{n}", "title": f"warm {n}", "description": "d"} for n in range(2)]
+    two = [
+        {"id": "quick", "title": "quick idea", "description": "d"},
+        {"id": "slow", "title": "SLOW", "description": "d"},
+    ]
+    runtime = RayRuntime()
+    pool = WorkerPool(runtime, settings, 2)
+    try:
+        warmed = await evaluate_ideas(
+            CriticInput.model_validate({"ideas": warm}),
+            settings.updated({"critic": {"timeout_s": 300}}),
+            runtime,
+            pool=pool,
+        )
+        assert [e.status for e in warmed.evaluations] == ["ok", "ok"]
+        out = await evaluate_ideas(
+            CriticInput.model_validate({"ideas": two}),
+            settings.updated({"critic": {"timeout_s": 3}}),
+            runtime,
+            pool=pool,
+        )
+    finally:
+        pool.close()
+        await runtime.close()
+    by_id = {e.idea_id: e for e in out.evaluations}
+    assert by_id["quick"].status == "ok" and by_id["slow"].status == "timeout"
+    assert out.selected_idea.id == "quick"
