@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -70,9 +71,12 @@ def judge_temperature(settings: Settings) -> float:
         return CriticSettings.of(settings).temperature
     low, high = TEMPERATURE_RANGE
     if not low <= role_value <= high:
+        params = settings.llm.params
+        key = ROLE if params.get(ROLE) and params[ROLE].temperature is not None else "default"
         raise ConfigError(
-            f"llm.params[{ROLE!r}].temperature is {role_value:g}; the critic needs {low:g}-{high:g} for consistent "
-            "scores: change it or remove it (critic.temperature, default 0.4, is used then)"
+            f"llm.params[{key!r}].temperature is {role_value:g} and would apply to the critic, which needs "
+            f"{low:g}-{high:g} for consistent scores: set llm.params[{ROLE!r}].temperature within that range "
+            "(or remove it; critic.temperature, default 0.4, is used then)"
         )
     return role_value
 
@@ -181,12 +185,28 @@ class WorkerPool:
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         slot = await self._slots.get()
         try:
-            handle = self.handles.get(slot)
-            if handle is None:
-                # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
-                handle = self.runtime.spawn(CriticWorker, self.settings, num_cpus=0)
-                self.handles[slot] = handle
-            return await handle.call(CriticWorker.judge, request)
+            for attempt in (1, 2):
+                handle = self.handles.get(slot)
+                if handle is None:
+                    # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
+                    handle = self.runtime.spawn(CriticWorker, self.settings, num_cpus=0)
+                    self.handles[slot] = handle
+                call = handle.call(CriticWorker.judge, request)
+                try:
+                    return await call
+                except asyncio.CancelledError:
+                    call.cancel()  # the run's timeout: stop the work in the worker too
+                    raise
+                except Exception as exc:
+                    # judge() reports LLM failures in its result, so this is the worker itself (a
+                    # dead actor, a lost node): replace it, and give the idea one fresh worker
+                    self.handles.pop(slot, None)
+                    with contextlib.suppress(Exception):
+                        self.runtime.kill(handle)
+                    if attempt == 2:
+                        raise
+                    log.warning("critic: worker %d failed (%s); starting a new one", slot, first_line(exc))
+            raise AssertionError("unreachable")  # pragma: no cover
         finally:
             self._slots.put_nowait(slot)
 

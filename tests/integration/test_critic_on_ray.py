@@ -144,3 +144,22 @@ async def test_on_ray_the_timeout_keeps_finished_ideas_and_stops_the_slow_one() 
     by_id = {e.idea_id: e for e in out.evaluations}
     assert by_id["quick"].status == "ok" and by_id["slow"].status == "timeout"
     assert out.selected_idea.id == "quick"
+
+
+async def test_a_dead_worker_is_replaced_and_its_idea_judged_on_a_fresh_one() -> None:
+    import ray
+
+    settings = load_settings(None, {"llm": {"provider": "python:critic.scripted:judge"}, "critic": {"cache": False}})
+    one = CriticInput.model_validate({"ideas": [{"id": "a", "title": "t", "description": "d"}]})
+    runtime = RayRuntime()
+    pool = WorkerPool(runtime, settings, 1)
+    try:
+        await evaluate_ideas(one, settings, runtime, pool=pool)
+        dead = pool.handles[0]
+        ray.kill(dead.target, no_restart=True)
+        out = await evaluate_ideas(one, settings, runtime, pool=pool)
+        assert out.evaluations[0].status == "ok"
+        assert pool.handles[0] is not dead
+    finally:
+        pool.close()
+        await runtime.close()

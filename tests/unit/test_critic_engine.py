@@ -205,8 +205,14 @@ async def test_no_llm_configured_fails_before_any_work(tmp_path: Path) -> None:
 
 async def test_a_role_temperature_outside_the_spec_range_is_refused() -> None:
     s = load_settings(None, {"llm": {"provider": SCRIPTED, "params": {"critic.worker": {"temperature": 0.7}}}})
-    with pytest.raises(ConfigError, match=r"temperature is 0.7; the critic needs 0.3-0.5"):
+    with pytest.raises(ConfigError, match=r"llm.params\['critic.worker'\].temperature is 0.7 .* needs 0.3-0.5"):
         await run(ideas("x"), s)
+    default = load_settings(None, {"llm": {"provider": SCRIPTED, "params": {"default": {"temperature": 0.0}}}})
+    with pytest.raises(ConfigError, match=r"llm.params\['default'\].temperature is 0 and would apply to the critic"):
+        await run(ideas("x"), default)
+    fine = {"default": {"temperature": 0.0}, "critic.worker": {"temperature": 0.3}}
+    out = await run(ideas("x"), load_settings(None, {"llm": {"provider": SCRIPTED, "params": fine}}))
+    assert out.evaluations[0].status == "ok"
 
 
 async def test_weights_that_do_not_add_up_are_refused() -> None:
