@@ -27,7 +27,12 @@ pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 async def test_five_ideas_on_five_worker_actors_reused_by_the_next_run() -> None:
     import ray
+    from ray._private.state import actors  # the GCS table (the state API needs the dashboard)
 
+    def workers() -> dict[str, dict[str, object]]:
+        return {k: a for k, a in actors().items() if "CriticWorker" in str(a.get("ActorClassName"))}
+
+    before = set(workers())  # other modules' workers (the Serve app's) are not this test's
     settings = load_settings(None, {"llm": {"provider": "python:critic.scripted:judge"}, "critic": {"samples": 2}})
     ideas = CriticInput.model_validate_json(IDEAS.read_text(encoding="utf-8"))
     store = open_store(settings)
@@ -43,12 +48,10 @@ async def test_five_ideas_on_five_worker_actors_reused_by_the_next_run() -> None
     assert [e.status for e in out.evaluations] == ["ok"] * 5
     assert all(len(e.samples) == 2 for e in out.evaluations)
     assert len(repository.run_evaluations(store, "on-ray")) == 5
-    from ray._private.state import actors  # the GCS table (the state API needs the dashboard)
-
-    workers = [a for a in actors().values() if "CriticWorker" in str(a.get("ActorClassName"))]
+    mine = [a for k, a in workers().items() if k not in before]
     # 5 kept by the pool for both runs (the second reused them), 5 of the lone run; all killed at the end
-    assert len(workers) == 10, [(w["Name"], w["State"]) for w in workers]
-    assert {w["State"] for w in workers} == {"DEAD"}
+    assert len(mine) == 10, [a["State"] for a in mine]
+    assert {a["State"] for a in mine} == {"DEAD"}
     assert [e.total_score for e in again.evaluations] == [e.total_score for e in out.evaluations]
     assert [e.total_score for e in alone.evaluations] == [e.total_score for e in out.evaluations]
     assert ray.is_initialized()
