@@ -108,6 +108,13 @@ async def test_a_transient_failure_is_retried() -> None:
     assert critic_faults.CALLS["FLAKY idea"] == 2
 
 
+async def test_a_failed_sample_is_left_out_of_the_median_with_a_warning() -> None:
+    out = await run(ideas("HALF broken"), settings(FAULTS, samples=3))
+    e = out.evaluations[0]
+    assert e.status == "ok" and len(e.samples) == 2
+    assert any(w.startswith("sample 2: ") and "left out of the median" in w for w in e.warnings)
+
+
 async def test_all_failing_raises_critic_error_naming_every_idea() -> None:
     with pytest.raises(CriticError) as caught:
         await run(ideas("FAIL a", "FAIL b"), settings(FAULTS))

@@ -1,6 +1,6 @@
 """A critic judge with scripted faults, keyed on words in the idea's title (tests only).
 
-``FAIL`` always raises; ``FLAKY`` raises on its first call only; ``SLOW`` sleeps 30 s; ``WILD``
+``FAIL`` always raises; ``FLAKY`` raises on its first call only; ``HALF`` raises for sample 2; ``SLOW`` sleeps 30 s; ``WILD``
 answers a market size of 99 (out of range). Everything else is critic.scripted's answer.
 ``CALLS`` counts calls per title, so tests can prove a cache hit made none.
 """
@@ -26,6 +26,8 @@ async def judge(request: LLMRequest) -> LLMResponse:
     CALLS[title] += 1
     if "FAIL" in title:
         raise RuntimeError(f"scripted outage for {title}")
+    if "HALF" in title and "判定番号: 2" in request.messages[0].text:
+        raise RuntimeError("scripted failure of sample 2")
     if "FLAKY" in title and CALLS[title] == 1:
         raise RuntimeError("scripted transient failure")
     if "SLOW" in title:
