@@ -1,7 +1,7 @@
 """A critic judge with scripted faults, keyed on words in the idea's title (tests only).
 
-``FAIL`` always raises; ``FLAKY`` raises on its first call only; ``HALF`` raises for sample 2; ``SLOW`` sleeps 30 s; ``WILD``
-answers a market size of 99 (out of range). Everything else is critic.scripted's answer.
+``FAIL`` always raises; ``FLAKY`` raises on its first call only; ``HALF`` raises for sample 2;
+``SLOW`` sleeps 30 s; ``WILD`` answers a market size of 99 (out of range). Everything else is critic.scripted's answer.
 ``CALLS`` counts calls per title, so tests can prove a cache hit made none.
 """
 
