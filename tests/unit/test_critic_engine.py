@@ -232,3 +232,19 @@ async def test_an_industry_profile_adds_its_criteria() -> None:
     assert out.profile.name == "mitsubishi_estate@1+healthcare@1"
     with pytest.raises(ConfigError, match=r"no industry profile 'space'.*healthcare"):
         await run(ideas("x"), settings(industry="space"))
+
+
+async def test_each_stage_of_each_idea_is_logged_as_json(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="critic.engine")
+    await run(ideas("logged"), settings(), run_id="logrun")
+    lines = [json.loads(r.getMessage().removeprefix("critic ")) for r in caplog.records if '"stage"' in r.getMessage()]
+    assert [line["stage"] for line in lines] == [
+        "market",
+        "stage1_capabilities",
+        "stage2_scenario",
+        "stage3_verification",
+        "multiplier",
+        "arithmetic",
+    ]
+    assert {line["run"] for line in lines} == {"logrun"} and {line["idea"] for line in lines} == {"i1"}
+    assert lines[2]["detail"]["story"]
