@@ -43,14 +43,14 @@ GUARD = guard(api)
 class CriticRequest(BaseModel):
     """The body of ``POST /critic/evaluate``; option bounds come from the settings (critic/options.py)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "samples": "3" is no 3
 
     ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
     weights: str | None = Field(None, max_length=20, description="market:synergy, e.g. 60:40 (default 50:50).")
-    samples: int | None = Field(None, strict=True, description="Judgements per idea (median and spread).")
+    samples: int | None = Field(None, description="Judgements per idea (median and spread).")
     timeout: float | None = Field(None, description="Timeout of the whole evaluation in seconds.")
     industry: str | None = Field(None, max_length=64, description="Industry profile name.")
-    no_cache: bool = Field(False, alias="noCache", strict=True)
+    no_cache: bool = Field(False, alias="noCache")
 
     def options(self) -> CriticOptions:
         return CriticOptions(

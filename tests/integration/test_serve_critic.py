@@ -68,6 +68,8 @@ def test_the_key_is_needed_but_not_for_healthz(service: httpx.Client) -> None:
         ({"ideas": []}, "ideas: List should have at least 1 item"),
         ({"ideas": IDEAS, "weights": "70:40"}, "must add up to 100"),
         ({"ideas": IDEAS, "samples": "3"}, "samples"),
+        ({"ideas": IDEAS, "timeout": "30"}, "timeout"),
+        ({"ideas": IDEAS, "noCache": 1}, "noCache"),
         ({"ideas": IDEAS, "industry": "space"}, "no industry profile 'space'"),
         ({"ideas": IDEAS, "extra": 1}, "extra: Extra inputs are not permitted"),
     ],
