@@ -9,7 +9,8 @@ it when its settings are known (:meth:`HttpGuard.configure`, in the replica's co
   (:func:`hmac.compare_digest` against every key, no early exit) and never logged.
 - A body above ``serve.max_body_bytes`` gets 413: at once when ``Content-Length`` says so, and as
   soon as the count passes the cap for a chunked body, so a large body is never read in full.
-- ``/healthz`` stays open (load balancers and probes carry no key).
+- ``/healthz`` of every app stays open (load balancers and probes carry no key), also under a
+  route prefix (``/critic/healthz``).
 """
 
 from __future__ import annotations
@@ -99,14 +100,14 @@ class GuardConfig:
         self.max_body_bytes = ServeSettings.of(settings).max_body_bytes
 
 
-def is_open_path(scope: Scope) -> bool:
-    """An open path of the app, also under a route prefix (Serve passes ``/magi/healthz`` with
-    ``root_path`` ``/magi``)."""
+def app_path(scope: Scope) -> str:
+    """The request's path inside its app: an app served under a route prefix (``/critic``) sees
+    ``/critic/healthz`` with ``root_path`` ``/critic``; its open paths are those of the app."""
     path = str(scope.get("path") or "")
-    root = str(scope.get("root_path") or "")
-    if root and path.startswith(root + "/"):
-        path = path[len(root) :]
-    return path in OPEN_PATHS
+    root = str(scope.get("root_path") or "").rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
 
 
 class HttpGuard:
@@ -121,7 +122,7 @@ class HttpGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if not is_open_path(scope) and not self.config.keys.allows(headers.get(b"authorization")):
+        if app_path(scope) not in OPEN_PATHS and not self.config.keys.allows(headers.get(b"authorization")):
             await _answer(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
             return
         cap = self.config.max_body_bytes
@@ -192,7 +193,7 @@ __all__ = [
     "GuardConfig",
     "HttpGuard",
     "KeyCheck",
+    "app_path",
     "exposed_without_keys",
     "guard",
-    "is_open_path",
 ]

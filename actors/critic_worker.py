@@ -1,0 +1,162 @@
+"""CriticWorker: one per idea of a critic run; asks the LLM for K independent judgements of it.
+
+Thin on purpose: the prompt comes ready from :mod:`critic.engine`, and all scoring happens there
+(pure functions). The worker only calls the LLM (K samples at once), retries failed calls with the
+platform's backoff (``llm.max_retries``, ``llm.backoff_initial_s`` -> ``llm.backoff_max_s``: 2
+retries, 1 s -> 10 s by default) and reports each call's usage and its process's peak memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import time
+
+from pydantic import BaseModel, Field
+
+from core.errors import CassetteMissError, LLMError, LLMOutputError, first_line
+from core.llm.base import LLMClient, LLMRequest, LLMResponse, Message, Usage, generate
+from core.llm.factory import make_llm, provider_of
+from core.retry import backoff_delay, retry
+from core.settings import Settings
+from critic.models import IdeaJudgement
+
+ROLE = "critic.worker"
+
+
+class JudgeRequest(BaseModel):
+    """Everything one idea's judgements need; JSON values only (crosses into the actor)."""
+
+    idea_id: str
+    system: str
+    messages: list[list[Message]] = Field(description="One conversation per sample.")
+    temperature: float
+    max_tokens: int
+
+
+class CallUsage(BaseModel):
+    model: str
+    usage: Usage
+
+
+class SampleResult(BaseModel):
+    sample: int
+    judgement: IdeaJudgement | None = None
+    tokens: int = 0
+    error: str | None = None
+    attempts: int = 1
+
+
+class JudgeResult(BaseModel):
+    idea_id: str
+    samples: list[SampleResult]
+    calls: list[CallUsage]
+    duration_ms: int
+    peak_rss_bytes: int
+
+
+class _Recorder:
+    """Keeps the usage of every response (repairs and retries included)."""
+
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+        self.calls: list[CallUsage] = []
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        response = await self.inner.complete(request)
+        self.calls.append(CallUsage(model=response.model or request.model or "", usage=response.usage))
+        return response
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process (Linux reports kilobytes)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def current_rss_bytes() -> int:
+    """Resident memory of this process now (from /proc; 0 where that is unavailable)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * resource.getpagesize()
+    except OSError:
+        return 0
+
+
+class CriticWorker:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        client = make_llm(settings, ROLE)
+        if client is None:
+            raise LLMError("CriticWorker needs an LLM; set MAGI_LLM_PROVIDER (the engine checks this first)")
+        self.client = client
+        # The Anthropic adapter retries on its own (same settings); retrying here too would square the attempts.
+        self.provider_retries = type(provider_of(client)).__module__ == "core.llm.anthropic"
+
+    def _retryable(self, exc: Exception) -> bool:
+        if self.provider_retries or isinstance(exc, LLMOutputError | CassetteMissError):
+            return False
+        return isinstance(exc, LLMError)
+
+    async def _sample(self, request: JudgeRequest, index: int, recorder: _Recorder) -> SampleResult:
+        """One judgement; its tokens are those of all its calls (a repair turn included)."""
+        llm = self.settings.llm
+        attempts = 0
+
+        async def attempt() -> IdeaJudgement:
+            nonlocal attempts
+            attempts += 1
+            generated = await generate(
+                recorder,
+                system=request.system,
+                messages=request.messages[index],
+                output_type=IdeaJudgement,
+                temperature=request.temperature,
+                max_tokens=request.max_tokens,
+                role=ROLE,
+            )
+            assert generated.parsed is not None
+            return generated.parsed
+
+        try:
+            judgement = await retry(
+                attempt,
+                attempts=llm.max_retries + 1,
+                retryable=self._retryable,
+                delay=lambda n, _exc: backoff_delay(n, llm.backoff_initial_s, llm.backoff_max_s),
+            )
+        except Exception as exc:
+            return SampleResult(sample=index + 1, error=first_line(exc, 300), attempts=attempts)
+        used = sum((c.usage for c in recorder.calls), Usage())
+        tokens = (
+            used.input_tokens + used.output_tokens + used.cache_read_input_tokens + used.cache_creation_input_tokens
+        )
+        return SampleResult(sample=index + 1, judgement=judgement, tokens=tokens, attempts=attempts)
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Every sample of one idea, at once; a sample that fails carries its error, the others stand."""
+        started = time.monotonic()
+        recorders = [_Recorder(self.client) for _ in request.messages]
+        samples = await asyncio.gather(*(self._sample(request, i, r) for i, r in enumerate(recorders)))
+        return JudgeResult(
+            idea_id=request.idea_id,
+            samples=list(samples),
+            calls=[call for r in recorders for call in r.calls],
+            duration_ms=int((time.monotonic() - started) * 1000),
+            peak_rss_bytes=peak_rss_bytes(),
+        )
+
+    def memory(self) -> dict[str, int]:
+        """This worker's resident memory now and at its peak, in bytes (benchmarks)."""
+        return {"rss_bytes": current_rss_bytes(), "peak_rss_bytes": peak_rss_bytes()}
+
+
+__all__ = [
+    "ROLE",
+    "CallUsage",
+    "CriticWorker",
+    "JudgeRequest",
+    "JudgeResult",
+    "SampleResult",
+    "current_rss_bytes",
+    "peak_rss_bytes",
+]

@@ -1,0 +1,130 @@
+"""``magi critic IDEAS.json``: score the ideator's ideas on market and Mitsubishi Estate synergy, pick the best.
+
+Prints the CriticOutput (``--format json``) or a ranked table with each idea's arithmetic
+(markdown). Bad input or options exit 2, no LLM configured 3, no idea evaluable 1 (one line
+naming every idea's error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli.common import emit, settings_from
+
+if TYPE_CHECKING:
+    from critic.models import CriticInput, CriticOutput
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "critic",
+        parents=[shared],
+        help="score business ideas on market size and Mitsubishi Estate synergy",
+        description='Evaluate the ideas of IDEAS.json ({"ideas": [...]}, 1-10 ideas) and select the best.',
+    )
+    parser.add_argument("ideas", type=Path, metavar="IDEAS.json", help="the ideator's output")
+    parser.add_argument("--weights", metavar="M:S", help="market:synergy weights adding up to 100 (default 50:50)")
+    parser.add_argument("--samples", type=int, metavar="K", help="judgements per idea: median and spread (default 1)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of the whole run (default 30)")
+    parser.add_argument("--industry", metavar="NAME", help="add an industry profile (data/critic/industries/NAME.yaml)")
+    parser.add_argument("--no-cache", action="store_true", help="judge every idea again, ignoring stored evaluations")
+    parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    parser.set_defaults(handler=run)
+
+
+def read_ideas(path: Path) -> CriticInput:
+    """The ideas file, validated; any problem is one InputError naming the file and the field."""
+    from pydantic import ValidationError
+
+    from core.errors import InputError
+    from critic.models import CriticInput
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read ideas file {path}: {exc}; give a UTF-8 JSON file") from exc
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f'ideas file {path} is not JSON ({exc}); expected {{"ideas": [...]}}') from exc
+    try:
+        return CriticInput.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'top level'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        raise InputError(f"ideas file {path}: {problems}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(critic(args))
+
+
+def markdown(out: CriticOutput) -> str:
+    lines = [
+        f"# Critic: {out.selected_idea.title}",
+        "",
+        f"- selected: **{out.selected_idea.id}** {out.selected_idea.title}",
+        f"- {out.selection_reason}",
+        f"- too close to call: {'yes' if out.too_close_to_call else 'no'}",
+        f"- weights market:synergy {out.weights.label()}, samples {out.samples}, profile {out.profile.name}, "
+        f"model {out.model}",
+        f"- LLM: {out.usage.llm.calls} call(s), {out.usage.llm.input_tokens} input / {out.usage.llm.output_tokens} "
+        f"output tokens, largest judgement {out.usage.max_tokens_per_evaluation} of {out.usage.token_budget}, "
+        f"cost {out.usage.llm.cost_text()}",
+        "",
+        "| idea | status | market | synergy | total | spread | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for e in out.evaluations:
+        note = e.error or ("; ".join(e.warnings) if e.warnings else ("cached" if e.cached else ""))
+        scores = [
+            f"{v:g}" if v is not None else "-" for v in (e.market_score, e.synergy_score, e.total_score, e.spread)
+        ]
+        lines.append(f"| {e.idea_id} {e.title} | {e.status} | {' | '.join(scores)} | {note} |")
+    lines.append("")
+    for e in out.evaluations:
+        if e.breakdown is not None:
+            lines.append(f"- {e.idea_id}: {e.breakdown.arithmetic}")
+    return "\n".join(lines)
+
+
+async def critic(args: argparse.Namespace) -> int:
+    from core.runtime import ray_runtime
+    from core.store import open_store
+    from critic.engine import evaluate_ideas, preflight
+    from critic.options import CriticOptions, apply_options
+
+    options = CriticOptions(
+        weights=args.weights,
+        samples=args.samples,
+        timeout_s=args.timeout,
+        industry=args.industry,
+        no_cache=args.no_cache,
+    )
+    settings = apply_options(
+        settings_from(args),
+        options,
+        origin="command-line option",
+        names={
+            "critic.market_weight": "--weights",
+            "critic.synergy_weight": "--weights",
+            "critic.samples": "--samples",
+            "critic.timeout_s": "--timeout",
+            "critic.industry": "--industry",
+        },
+    )
+    ideas = read_ideas(args.ideas)  # bad input fails before Ray starts
+    preflight(settings)  # bad weights, temperature, industry or no LLM: before Ray starts
+    store = open_store(settings)
+    async with ray_runtime(settings, address=args.address) as runtime:
+        out = await evaluate_ideas(ideas, settings, runtime, store=store)
+    emit(settings, out.model_dump(mode="json", by_alias=True), markdown(out))
+    return 0
+
+
+__all__ = ["critic", "markdown", "read_ideas", "register", "run"]

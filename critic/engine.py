@@ -1,0 +1,368 @@
+"""One critic run: every idea judged alone by its own CriticWorker, scored, stored, the best selected.
+
+* At most ``critic.max_workers`` ideas are judged at once, each on a worker actor of its own
+  (:class:`WorkerPool`; a long-lived caller keeps its pool warm between runs).
+* ``critic.timeout_s`` bounds the whole run: ideas finished by then are kept, the others are
+  ``timeout``; a failed idea is kept with its error; neither is ever selected. When no idea
+  succeeds the run raises :class:`CriticError` naming every idea's error.
+* With ``critic.cache`` an idea evaluated before under the same key (critic/cache.py) is taken
+  from the store without an LLM call.
+* Every evaluation is stored (``critic_evaluations``) and each stage's reasoning is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from datetime import UTC, datetime
+
+from pydantic import ValidationError
+
+from actors.critic_worker import ROLE, CriticWorker, JudgeRequest, JudgeResult
+from core.errors import ConfigError, first_line
+from core.llm.cost import UsageMeter
+from core.llm.factory import require_llm
+from core.llm.roles import resolve_role
+from core.runtime import Handle, Runtime
+from core.settings import Settings
+from core.store import Store
+from critic import repository
+from critic.cache import cache_key
+from critic.errors import CriticError
+from critic.models import (
+    BusinessIdea,
+    CriticInput,
+    CriticOutput,
+    CriticUsage,
+    IdeaEvaluation,
+    ProfileRef,
+    SampleScore,
+    SelectedIdea,
+    Weights,
+)
+from critic.profile import Profile, load_profile
+from critic.prompt import messages_for, system_prompt
+from critic.scoring import ScoredSample, aggregate, rank, score_judgement, too_close_to_call
+from critic.settings import CriticSettings
+
+log = logging.getLogger(__name__)
+TEMPERATURE_RANGE = (0.3, 0.5)
+
+
+def configured_weights(settings: Settings) -> Weights:
+    section = CriticSettings.of(settings)
+    try:
+        return Weights(market=section.market_weight, synergy=section.synergy_weight)
+    except ValidationError as exc:
+        raise ConfigError(
+            f"critic.market_weight {section.market_weight:g} and critic.synergy_weight {section.synergy_weight:g} "
+            "must add up to 100 (e.g. --weights 60:40)"
+        ) from exc
+
+
+def judge_temperature(settings: Settings) -> float:
+    """critic.temperature, unless ``llm.params`` sets one for the role; either must lie in 0.3-0.5."""
+    role_value = resolve_role(settings, ROLE).temperature
+    if role_value is None:
+        return CriticSettings.of(settings).temperature
+    low, high = TEMPERATURE_RANGE
+    if not low <= role_value <= high:
+        params = settings.llm.params
+        key = ROLE if params.get(ROLE) and params[ROLE].temperature is not None else "default"
+        raise ConfigError(
+            f"llm.params[{key!r}].temperature is {role_value:g} and would apply to the critic, which needs "
+            f"{low:g}-{high:g} for consistent scores: set llm.params[{ROLE!r}].temperature within that range "
+            "(or remove it; critic.temperature, default 0.4, is used then)"
+        )
+    return role_value
+
+
+def model_label(settings: Settings) -> str:
+    """Provider and model of the judge, as they enter cache keys and the output."""
+    return f"{settings.llm.provider}/{resolve_role(settings, ROLE).model}"
+
+
+def preflight(settings: Settings) -> tuple[Weights, float, Profile]:
+    """Everything that can be wrong before any work: weights, temperature, the LLM, the profile."""
+    weights = configured_weights(settings)
+    temperature = judge_temperature(settings)
+    require_llm(settings, "magi critic", ROLE)  # no LLM: a clear error before any work
+    return weights, temperature, load_profile(CriticSettings.of(settings).industry)
+
+
+def _log_stages(evaluation: IdeaEvaluation, run_id: str) -> None:
+    b = evaluation.breakdown
+    if b is None:
+        return
+    stages = {
+        "market": b.market.model_dump(by_alias=True),
+        "stage1_capabilities": {
+            "required": b.synergy.required_capabilities,
+            "points": {c.capability: c.points for c in b.synergy.capabilities},
+            "reasoning": b.synergy.reasoning,
+        },
+        "stage2_scenario": b.synergy.scenario.model_dump(by_alias=True),
+        "stage3_verification": b.synergy.verification.model_dump(by_alias=True),
+        "multiplier": b.synergy.multiplier,
+        "arithmetic": b.arithmetic,
+    }
+    for stage, detail in stages.items():
+        log.info(
+            "critic %s",
+            json.dumps(
+                {"run": run_id, "idea": evaluation.idea_id, "stage": stage, "detail": detail}, ensure_ascii=False
+            ),
+        )
+
+
+def evaluation_from(
+    idea: BusinessIdea, result: JudgeResult, profile: Profile, weights: Weights, budget: int
+) -> IdeaEvaluation:
+    """Score every successful sample and aggregate them; no successful sample -> ``failed``."""
+    scored: list[ScoredSample] = []
+    warnings: list[str] = []
+    errors: list[str] = []
+    for sample in result.samples:
+        if sample.judgement is None:
+            errors.append(f"sample {sample.sample}: {sample.error}")
+            continue
+        scored.append(score_judgement(sample.judgement, idea, profile.base, weights, sample.tokens))
+        if sample.tokens > budget:
+            warnings.append(f"sample {sample.sample} used {sample.tokens} tokens, over the budget of {budget}")
+    tokens = max((s.tokens for s in result.samples), default=0)
+    if not scored:
+        return IdeaEvaluation(
+            idea_id=idea.id,
+            title=idea.title,
+            status="failed",
+            error="; ".join(errors) or "no judgement returned",
+            tokens=tokens,
+            duration_ms=result.duration_ms,
+        )
+    warnings = [w for s in scored for w in s.warnings] + warnings
+    warnings += [f"{e} (left out of the median)" for e in errors]
+    total = aggregate(scored)
+    return IdeaEvaluation(
+        idea_id=idea.id,
+        title=idea.title,
+        status="ok",
+        market_score=total.market,
+        synergy_score=total.synergy,
+        total_score=total.total,
+        spread=total.spread,
+        breakdown=total.representative.breakdown,
+        reasons=total.representative.reasons,
+        warnings=list(dict.fromkeys(warnings)),
+        samples=[
+            SampleScore(market_score=s.market, synergy_score=s.synergy, total_score=s.total, tokens=s.tokens)
+            for s in scored
+        ],
+        tokens=tokens,
+        duration_ms=result.duration_ms,
+    )
+
+
+class WorkerPool:
+    """``size`` CriticWorker actors, one per idea being judged, started on first use.
+
+    A run without a pool of its own gets a fresh one and closes it at the end. A long-lived caller
+    (the Serve app, a benchmark) keeps one, so its runs do not pay for starting actor processes
+    again (~2 s for 5 on 2 cores). A call cut by the run's timeout is cancelled in its worker.
+    """
+
+    def __init__(self, runtime: Runtime, settings: Settings, size: int) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.handles: dict[int, Handle[CriticWorker]] = {}
+        self._slots: asyncio.Queue[int] = asyncio.Queue()
+        for slot in range(size):
+            self._slots.put_nowait(slot)
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        slot = await self._slots.get()
+        try:
+            for attempt in (1, 2):
+                handle = self.handles.get(slot)
+                if handle is None:
+                    # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
+                    handle = self.runtime.spawn(CriticWorker, self.settings, num_cpus=0)
+                    self.handles[slot] = handle
+                call = handle.call(CriticWorker.judge, request)
+                try:
+                    return await call
+                except asyncio.CancelledError:
+                    call.cancel()  # the run's timeout: stop the work in the worker too
+                    raise
+                except Exception as exc:
+                    # judge() reports LLM failures in its result, so this is the worker itself (a
+                    # dead actor, a lost node): replace it, and give the idea one fresh worker
+                    self.handles.pop(slot, None)
+                    with contextlib.suppress(Exception):
+                        self.runtime.kill(handle)
+                    if attempt == 2:
+                        raise
+                    log.warning("critic: worker %d failed (%s); starting a new one", slot, first_line(exc))
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._slots.put_nowait(slot)
+
+    def close(self) -> None:
+        for handle in self.handles.values():
+            self.runtime.kill(handle)
+        self.handles.clear()
+
+
+async def evaluate_ideas(
+    ideas: CriticInput,
+    settings: Settings,
+    runtime: Runtime,
+    *,
+    store: Store | None = None,
+    run_id: str | None = None,
+    pool: WorkerPool | None = None,
+) -> CriticOutput:
+    """Evaluate ``ideas`` and select the best; raises CriticError when none can be evaluated.
+
+    ``pool`` keeps worker actors between runs (see :class:`WorkerPool`); its settings' LLM section
+    must be that of ``settings``.
+    """
+    started = time.monotonic()
+    section = CriticSettings.of(settings)
+    weights, temperature, profile = preflight(settings)
+    model = model_label(settings)
+    run_id = run_id or uuid.uuid4().hex[:12]
+    system = system_prompt(profile)
+    keys = {
+        idea.id: cache_key(
+            idea,
+            profile=profile.key,
+            weights=weights,
+            model=model,
+            samples=section.samples,
+            temperature=temperature,
+        )
+        for idea in ideas.ideas
+    }
+
+    evaluations: dict[str, IdeaEvaluation] = {}
+    if section.cache and store is not None:
+        for idea in ideas.ideas:
+            hit = repository.cached_evaluation(store, keys[idea.id])
+            if hit is not None:
+                evaluations[idea.id] = hit.model_copy(update={"idea_id": idea.id, "title": idea.title, "cached": True})
+                log.info("critic: idea %s taken from the cache (no LLM call)", idea.id)
+
+    own_pool = pool is None
+    workers = pool or WorkerPool(runtime, settings, section.max_workers)
+    tasks: dict[str, asyncio.Task[JudgeResult]] = {}
+    for idea in ideas.ideas:
+        if idea.id in evaluations:
+            continue
+        request = JudgeRequest(
+            idea_id=idea.id,
+            system=system,
+            messages=[messages_for(idea, k) for k in range(1, section.samples + 1)],
+            temperature=temperature,
+            max_tokens=section.max_tokens,
+        )
+        tasks[idea.id] = asyncio.ensure_future(workers.judge(request))
+    if tasks:
+        await asyncio.wait(tasks.values(), timeout=max(0.0, section.timeout_s - (time.monotonic() - started)))
+
+    meter = UsageMeter()
+    by_id = {idea.id: idea for idea in ideas.ideas}
+    for idea_id, task in tasks.items():
+        idea = by_id[idea_id]
+        if not task.done():
+            task.cancel()
+            evaluations[idea_id] = IdeaEvaluation(
+                idea_id=idea_id,
+                title=idea.title,
+                status="timeout",
+                error=f"not evaluated within the run's timeout of {section.timeout_s:g} s (--timeout)",
+            )
+            continue
+        error = task.exception() if not task.cancelled() else asyncio.CancelledError("cancelled")
+        if error is not None:
+            log.warning("critic: idea %s failed: %s", idea_id, first_line(error))
+            evaluations[idea_id] = IdeaEvaluation(
+                idea_id=idea_id, title=idea.title, status="failed", error=f"{type(error).__name__}: {first_line(error)}"
+            )
+            continue
+        result = task.result()
+        for call in result.calls:
+            meter.add(call.usage, call.model)
+        evaluations[idea_id] = evaluation_from(idea, result, profile, weights, section.token_budget)
+    pending = [t for t in tasks.values() if not t.done()]
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)  # the cancelled ones give their slots back
+    if own_pool:
+        workers.close()
+
+    ordered = [evaluations[idea.id] for idea in ideas.ideas]
+    for evaluation in ordered:
+        _log_stages(evaluation, run_id)
+        if store is not None:
+            repository.save_evaluation(
+                store,
+                evaluation,
+                run_id=run_id,
+                cache_key=keys[evaluation.idea_id],
+                market_weight=weights.market,
+                synergy_weight=weights.synergy,
+                model=model,
+                profile=profile.key,
+                samples=section.samples,
+            )
+    ranked = rank(ordered)
+    if not ranked:
+        raise CriticError.all_failed({e.idea_id: e.error or e.status for e in ordered})
+    best = ranked[0]
+    runner_up = ranked[1] if len(ranked) > 1 else None
+    close = too_close_to_call(best, runner_up)
+    reason = f"{best.title} has the highest total ({best.total_score:g} of 100)"
+    if runner_up is not None:
+        reason += f", ahead of {runner_up.title} ({runner_up.total_score:g})"
+        if close:
+            reason += (
+                f"; too close to call: the gap is within the samples' combined spread "
+                f"({best.spread or 0:g} + {runner_up.spread or 0:g}); "
+                "treat both as candidates or rerun with more --samples"
+            )
+        elif best.total_score == runner_up.total_score:
+            reason += "; tie broken by synergy, then market, then spread, then id"
+    over = [e.idea_id for e in ordered if e.tokens > section.token_budget]
+    return CriticOutput(
+        selected_idea=SelectedIdea(id=best.idea_id, title=best.title),
+        evaluations=ordered,
+        too_close_to_call=close,
+        selection_reason=reason,
+        weights=weights,
+        samples=section.samples,
+        profile=ProfileRef(name=profile.key, version=profile.base.version),
+        model=model,
+        usage=CriticUsage(
+            llm=meter.summary(),
+            token_budget=section.token_budget,
+            max_tokens_per_evaluation=max((e.tokens for e in ordered), default=0),
+            over_budget=over,
+        ),
+        timestamp=datetime.now(UTC).isoformat(),
+        run_id=run_id,
+    )
+
+
+__all__ = [
+    "TEMPERATURE_RANGE",
+    "WorkerPool",
+    "configured_weights",
+    "evaluate_ideas",
+    "evaluation_from",
+    "judge_temperature",
+    "model_label",
+    "preflight",
+]

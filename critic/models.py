@@ -1,0 +1,289 @@
+"""The critic's boundary models: its input (the ideator's output), the LLM's judgement, its output.
+
+JSON is camelCase (``CamelModel``); the exported schemas live in ``data/critic/schemas/`` (kept in
+sync by tests/unit/test_critic_models.py) so a downstream analyst step can validate what it reads.
+The LLM's numbers are plain floats without bounds on purpose: an out-of-range number must reach
+:mod:`critic.scoring`, which logs it, records a warning and applies the documented default, rather
+than fail validation and cost a repair call.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from core.llm.cost import UsageSummary
+from core.models import CamelModel
+
+MAX_IDEAS = 10
+IdeaId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
+ShortText = Annotated[str, Field(max_length=2000)]
+
+
+class BusinessIdea(CamelModel):
+    """One idea as the ideator writes it; fields the critic does not use are ignored."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    id: IdeaId
+    title: str = Field(min_length=1, max_length=200)
+    description: str = Field(min_length=1, max_length=4000)
+    target_customer: ShortText | None = None
+    customer_problem: ShortText | None = None
+    value_proposition: ShortText | None = None
+    revenue_model: ShortText | None = None
+    estimated_revenue: float | None = Field(None, ge=0, description="Yen per year at maturity.")
+    estimated_operating_profit: float | None = Field(None, description="Yen per year at maturity (may be negative).")
+    market_opportunity: ShortText | None = None
+    competitive_advantage: ShortText | None = None
+    implementation_difficulty: ShortText | None = None
+    market_research: Annotated[str, Field(max_length=4000)] | None = Field(
+        None, description="Findings of a market research step, quoted into the prompt."
+    )
+
+
+class CriticInput(CamelModel):
+    """The ideator's output: ``{"ideas": [BusinessIdea, ...]}`` with 1-10 ideas of distinct ids."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
+
+    @field_validator("ideas")
+    @classmethod
+    def _distinct_ids(cls, ideas: list[BusinessIdea]) -> list[BusinessIdea]:
+        ids = [i.id for i in ideas]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"idea id {twice[0]!r} is used twice; every idea needs its own id")
+        return ideas
+
+
+# --- what the LLM returns for one idea (one judgement) ---------------------------------------------
+
+
+def _compact(schema: dict[str, Any]) -> None:
+    """No titles in the schema sent to the LLM: ranges and meanings are in the prompt, and every
+    token counts against the 2,000-token budget of one judgement."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+
+class JudgementModel(CamelModel):
+    """Base of the LLM's answer models: a compact JSON schema (see :func:`_compact`)."""
+
+    model_config = ConfigDict(json_schema_extra=_compact)
+
+
+class MarketJudgement(JudgementModel):
+    size: float
+    growth: float
+    profitability: float
+    reasoning: str = ""
+
+
+class CapabilityJudgement(JudgementModel):
+    """Stage 1: what the idea needs, and how much of each core capability it uses (points within caps)."""
+
+    required: list[str] = Field(default_factory=list)
+    development: float
+    operations: float
+    finance: float
+    innovation: float
+    reasoning: str = ""
+
+
+class ScenarioJudgement(JudgementModel):
+    """Stage 2: the concrete story of why Mitsubishi Estate wins, and what it draws on."""
+
+    story: str
+    assets: list[str] = Field(default_factory=list)
+    resource_use: float
+    brand: float
+    strategic_value: float
+
+
+class VerificationJudgement(JudgementModel):
+    """Stage 3: the scenario checked objectively."""
+
+    logic: float
+    feasibility: float
+    uniqueness: float
+    scale: float
+    hard_to_copy: str = ""
+
+
+class IdeaJudgement(JudgementModel):
+    """The whole structured answer of one judgement of one idea."""
+
+    market: MarketJudgement
+    capabilities: CapabilityJudgement
+    scenario: ScenarioJudgement
+    verification: VerificationJudgement
+    reasons: list[str] = Field(default_factory=list)
+
+
+# --- output ------------------------------------------------------------------------------------------
+
+
+class Weights(CamelModel):
+    """Percentages of market and synergy in the total; they add up to 100."""
+
+    model_config = ConfigDict(frozen=True)
+
+    market: float = Field(50.0, ge=0, le=100)
+    synergy: float = Field(50.0, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _hundred(self) -> Weights:
+        if abs(self.market + self.synergy - 100.0) > 1e-6:
+            raise ValueError(f"weights must add up to 100, got {self.market:g}:{self.synergy:g}")
+        return self
+
+    def label(self) -> str:
+        return f"{self.market:g}:{self.synergy:g}"
+
+
+class MarketBreakdown(CamelModel):
+    size: float
+    growth: float
+    profitability: float
+    score: float = Field(description="size + growth + profitability, 0-50.")
+    profit_rule: bool = Field(description="Estimated operating profit >= 1 billion yen: market weighted heavier.")
+    reasoning: str = ""
+
+
+class CapabilityPoints(CamelModel):
+    capability: str
+    name: str
+    points: float
+    cap: float
+    strength_level: int
+    strong: bool = Field(description="At least half its cap: counts towards the multiplier.")
+
+
+class ScenarioBreakdown(CamelModel):
+    story: str
+    assets: list[str]
+    resource_use: float
+    brand: float
+    strategic_value: float
+    score: float = Field(description="(resourceUse + brand + strategicValue) / 30, 0-1.")
+
+
+class VerificationBreakdown(CamelModel):
+    logic: float
+    feasibility: float
+    uniqueness: float
+    scale: float
+    hard_to_copy: str
+    score: float = Field(description="(logic + feasibility + uniqueness + scale) / 20, 0-1.")
+
+
+class SynergyBreakdown(CamelModel):
+    required_capabilities: list[str]
+    capabilities: list[CapabilityPoints]
+    mapping: float = Field(description="Sum of the capability points, 0-50.")
+    scenario: ScenarioBreakdown
+    verification: VerificationBreakdown
+    quality: float = Field(description="0.5 + 0.25 x scenario + 0.25 x verification, 0.5-1.")
+    strong_capabilities: int
+    multiplier: float = Field(description="1.0, or 1.2 / 1.35 / 1.5 for 2 / 3 / 4 strong capabilities.")
+    unclamped: float = Field(description="mapping x quality x multiplier, before the clamp to 50.")
+    score: float = Field(description="min(50, unclamped), 0-50.")
+    reasoning: str = ""
+
+
+class Breakdown(CamelModel):
+    market: MarketBreakdown
+    synergy: SynergyBreakdown
+    weights: Weights = Field(description="Weights applied to this idea (the profit rule may shift them).")
+    arithmetic: str = Field(description="The total's arithmetic, spelled out.")
+
+
+class SampleScore(CamelModel):
+    market_score: float
+    synergy_score: float
+    total_score: float
+    tokens: int
+
+
+class IdeaEvaluation(CamelModel):
+    idea_id: str
+    title: str
+    status: Literal["ok", "failed", "timeout"]
+    market_score: float | None = None
+    synergy_score: float | None = None
+    total_score: float | None = None
+    spread: float | None = Field(None, description="max - min of the sample totals (0 with one sample).")
+    breakdown: Breakdown | None = None
+    reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+    samples: list[SampleScore] = Field(default_factory=list)
+    tokens: int = Field(0, description="Tokens of the largest single judgement (budget: critic.token_budget).")
+    cached: bool = False
+    duration_ms: int = 0
+
+
+class SelectedIdea(CamelModel):
+    id: str
+    title: str
+
+
+class ProfileRef(CamelModel):
+    name: str
+    version: int
+
+
+class CriticUsage(CamelModel):
+    llm: UsageSummary
+    token_budget: int
+    max_tokens_per_evaluation: int
+    over_budget: list[str] = Field(default_factory=list, description="Ideas whose judgement used more than the budget.")
+
+
+class CriticOutput(CamelModel):
+    """The critic's result, read by the analyst step: the selected idea and every evaluation."""
+
+    selected_idea: SelectedIdea
+    evaluations: list[IdeaEvaluation]
+    too_close_to_call: bool
+    selection_reason: str
+    weights: Weights
+    samples: int
+    profile: ProfileRef
+    model: str
+    usage: CriticUsage
+    timestamp: str
+    run_id: str
+
+
+__all__ = [
+    "MAX_IDEAS",
+    "Breakdown",
+    "BusinessIdea",
+    "CapabilityJudgement",
+    "CapabilityPoints",
+    "CriticInput",
+    "CriticOutput",
+    "CriticUsage",
+    "IdeaEvaluation",
+    "IdeaId",
+    "IdeaJudgement",
+    "JudgementModel",
+    "MarketBreakdown",
+    "MarketJudgement",
+    "ProfileRef",
+    "SampleScore",
+    "ScenarioBreakdown",
+    "ScenarioJudgement",
+    "SelectedIdea",
+    "ShortText",
+    "SynergyBreakdown",
+    "VerificationBreakdown",
+    "VerificationJudgement",
+    "Weights",
+]

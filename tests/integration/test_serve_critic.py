@@ -1,0 +1,81 @@
+"""The ``critic`` Serve app over real HTTP on 127.0.0.1, behind the API-key guard."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from core.resources import data_path
+from core.settings import load_settings
+
+KEY = "critic-key-42"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+IDEAS = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    from ray import serve
+
+    from deployments.critic import APP_NAME, ROUTE_PREFIX, build_app
+
+    settings = load_settings(
+        overrides={
+            "data_dir": tmp_path_factory.mktemp("critic-serve"),
+            "api_keys": [KEY],
+            "llm": {"provider": "python:critic.scripted:judge"},
+        }
+    )
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            yield client
+    finally:
+        serve.shutdown()
+
+
+def test_evaluate_returns_the_critic_output_and_then_serves_the_cache(service: httpx.Client) -> None:
+    answer = service.post("/critic/evaluate", json={"ideas": IDEAS, "weights": "60:40"}, headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    out = answer.json()
+    assert out["weights"] == {"market": 60.0, "synergy": 40.0} and len(out["evaluations"]) == 5
+    assert out["selectedIdea"]["id"] in {i["id"] for i in IDEAS}
+    again = service.post("/critic/evaluate", json={"ideas": IDEAS, "weights": "60:40"}, headers=AUTH).json()
+    assert again["usage"]["llm"]["calls"] == 0 and again["selectedIdea"] == out["selectedIdea"]
+
+
+def test_the_key_is_needed_but_not_for_healthz(service: httpx.Client) -> None:
+    assert service.post("/critic/evaluate", json={"ideas": IDEAS}).status_code == 401
+    assert service.get("/critic/healthz").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"ideas": []}, "ideas: List should have at least 1 item"),
+        ({"ideas": IDEAS, "weights": "70:40"}, "must add up to 100"),
+        ({"ideas": IDEAS, "samples": "3"}, "samples"),
+        ({"ideas": IDEAS, "timeout": "30"}, "timeout"),
+        ({"ideas": IDEAS, "noCache": 1}, "noCache"),
+        ({"ideas": IDEAS, "industry": "space"}, "no industry profile 'space'"),
+        ({"ideas": IDEAS, "extra": 1}, "extra: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_requests_are_422_naming_the_field(service: httpx.Client, body: dict[str, object], expected: str) -> None:
+    answer = service.post("/critic/evaluate", json=body, headers=AUTH)
+    assert answer.status_code == 422, answer.text
+    assert expected in answer.json()["error"]
+    assert str(Path.cwd()) not in answer.text
