@@ -8,13 +8,13 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from cli import doctor, research, serve
+from cli import doctor, research, route, serve
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
 from core.validation import printable
 
-COMMANDS = (research, doctor, serve)
+COMMANDS = (research, route, doctor, serve)
 
 
 class MagiParser(argparse.ArgumentParser):
