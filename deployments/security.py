@@ -99,6 +99,16 @@ class GuardConfig:
         self.max_body_bytes = ServeSettings.of(settings).max_body_bytes
 
 
+def app_path(scope: Scope) -> str:
+    """The request path inside the app: an app under a route prefix (``/router``) gets paths that
+    still start with it (ASGI ``root_path``), so ``/router/healthz`` is the app's ``/healthz``."""
+    path = str(scope.get("path") or "")
+    root = str(scope.get("root_path") or "").rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
+
+
 class HttpGuard:
     """ASGI middleware: API keys, then the body cap, before the app sees a request."""
 
@@ -111,7 +121,7 @@ class HttpGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if scope.get("path") not in OPEN_PATHS and not self.config.keys.allows(headers.get(b"authorization")):
+        if app_path(scope) not in OPEN_PATHS and not self.config.keys.allows(headers.get(b"authorization")):
             await _answer(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
             return
         cap = self.config.max_body_bytes
@@ -182,6 +192,7 @@ __all__ = [
     "GuardConfig",
     "HttpGuard",
     "KeyCheck",
+    "app_path",
     "exposed_without_keys",
     "guard",
 ]

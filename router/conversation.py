@@ -32,10 +32,15 @@ def check_query(query: object, max_chars: int) -> str:
     return clean_text(query, "query", max_chars=max_chars, example="ask about Engineer Cafe, e.g. 営業時間は？")
 
 
+CONTEXT_ENTRIES = 6
+
+
 @dataclass(frozen=True)
 class TurnOutcome:
     result: RouteResult
     answer: str | None  # set when the router can answer truthfully itself (memory, time)
+    query: str = ""
+    context: tuple[HistoryEntry, ...] = ()  # the latest entries before this turn (an LLM's context)
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class Turn:
                     ),
                     self.policy,
                 )
-        return TurnOutcome(result, reply)
+        return TurnOutcome(result, reply, self.query, tuple(earlier[-CONTEXT_ENTRIES:]))
 
 
 @dataclass(frozen=True)
@@ -103,4 +108,4 @@ class Reply:
         )
 
 
-__all__ = ["Reply", "Turn", "TurnOutcome", "check_query", "shared_router"]
+__all__ = ["CONTEXT_ENTRIES", "Reply", "Turn", "TurnOutcome", "check_query", "shared_router"]

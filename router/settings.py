@@ -27,5 +27,7 @@ class RouterSettings(Section):
         300.0, gt=0, description="A session actor with no message for this long releases itself (state is stored)."
     )
 
+    replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")
+
 
 __all__ = ["RouterSettings"]
