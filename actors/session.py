@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -53,9 +54,9 @@ class SessionActor:
         """Apply ``change`` to the session (created on first use) and store it before answering."""
         async with self._lock:
             self._touch()
-            value, state = await asyncio.to_thread(
-                update_session, self._repo, self.session_id, owner, change, self._policy, cached=self._cached
-            )
+            # Written before answering, on the actor's own loop: it serves this one session, whose next
+            # change waits for the lock anyway, and a thread hop would cost more than the write.
+            value, state = update_session(self._repo, self.session_id, owner, change, self._policy, cached=self._cached)
             self._cached = state
             self._touch()
             return value
@@ -104,6 +105,30 @@ def _actor_gone(exc: BaseException) -> bool:
     return isinstance(exc, ActorDiedError | ActorUnavailableError | RayActorError)
 
 
+class SessionHandles:
+    """Handles of session actors this process has used, newest last, at most ``size``: finding a named
+    actor costs a round trip to Ray's control store, calling a known one does not."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._handles: OrderedDict[str, Handle[SessionActor]] = OrderedDict()
+
+    def get(self, session_id: str) -> Handle[SessionActor] | None:
+        found = self._handles.get(session_id)
+        if found is not None:
+            self._handles.move_to_end(session_id)
+        return found
+
+    def put(self, session_id: str, handle: Handle[SessionActor]) -> None:
+        self._handles[session_id] = handle
+        self._handles.move_to_end(session_id)
+        while len(self._handles) > self.size:
+            self._handles.popitem(last=False)
+
+    def drop(self, session_id: str) -> None:
+        self._handles.pop(session_id, None)
+
+
 async def session_call(
     runtime: Runtime,
     settings: Settings,
@@ -111,19 +136,26 @@ async def session_call(
     policy: SessionPolicy,
     idle_s: float,
     call: Callable[[Handle[SessionActor]], Any],
+    handles: SessionHandles | None = None,
 ) -> Any:
     """``await call(handle)`` on the session's actor, asking again (a new actor, read from the store)
-    when the one found was killed or released itself meanwhile."""
+    when the one found was killed or released itself meanwhile. ``handles`` caches the lookups."""
     for attempt in range(RETRIES):
-        handle = await session_actor(runtime, settings, session_id, policy, idle_s)
+        handle = handles.get(session_id) if handles is not None else None
+        if handle is None:
+            handle = await session_actor(runtime, settings, session_id, policy, idle_s)
+            if handles is not None:
+                handles.put(session_id, handle)
         try:
             return await call(handle)
         except Exception as exc:
             if not _actor_gone(exc) or attempt == RETRIES - 1:
                 raise
+            if handles is not None:
+                handles.drop(session_id)
             log.info("session %s: its actor went away (%s); asking a new one", session_id, type(exc).__name__)
-            await asyncio.sleep(RETRY_DELAY_S * (attempt + 1))
+            await asyncio.sleep(RETRY_DELAY_S * attempt)
     raise AssertionError("unreachable")
 
 
-__all__ = ["RETRIES", "RETRY_DELAY_S", "SessionActor", "session_actor", "session_call"]
+__all__ = ["RETRIES", "RETRY_DELAY_S", "SessionActor", "SessionHandles", "session_actor", "session_call"]

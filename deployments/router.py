@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
+from actors.session import SessionActor, SessionHandles, session_call
 from core.errors import InputError, MagiError, first_line
 from core.settings import Settings, load_settings
 from core.validation import printable
@@ -105,6 +106,7 @@ class RouterService:
         self._policy = session_policy(settings)
         self._keys = bool(settings.api_keys)
         self._runtime = RayRuntime()
+        self._handles = SessionHandles()
         self._repo = SessionRepository(open_store(settings))
         shared_router(self._section.confidence_threshold).route("warm up")  # rules and tokenizer loaded now
 
@@ -130,8 +132,6 @@ class RouterService:
             )
 
     async def _turn(self, session_id: str, owner: str, turn: Turn | Reply) -> Any:
-        from actors.session import SessionActor, session_call
-
         return await session_call(
             self._runtime,
             self._settings,
@@ -139,6 +139,7 @@ class RouterService:
             self._policy,
             self._section.session_idle_s,
             lambda handle: handle.call(SessionActor.update, owner, turn),
+            self._handles,
         )
 
     async def _routed(self, body: RouteBody, request: Request, answer: bool) -> TurnOutcome | JSONResponse:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from core.models import CamelModel
 
@@ -24,6 +25,10 @@ Role = Literal["user", "assistant", "system"]
 
 
 class HistoryEntry(CamelModel):
+    """One message of the conversation; frozen, so states can share entries safely."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
     role: Role
     text: str
     language: str | None = None

@@ -8,6 +8,7 @@ never overwrite each other's turn: the loser reloads and applies its change agai
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -102,7 +103,14 @@ def current_state(
         fresh = SessionState.new(session_id, owner, now)
         fresh.revision = stored.revision
         return fresh
-    return stored.model_copy(deep=True)
+    # History entries are frozen, so the copy shares them; only the containers a change may edit are new.
+    return stored.model_copy(
+        update={
+            "history": list(stored.history),
+            "attributes": copy.deepcopy(stored.attributes),
+            "generated_files": list(stored.generated_files),
+        }
+    )
 
 
 def update_session(
