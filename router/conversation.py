@@ -89,7 +89,8 @@ class Turn:
                     ),
                     self.policy,
                 )
-        return TurnOutcome(result, reply, self.query, tuple(earlier[-CONTEXT_ENTRIES:]))
+        context = tuple(earlier[-CONTEXT_ENTRIES:]) if self.answer else ()  # only /ask needs it (an LLM's context)
+        return TurnOutcome(result, reply, self.query, context)
 
 
 @dataclass(frozen=True)
