@@ -14,7 +14,7 @@ from core import __version__
 from core.errors import MagiError, first_line
 from core.validation import printable
 
-COMMANDS = (research, route, doctor, serve)
+COMMANDS = (research, doctor, serve, route)
 
 
 class MagiParser(argparse.ArgumentParser):
