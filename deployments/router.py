@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
@@ -154,18 +154,18 @@ class RouterService:
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
-            return TurnOutcome(shared_router(self._section.confidence_threshold).route(query), None, query)
+            return TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
 
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
     @api.post("/route")
-    async def route(self, body: RouteBody, request: Request) -> JSONResponse:
+    async def route(self, body: RouteBody, request: Request) -> Response:
         outcome = await self._routed(body, request, answer=False)
         if isinstance(outcome, JSONResponse):
             return outcome
-        return JSONResponse(outcome.result.model_dump(mode="json", by_alias=True))
+        return Response(outcome.result_json, media_type="application/json")
 
     @api.post("/ask")
     async def ask(self, body: RouteBody, request: Request) -> JSONResponse:

@@ -37,10 +37,23 @@ CONTEXT_ENTRIES = 6
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    result: RouteResult
+    """What a turn returns across the actor boundary: the RouteResult as its JSON (cheap to ship and
+    to answer with over HTTP), the router's own answer, and the context an LLM would need."""
+
+    result_json: str
     answer: str | None  # set when the router can answer truthfully itself (memory, time)
     query: str = ""
     context: tuple[HistoryEntry, ...] = ()  # the latest entries before this turn (an LLM's context)
+
+    @classmethod
+    def of(
+        cls, result: RouteResult, answer: str | None, query: str, context: tuple[HistoryEntry, ...] = ()
+    ) -> TurnOutcome:
+        return cls(result.model_dump_json(by_alias=True), answer, query, context)
+
+    @property
+    def result(self) -> RouteResult:
+        return RouteResult.model_validate_json(self.result_json)
 
 
 @dataclass(frozen=True)
@@ -90,7 +103,7 @@ class Turn:
                     self.policy,
                 )
         context = tuple(earlier[-CONTEXT_ENTRIES:]) if self.answer else ()  # only /ask needs it (an LLM's context)
-        return TurnOutcome(result, reply, self.query, context)
+        return TurnOutcome.of(result, reply, self.query, context)
 
 
 @dataclass(frozen=True)
