@@ -6,7 +6,8 @@
    sessions in actors written through the store) and an ``echo`` app (FastAPI, returns the body it
    gets: the floor any Serve app pays) are driven by async httpx at concurrency 1, 16 and 64, each
    level bounded by a request count and a time limit. Queries come from the evaluation set, spread
-   over ``--sessions`` sessions (each one actor).
+   over ``--sessions`` sessions (each one actor). A third app routes the same queries without
+   sessions (``stateless_router``): the share of the cost that is the session actor.
 
 Prints JSON: per level and app, requests, errors, throughput (req/s), p50/p99 (ms), and the ratio
 router p50 / echo p50 (target <= 1.5), plus the total errors (target 0 in 10,000 router requests).
@@ -28,7 +29,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request  # module level: FastAPI resolves the handler's annotations here
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 SET_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "router"
 LEVELS = (1, 16, 64)
@@ -92,6 +93,31 @@ def echo_app() -> Any:
     return Echo.bind()  # type: ignore[attr-defined]
 
 
+def stateless_app() -> Any:
+    """The same routing in a Serve app without sessions: how much of the router's cost is the session actor."""
+    from ray import serve
+
+    from deployments.router import RouteBody
+    from router.conversation import shared_router
+
+    api = FastAPI()
+
+    async def route(request: Request) -> Response:
+        body = RouteBody.model_validate(await request.json())
+        return Response(
+            shared_router(0.5).route(body.query).model_dump_json(by_alias=True), media_type="application/json"
+        )
+
+    api.add_api_route("/route", route, methods=["POST"])
+
+    @serve.deployment(name="Stateless", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256)
+    @serve.ingress(api)
+    class Stateless:
+        pass
+
+    return Stateless.bind()  # type: ignore[attr-defined]
+
+
 async def drive(
     url: str, queries: list[str], sessions: int, concurrency: int, count: int, limit_s: float, tag: str
 ) -> dict[str, Any]:
@@ -150,20 +176,27 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(build_app(load_settings(overrides={"data_dir": data_dir})), name="router", route_prefix="/router")
         serve.run(echo_app(), name="echo", route_prefix="/echo")
+        serve.run(stateless_app(), name="stateless", route_prefix="/stateless")
         base = f"http://127.0.0.1:{port}"
         # warm both apps (and the session actors) before measuring
         await drive(f"{base}/router/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "r")
         await drive(f"{base}/echo/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "e")
+        await drive(f"{base}/stateless/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "s")
         levels = []
         for concurrency, count in zip(LEVELS, counts, strict=True):
             echo = await drive(f"{base}/echo/route", queries, args.sessions, concurrency, count, args.limit_s, "e")
             router = await drive(f"{base}/router/route", queries, args.sessions, concurrency, count, args.limit_s, "r")
+            stateless = await drive(
+                f"{base}/stateless/route", queries, args.sessions, concurrency, count, args.limit_s, "s"
+            )
             levels.append(
                 {
                     "concurrency": concurrency,
                     "router": router,
                     "echo": echo,
+                    "stateless_router": stateless,
                     "p50_ratio_router_over_echo": round(router["p50_ms"] / echo["p50_ms"], 3),
+                    "p50_ratio_stateless_over_echo": round(stateless["p50_ms"] / echo["p50_ms"], 3),
                 }
             )
         return {
