@@ -157,3 +157,9 @@ def test_unknown_agent_in_mapping_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"agents.yaml.*RememberAgent"):
         load_rules(folder)
+
+
+def test_context_inheritance_is_logged_as_the_spec_says(router: Router, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="router.route"):
+        router.route("平日も同じですか？", previous_request_type="hours")
+    assert "[RouterAgent] Context inheritance: 平日も同じですか？ -> hours" in caplog.text
