@@ -9,7 +9,20 @@ from typing import ParamSpec, TypeVar
 
 import pytest
 
-PACKAGES = ("core", "scrapers", "nlp", "actors", "research", "critic", "deployments", "jobs", "cli")
+PACKAGES = (
+    "core",
+    "scrapers",
+    "nlp",
+    "actors",
+    "research",
+    "deployments",
+    "jobs",
+    "cli",
+    "magi",
+    "critic",
+    "router",
+    "sessions",
+)
 
 
 def public_modules() -> list[str]:
