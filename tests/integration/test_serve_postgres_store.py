@@ -45,15 +45,13 @@ def test_serve_keeps_runs_and_events_in_the_database_named_by_magi_store_url(
     try:
         with httpx.Client(base_url=base, timeout=10) as client:
             deadline = time.monotonic() + 180
-            while True:  # Ray, Serve and then the app start in the subprocess: wait for the app's own route
+            # Ray, Serve and then every app of serve.yaml start in the subprocess; `magi serve` prints
+            # its "serving ..." line once all of them are up.
+            while "serving " not in (tmp_path / "serve.log").read_text():
                 assert server.poll() is None, (tmp_path / "serve.log").read_text()
-                try:
-                    if client.get("/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
                 assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
                 time.sleep(1)
+            assert client.get("/healthz").status_code == 200
             accepted = client.post("/research", json={"topic": TOPIC, "agents": 1, "iterations": 1})
             assert accepted.status_code == 202, accepted.text
             run_id = accepted.json()["runId"]
