@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from cli import council, critic, doctor, research, serve
+from cli import council, critic, doctor, research, route, serve
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
 from core.validation import printable
 
-COMMANDS = (research, doctor, serve, council, critic)
+COMMANDS = (research, doctor, serve, council, critic, route)
 
 
 class MagiParser(argparse.ArgumentParser):

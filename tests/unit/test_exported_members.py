@@ -9,7 +9,19 @@ from typing import ParamSpec, TypeVar
 
 import pytest
 
-PACKAGES = ("core", "scrapers", "nlp", "actors", "research", "critic", "deployments", "jobs", "cli")
+PACKAGES = (
+    "core",
+    "scrapers",
+    "nlp",
+    "actors",
+    "research",
+    "critic",
+    "deployments",
+    "jobs",
+    "cli",
+    "router",
+    "sessions",
+)
 
 
 def public_modules() -> list[str]:

@@ -1,0 +1,228 @@
+"""Load on the ``router`` Serve app over loopback, beside a trivial echo app, in the same run.
+
+1. In process: every query of the evaluation set routed ``--inprocess-rounds`` times by the pure
+   router: p50/p99 per query (target p99 <= 1 ms).
+2. Over HTTP on 127.0.0.1 (one local Ray, one Serve): the ``router`` app (``POST /router/route``,
+   sessions in actors written through the store) and an ``echo`` app (FastAPI, returns the body it
+   gets: the floor any Serve app pays) are driven by async httpx at concurrency 1, 16 and 64, each
+   level bounded by a request count and a time limit. Queries come from the evaluation set, spread
+   over ``--sessions`` sessions (each one actor). A third app routes the same queries without
+   sessions (``stateless_router``): the share of the cost that is the session actor.
+
+Prints JSON: per level and app, requests, errors, throughput (req/s), p50/p99 (ms), and the ratio
+router p50 / echo p50 (target <= 1.5), plus the total errors (target 0 in 10,000 router requests).
+Usage: .venv/bin/python benchmarks/router_load.py [--requests 1000,4000,5000] [--sessions 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import FastAPI, Request  # module level: FastAPI resolves the handler's annotations here
+from fastapi.responses import JSONResponse, Response
+
+SET_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "router"
+LEVELS = (1, 16, 64)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _queries() -> list[str]:
+    return [json.loads(line)["query"] for path in sorted(SET_DIR.glob("*.jsonl")) for line in path.open()]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def in_process(queries: list[str], rounds: int) -> dict[str, Any]:
+    from router.route import Router
+
+    router = Router()
+    for q in queries:  # warm: rules, tokenizer, caches
+        router.route(q, "hours")
+    times = []
+    for _ in range(rounds):
+        for q in queries:
+            start = time.perf_counter()
+            router.route(q, "hours")
+            times.append((time.perf_counter() - start) * 1000)
+    return {
+        "routes": len(times),
+        "p50_ms": round(_percentile(times, 0.5), 4),
+        "p99_ms": round(_percentile(times, 0.99), 4),
+        "max_ms": round(max(times), 4),
+        "mean_ms": round(statistics.fmean(times), 4),
+    }
+
+
+def echo_app() -> Any:
+    """A FastAPI app on Serve that validates the same body and returns it: Serve's own cost."""
+    from ray import serve
+
+    from deployments.router import RouteBody
+
+    api = FastAPI()
+
+    async def echo(request: Request) -> JSONResponse:
+        body = RouteBody.model_validate(await request.json())
+        return JSONResponse(body.model_dump(by_alias=True))
+
+    api.add_api_route("/route", echo, methods=["POST"])
+
+    @serve.deployment(name="Echo", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256)
+    @serve.ingress(api)
+    class Echo:
+        pass
+
+    return Echo.bind()  # type: ignore[attr-defined]
+
+
+def stateless_app() -> Any:
+    """The same routing in a Serve app without sessions: how much of the router's cost is the session actor."""
+    from ray import serve
+
+    from deployments.router import RouteBody
+    from router.conversation import shared_router
+
+    api = FastAPI()
+
+    async def route(request: Request) -> Response:
+        body = RouteBody.model_validate(await request.json())
+        return Response(
+            shared_router(0.5).route(body.query).model_dump_json(by_alias=True), media_type="application/json"
+        )
+
+    api.add_api_route("/route", route, methods=["POST"])
+
+    @serve.deployment(name="Stateless", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256)
+    @serve.ingress(api)
+    class Stateless:
+        pass
+
+    return Stateless.bind()  # type: ignore[attr-defined]
+
+
+async def drive(
+    url: str, queries: list[str], sessions: int, concurrency: int, count: int, limit_s: float, tag: str
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    issued = 0
+    deadline = time.monotonic() + limit_s
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+
+        async def worker(wid: int) -> None:
+            nonlocal issued
+            while issued < count and time.monotonic() < deadline:
+                i = issued
+                issued += 1
+                body = {"query": queries[i % len(queries)], "sessionId": f"{tag}-{(wid + i) % sessions}"}
+                start = time.perf_counter()
+                try:
+                    response = await client.post(url, json=body)
+                    if response.status_code != 200:
+                        errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
+                        continue
+                except httpx.HTTPError as exc:
+                    errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+                    continue
+                latencies.append((time.perf_counter() - start) * 1000)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return {
+        "requests": issued,
+        "ok": len(latencies),
+        "errors": sum(errors.values()),
+        "errorKinds": errors,
+        "seconds": round(elapsed, 3),
+        "throughput_rps": round(len(latencies) / elapsed, 1) if elapsed else None,
+        "p50_ms": round(_percentile(latencies, 0.5), 3),
+        "p99_ms": round(_percentile(latencies, 0.99), 3),
+    }
+
+
+async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
+    import ray
+    from ray import serve
+
+    from core.settings import load_settings
+    from deployments.router import build_app
+
+    counts = [int(c) for c in args.requests.split(",")]
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    port = _free_port()
+    data_dir = Path(tempfile.mkdtemp(prefix="router-load-"))
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        serve.run(build_app(load_settings(overrides={"data_dir": data_dir})), name="router", route_prefix="/router")
+        serve.run(echo_app(), name="echo", route_prefix="/echo")
+        serve.run(stateless_app(), name="stateless", route_prefix="/stateless")
+        base = f"http://127.0.0.1:{port}"
+        # warm both apps (and the session actors) before measuring
+        await drive(f"{base}/router/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "r")
+        await drive(f"{base}/echo/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "e")
+        await drive(f"{base}/stateless/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "s")
+        levels = []
+        for concurrency, count in zip(LEVELS, counts, strict=True):
+            echo = await drive(f"{base}/echo/route", queries, args.sessions, concurrency, count, args.limit_s, "e")
+            router = await drive(f"{base}/router/route", queries, args.sessions, concurrency, count, args.limit_s, "r")
+            stateless = await drive(
+                f"{base}/stateless/route", queries, args.sessions, concurrency, count, args.limit_s, "s"
+            )
+            levels.append(
+                {
+                    "concurrency": concurrency,
+                    "router": router,
+                    "echo": echo,
+                    "stateless_router": stateless,
+                    "p50_ratio_router_over_echo": round(router["p50_ms"] / echo["p50_ms"], 3),
+                    "p50_ratio_stateless_over_echo": round(stateless["p50_ms"] / echo["p50_ms"], 3),
+                }
+            )
+        return {
+            "levels": levels,
+            "router_requests": sum(level["router"]["requests"] for level in levels),
+            "router_errors": sum(level["router"]["errors"] for level in levels),
+            "echo_errors": sum(level["echo"]["errors"] for level in levels),
+        }
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", default="1000,4000,5000", help="requests per level (concurrency 1,16,64)")
+    parser.add_argument("--sessions", type=int, default=8, help="sessions (actors) the requests are spread over")
+    parser.add_argument("--limit-s", type=float, default=120.0, help="time limit of one level and app")
+    parser.add_argument("--inprocess-rounds", type=int, default=20)
+    args = parser.parse_args(argv)
+    queries = _queries()
+    report: dict[str, Any] = {"queries": len(queries), "in_process": in_process(queries, args.inprocess_rounds)}
+    report["http"] = asyncio.run(over_http(args, queries))
+    sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

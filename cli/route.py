@@ -1,0 +1,128 @@
+"""``magi route "QUERY" [--session ID]`` and ``magi route --batch FILE.jsonl``: the Engineer Cafe router.
+
+Runs without Ray: the pure router, and the store directly for sessions (the same rows the Serve
+app's session actors read and write). A batch file holds lines of ``{"query", "sessionId"}``,
+routed in order so follow-ups inherit their session's context; each gives one RouteResult JSON line
+(the spec's camelCase keys). Bad input (a malformed line, a bad session id, a query too long) is
+reported with its file and line before anything is routed, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli.common import emit, settings_from
+
+if TYPE_CHECKING:
+    from router.models import RouteRequest
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "route",
+        parents=[shared],
+        help="route an Engineer Cafe query to the agent that should answer it",
+        description="Route QUERY (or every line of --batch FILE) and print the RouteResult.",
+    )
+    parser.add_argument("query", nargs="?", help="the visitor's question, in Japanese or English")
+    parser.add_argument("--session", metavar="ID", help="session id: follow-ups inherit its context (stored)")
+    parser.add_argument("--batch", metavar="FILE", type=Path, help='JSON Lines of {"query", "sessionId"}')
+    parser.add_argument("--threshold", type=float, metavar="X", help="confidence below which the router abstains")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.errors import InputError
+    from core.store import open_store
+    from router.conversation import Turn, check_query, shared_router
+    from router.options import RouterOptions, apply_options, session_policy
+    from router.settings import RouterSettings
+    from sessions.ids import LOCAL_OWNER, validate_session_id
+    from sessions.store import SessionRepository, update_session
+
+    if (args.query is None) == (args.batch is None):
+        raise InputError('give either a QUERY or --batch FILE (e.g. magi route "営業時間は？")')
+    settings = apply_options(
+        settings_from(args), RouterOptions(confidence_threshold=args.threshold), origin="command-line option"
+    )
+    section = RouterSettings.of(settings)
+    policy = session_policy(settings)
+
+    if args.batch is not None:
+        requests = _read_batch(args.batch, section.max_query_chars)
+        repo = SessionRepository(open_store(settings))
+        for request in requests:
+            turn = Turn(request.query, section.confidence_threshold, policy)
+            outcome, _ = update_session(repo, request.session_id, LOCAL_OWNER, turn, policy)
+            sys.stdout.write(outcome.result.model_dump_json(by_alias=True) + "\n")
+        return 0
+
+    query = check_query(args.query, section.max_query_chars)
+    if args.session is not None:
+        session_id = validate_session_id(args.session, "--session")
+        repo = SessionRepository(open_store(settings))
+        outcome, _ = update_session(
+            repo, session_id, LOCAL_OWNER, Turn(query, section.confidence_threshold, policy), policy
+        )
+        result = outcome.result
+    else:
+        result = shared_router(section.confidence_threshold).route(query)
+    body = result.model_dump(mode="json", by_alias=True)
+    emit(
+        settings,
+        body,
+        "\n".join(
+            [
+                f"# Route: {query}",
+                "",
+                f"- agent: {result.agent}",
+                f"- category: {result.category}",
+                f"- requestType: {result.request_type}",
+                f"- language: {result.language}",
+                f"- confidence: {result.confidence}",
+                f"- reason: {result.debug_info.classification.reason}",
+            ]
+        ),
+    )
+    return 0
+
+
+def _read_batch(path: Path, max_chars: int) -> list[RouteRequest]:
+    from core.errors import InputError
+    from router.conversation import check_query
+    from router.models import RouteRequest
+    from sessions.ids import validate_session_id
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read batch file {path}: {exc}; give a UTF-8 JSON Lines file") from exc
+    requests = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f'{where}: not JSON ({exc.msg}); each line is {{"query": ..., "sessionId": ...}}') from exc
+        if not isinstance(raw, dict) or set(raw) - {"query", "sessionId"} or "query" not in raw:
+            raise InputError(f'{where}: expected an object with "query" and "sessionId" (nothing else)')
+        if "sessionId" not in raw:
+            raise InputError(f"{where}: sessionId is missing")
+        requests.append(
+            RouteRequest(
+                query=check_query(raw["query"], max_chars),
+                session_id=validate_session_id(raw["sessionId"], f"{where}: sessionId"),
+            )
+        )
+    if not requests:
+        raise InputError(f"batch file {path} has no lines to route")
+    return requests
+
+
+__all__ = ["register", "run"]

@@ -1,0 +1,73 @@
+"""The router's boundary models: the spec's RouteResult and its debug info, camelCase in JSON."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from core.models import CamelModel
+
+Language = Literal["ja", "en"]
+AgentName = Literal[
+    "BusinessInfoAgent",
+    "FacilityAgent",
+    "EventAgent",
+    "MemoryAgent",
+    "GeneralKnowledgeAgent",
+    "ClarificationAgent",
+    "TimeAgent",
+]
+AGENT_NAMES: tuple[str, ...] = AgentName.__args__  # type: ignore[attr-defined]
+
+
+class LanguageDetection(CamelModel):
+    detected_language: Language
+    confidence: float = Field(ge=0, le=1)
+    is_mixed: bool
+    failed: bool = False
+
+
+class Classification(CamelModel):
+    """Why the router chose what it chose: the rule that decided and the evidence it saw."""
+
+    reason: str
+    matched: list[str] = Field(default_factory=list)
+    subject: str | None = None
+    inherited: bool = False
+    fuzzy: bool = False
+    abstained: bool = False
+    memory_score: float = 0.0
+
+
+class DebugInfo(CamelModel):
+    language_detection: LanguageDetection
+    classification: Classification
+
+
+class RouteResult(CamelModel):
+    agent: AgentName
+    category: str
+    request_type: str | None
+    language: Language
+    confidence: float = Field(ge=0, le=1)
+    debug_info: DebugInfo
+
+
+class RouteRequest(CamelModel):
+    """One line of ``magi route --batch`` and the body of ``POST /router/route``."""
+
+    query: str
+    session_id: str
+
+
+__all__ = [
+    "AGENT_NAMES",
+    "AgentName",
+    "Classification",
+    "DebugInfo",
+    "Language",
+    "LanguageDetection",
+    "RouteRequest",
+    "RouteResult",
+]

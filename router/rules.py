@@ -1,0 +1,279 @@
+"""The router's policy files (``data/router/*.yaml``), validated at load with file/line errors.
+
+Every keyword is compiled into a :class:`~router.text.Term` and every pattern into a regular
+expression while the file is validated, so a keyword with no words or a broken pattern is reported
+with its file, line and key, not at the first query that reaches it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from core.policy import PolicyModel, load_policy
+from core.resources import data_path
+from router.models import AGENT_NAMES
+from router.text import Term, TermSet, term
+
+Kind = Literal["aspect", "thing", "place"]
+REQUEST_TYPES = ("wifi", "hours", "price", "location", "facility", "basement", "meeting-room", "event")
+
+
+def _terms(words: list[str]) -> TermSet:
+    out: list[Term] = []
+    for word in words:
+        try:
+            out.append(term(word))
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+    return TermSet(out)
+
+
+def _regexes(patterns: list[str]) -> tuple[re.Pattern[str], ...]:
+    out = []
+    for pattern in patterns:
+        try:
+            out.append(re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(f"pattern {pattern!r} is not a valid regular expression ({exc})") from None
+    return tuple(out)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class RequestTypeRule(_Strict):
+    kind: Kind
+    questions: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(min_length=1)
+    patterns: list[str] = Field(default_factory=list)
+    qualifiers: list[str] = Field(default_factory=list)
+
+    @field_validator("questions", "keywords", "qualifiers")
+    @classmethod
+    def _compile(cls, words: list[str]) -> list[str]:
+        _terms(words)
+        return words
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        _regexes(patterns)
+        return patterns
+
+
+class RequestTypesPolicy(PolicyModel):
+    policy_name: ClassVar[str] = "router request types"
+    request_types: dict[str, RequestTypeRule]
+
+    @field_validator("request_types")
+    @classmethod
+    def _known(cls, types: dict[str, RequestTypeRule]) -> dict[str, RequestTypeRule]:
+        unknown = sorted(set(types) - set(REQUEST_TYPES))
+        if unknown:
+            raise ValueError(f"unknown request type(s) {unknown}; the spec's are {list(REQUEST_TYPES)}")
+        return types
+
+
+class CategoriesPolicy(PolicyModel):
+    policy_name: ClassVar[str] = "router categories"
+    events: list[str] = Field(min_length=1)
+    calendar: list[str] = Field(min_length=1)
+    saino: list[str] = Field(min_length=1)
+    engineer_cafe: list[str] = Field(min_length=1)
+    generic_cafe: list[str] = Field(min_length=1)
+    cafe_items: list[str] = Field(default_factory=list)
+    current_time: list[str] = Field(min_length=1)
+
+    @field_validator("events", "calendar", "saino", "engineer_cafe", "generic_cafe", "cafe_items")
+    @classmethod
+    def _compile(cls, words: list[str]) -> list[str]:
+        _terms(words)
+        return words
+
+    @field_validator("current_time")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        _regexes(patterns)
+        return patterns
+
+
+class MemoryCue(_Strict):
+    weight: float = Field(gt=0, le=10)
+    words: list[str] = Field(min_length=1)
+
+    @field_validator("words")
+    @classmethod
+    def _compile(cls, words: list[str]) -> list[str]:
+        _terms(words)
+        return words
+
+
+class MemoryPolicy(PolicyModel):
+    policy_name: ClassVar[str] = "router memory cues"
+    threshold: float = Field(gt=0, le=10)
+    cues: list[MemoryCue] = Field(min_length=1)
+    exclusions: list[list[str]] = Field(default_factory=list)
+
+    @field_validator("exclusions")
+    @classmethod
+    def _compile(cls, groups: list[list[str]]) -> list[list[str]]:
+        for words in groups:
+            _terms(words)
+        return groups
+
+
+class FollowupPolicy(PolicyModel):
+    policy_name: ClassVar[str] = "router follow-up patterns"
+    patterns: list[str] = Field(min_length=1)
+    # Words an elliptical follow-up may carry besides the pattern (days, people, pronouns); a query
+    # with another content word starts a new topic (「明日の天気は？」 is not about opening hours).
+    context_words: list[str] = Field(default_factory=list)
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        _regexes(patterns)
+        return patterns
+
+    @field_validator("context_words")
+    @classmethod
+    def _compile(cls, words: list[str]) -> list[str]:
+        _terms(words)
+        return words
+
+
+class AgentsPolicy(PolicyModel):
+    policy_name: ClassVar[str] = "router agent mapping"
+    agents: list[str] = Field(min_length=1)
+    fallback: str
+    categories: dict[str, str]
+    request_types: dict[str, str] = Field(default_factory=dict)
+    abstain_domain: str
+    abstain_general: str
+
+    @model_validator(mode="after")
+    def _agents_known(self) -> AgentsPolicy:
+        unknown = sorted(set(self.agents) - set(AGENT_NAMES))
+        if unknown:
+            raise ValueError(f"unknown agent(s) {unknown} in agents; the router knows {list(AGENT_NAMES)}")
+        named = [self.fallback, self.abstain_domain, self.abstain_general]
+        named += list(self.categories.values()) + list(self.request_types.values())
+        missing = sorted({a for a in named if a not in self.agents})
+        if missing:
+            raise ValueError(f"agent(s) {missing} are used but not listed under agents")
+        bad_types = sorted(set(self.request_types) - set(REQUEST_TYPES))
+        if bad_types:
+            raise ValueError(f"unknown request type(s) {bad_types} under request_types")
+        return self
+
+
+@dataclass(frozen=True)
+class TypeRule:
+    """A request type ready to match: its terms by rank, and its patterns."""
+
+    name: str
+    kind: Kind
+    questions: TermSet
+    keywords: TermSet
+    patterns: tuple[re.Pattern[str], ...]
+    qualifiers: TermSet
+
+
+@dataclass(frozen=True)
+class RouterRules:
+    """Every policy file of the router, compiled."""
+
+    types: tuple[TypeRule, ...]
+    events: TermSet
+    calendar: TermSet
+    saino: TermSet
+    engineer_cafe: TermSet
+    generic_cafe: TermSet
+    cafe_items: TermSet
+    current_time: tuple[re.Pattern[str], ...]
+    memory: MemoryPolicy
+    memory_cues: tuple[tuple[float, TermSet], ...]
+    memory_exclusions: TermSet
+    followups: tuple[re.Pattern[str], ...]
+    context_words: TermSet
+    agents: AgentsPolicy
+    topic_vocabulary: TermSet  # every word a rule knows, plus the follow-up vocabulary
+
+    def type_rule(self, name: str) -> TypeRule:
+        return next(r for r in self.types if r.name == name)
+
+
+def load_rules(folder: Path | None = None) -> RouterRules:
+    """Read and compile ``data/router`` (or ``folder``); a ConfigError names the file, line and key."""
+    root = folder or data_path("router")
+    types = load_policy(root / "request_types.yaml", RequestTypesPolicy)
+    cats = load_policy(root / "categories.yaml", CategoriesPolicy)
+    memory = load_policy(root / "memory.yaml", MemoryPolicy)
+    followups = load_policy(root / "followups.yaml", FollowupPolicy)
+    agents = load_policy(root / "agents.yaml", AgentsPolicy)
+    return RouterRules(
+        types=tuple(
+            TypeRule(
+                name,
+                rule.kind,
+                _terms(rule.questions),
+                _terms(rule.keywords),
+                _regexes(rule.patterns),
+                _terms(rule.qualifiers),
+            )
+            for name, rule in types.request_types.items()
+        ),
+        events=_terms(cats.events),
+        calendar=_terms(cats.calendar),
+        saino=_terms(cats.saino),
+        engineer_cafe=_terms(cats.engineer_cafe),
+        generic_cafe=_terms(cats.generic_cafe),
+        cafe_items=_terms(cats.cafe_items),
+        current_time=_regexes(cats.current_time),
+        memory=memory,
+        memory_cues=tuple((cue.weight, _terms(cue.words)) for cue in memory.cues),
+        memory_exclusions=TermSet(t for group in memory.exclusions for t in _terms(group)),
+        followups=_regexes(followups.patterns),
+        context_words=_terms(followups.context_words),
+        agents=agents,
+        topic_vocabulary=TermSet(
+            term(w)
+            for w in followups.context_words
+            + cats.saino
+            + cats.engineer_cafe
+            + cats.generic_cafe
+            + cats.events
+            + cats.calendar
+            + [w for rule in types.request_types.values() for w in rule.keywords + rule.questions]
+        ),
+    )
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> RouterRules:
+    """The bundled policy, loaded once per process."""
+    return load_rules()
+
+
+__all__ = [
+    "REQUEST_TYPES",
+    "AgentsPolicy",
+    "CategoriesPolicy",
+    "FollowupPolicy",
+    "Kind",
+    "MemoryCue",
+    "MemoryPolicy",
+    "RequestTypeRule",
+    "RequestTypesPolicy",
+    "RouterRules",
+    "TypeRule",
+    "default_rules",
+    "load_rules",
+]

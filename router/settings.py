@@ -1,0 +1,33 @@
+"""Settings section ``router:`` (thresholds and lifetimes of the Engineer Cafe router and its sessions)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from core.settings import Section
+
+
+class RouterSettings(Section):
+    name: ClassVar[str] = "router"
+
+    confidence_threshold: float = Field(
+        0.5, ge=0, le=1, description="Results below this confidence abstain (ClarificationAgent or GeneralKnowledge)."
+    )
+    max_query_chars: int = Field(500, ge=10, le=10_000, description="Longest query accepted (longer: 413/exit 2).")
+    session_ttl_s: float = Field(
+        86_400.0, gt=0, description="A session untouched this long is expired: it starts again empty."
+    )
+    previous_request_type_ttl_s: float = Field(
+        1_800.0, gt=0, description="A follow-up inherits the previous request type only if it is younger than this."
+    )
+    history_limit: int = Field(200, ge=1, le=10_000, description="History entries kept per session (oldest dropped).")
+    session_idle_s: float = Field(
+        300.0, gt=0, description="A session actor with no message for this long releases itself (state is stored)."
+    )
+
+    replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")
+
+
+__all__ = ["RouterSettings"]

@@ -1,0 +1,127 @@
+"""The ``router`` Serve app over real HTTP on 127.0.0.1: routes, follow-ups, answers, sessions bound to
+API keys, and strict input (422 naming the field, 413 for long queries)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from core.settings import load_settings
+
+KEY_A = "router-test-key-a"
+KEY_B = "router-test-key-b"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    from ray import serve
+
+    from deployments.router import APP_NAME, ROUTE_PREFIX, build_app
+
+    data_dir = tmp_path_factory.mktemp("router-serve")
+    settings = load_settings(
+        overrides={
+            "data_dir": data_dir,
+            "api_keys": [KEY_A, KEY_B],
+            "router": {"max_query_chars": 200},
+            "llm": {"provider": "python:router.scripted:answer"},
+        }
+    )
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}/router", timeout=60, headers={"Authorization": f"Bearer {KEY_A}"}
+        ) as http:
+            yield http
+    finally:
+        serve.shutdown()
+
+
+def test_route_and_follow_up(client: httpx.Client) -> None:
+    first = client.post("/route", json={"query": "Wi-Fiは何時まで使えますか", "sessionId": "http-1"})
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert (body["agent"], body["category"], body["requestType"], body["language"]) == (
+        "BusinessInfoAgent",
+        "facility-info",
+        "hours",
+        "ja",
+    )
+    assert body["debugInfo"]["classification"]["reason"]
+    follow = client.post("/route", json={"query": "日曜日は？", "sessionId": "http-1"}).json()
+    assert follow["requestType"] == "hours" and follow["debugInfo"]["classification"]["inherited"]
+    english = client.post("/route", json={"query": "what about Saturday?", "sessionId": "http-1"}).json()
+    assert english["requestType"] == "hours" and english["language"] == "en"
+
+
+def test_ask_answers_memory_time_and_general(client: httpx.Client) -> None:
+    session = {"sessionId": "http-ask"}
+    routed = client.post("/ask", json={"query": "料金はいくらですか？", **session}).json()
+    assert routed["answered"] is False and routed["answeredBy"] is None
+    assert "BusinessInfoAgent" in routed["answer"]  # says who would answer, invents no price
+    memory = client.post("/ask", json={"query": "さっき何を聞いたか覚えてる？", **session}).json()
+    assert memory["answered"] and memory["answeredBy"] == "MemoryAgent"
+    assert "料金はいくらですか？" in memory["answer"]
+    now = client.post("/ask", json={"query": "What time is it?", **session}).json()
+    assert now["answeredBy"] == "TimeAgent" and "Asia/Tokyo" in now["answer"]
+    general = client.post("/ask", json={"query": "機械学習とは何ですか", **session}).json()
+    assert general["answeredBy"] == "GeneralKnowledgeAgent" and "スクリプト応答" in general["answer"]
+    history = client.get("/sessions/http-ask").json()["history"]
+    assert [e["role"] for e in history] == ["user", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert history[-1]["agent"] == "GeneralKnowledgeAgent"
+
+
+def test_another_key_sees_nothing(client: httpx.Client) -> None:
+    assert client.post("/route", json={"query": "営業時間は？", "sessionId": "private-1"}).status_code == 200
+    other = {"Authorization": f"Bearer {KEY_B}"}
+    assert client.get("/sessions/private-1", headers=other).status_code == 404
+    assert client.get("/sessions/never-created").status_code == 404  # same answer as another's session
+    taken = client.post("/route", json={"query": "日曜日は？", "sessionId": "private-1"}, headers=other)
+    assert taken.status_code == 404
+    mine = client.get("/sessions/private-1").json()
+    assert [e["text"] for e in mine["history"]] == ["営業時間は？"] and "owner" not in mine
+    assert client.get("/sessions/private-1", headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": "営業時間は？"}, "sessionId"),
+        ({"sessionId": "ok"}, "query"),
+        ({"query": "営業時間は？", "sessionId": "has space"}, "sessionId"),
+        ({"query": "営業時間は？", "sessionId": "x" * 129}, "sessionId"),
+        ({"query": 42, "sessionId": "ok"}, "query"),
+        ({"query": "営業時間は？", "sessionId": "ok", "extra": 1}, "extra"),
+        ({"query": "\u0007\u0008", "sessionId": "ok"}, "query"),
+    ],
+)
+def test_bad_bodies_are_422_naming_the_field(client: httpx.Client, body: dict[str, object], field: str) -> None:
+    answer = client.post("/route", json=body)
+    assert answer.status_code == 422, answer.text
+    assert field in answer.json()["error"]
+
+
+def test_bad_ids_long_queries_and_broken_json(client: httpx.Client) -> None:
+    assert client.get("/sessions/bad%20id").status_code == 422
+    long = client.post("/route", json={"query": "あ" * 201, "sessionId": "ok"})
+    assert long.status_code == 413 and "200" in long.json()["error"]
+    broken = client.post("/route", content=b"{not json", headers={"content-type": "application/json"})
+    assert broken.status_code == 422
+
+
+def test_health_and_docs(client: httpx.Client) -> None:
+    base = str(client.base_url).rstrip("/")
+    assert httpx.get(f"{base}/healthz").status_code == 200  # open without a key
+    assert client.get("/openapi.json").json()["info"]["title"] == "MAGI Engineer Cafe router"
+    assert httpx.get(f"{base}/openapi.json").status_code == 401

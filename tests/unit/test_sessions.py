@@ -1,0 +1,115 @@
+"""Sessions on both store backends: persistence, owners, TTLs, optimistic writes, and the session
+actor's guarantees through the in-process runtime (the same class Ray runs)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from actors.session import SessionActor
+from core.errors import InputError
+from core.runtime import InProcessRuntime
+from core.settings import load_settings
+from core.store import Store
+from sessions.ids import SessionNotFoundError, owner_of, validate_session_id
+from sessions.models import HistoryEntry, SessionPolicy, SessionState
+from sessions.store import SessionRepository, read_session, update_session
+
+POLICY = SessionPolicy(ttl_s=3600, previous_ttl_s=60, history_limit=100)
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+def _say(text: str) -> Callable[[SessionState, datetime], int]:
+    def change(state: SessionState, now: datetime) -> int:
+        state.add(HistoryEntry(role="user", text=text, timestamp=now), POLICY)
+        return len(state.history)
+
+    return change
+
+
+def test_state_round_trips_through_the_store(store_url: str) -> None:
+    repo = SessionRepository(Store(store_url))
+
+    def change(state: SessionState, now: datetime) -> None:
+        state.add(
+            HistoryEntry(role="user", text="営業時間は？", language="ja", request_type="hours", timestamp=now), POLICY
+        )
+        state.remember_request_type("hours", now)
+        state.mode = "guide"
+        state.attributes["visits"] = 2
+        state.generated_files.append("artifacts/plan.md")
+
+    update_session(repo, "s-1", "", change, POLICY, now=lambda: T0)
+    loaded = SessionRepository(Store(store_url)).load("s-1")  # another process's view: a new Store
+    assert loaded is not None and loaded.revision == 1
+    assert loaded.history[0].text == "営業時間は？" and loaded.history[0].request_type == "hours"
+    assert (loaded.mode, loaded.attributes, loaded.generated_files) == ("guide", {"visits": 2}, ["artifacts/plan.md"])
+    assert loaded.previous_type(T0 + timedelta(seconds=30), POLICY) == "hours"
+    assert loaded.previous_type(T0 + timedelta(seconds=61), POLICY) is None  # too old for a follow-up
+
+
+def test_a_stale_writer_reloads_instead_of_overwriting(store_url: str) -> None:
+    repo = SessionRepository(Store(store_url))
+    update_session(repo, "s-2", "", _say("one"), POLICY)
+    stale = repo.load("s-2")
+    update_session(repo, "s-2", "", _say("two"), POLICY)  # another writer moves on
+    _, state = update_session(repo, "s-2", "", _say("three"), POLICY, cached=stale)  # starts from old state
+    assert [e.text for e in state.history] == ["one", "two", "three"]
+    assert repo.load("s-2") == state
+
+
+def test_another_owner_sees_nothing(store_url: str) -> None:
+    repo = SessionRepository(Store(store_url))
+    alice, bob = owner_of("key-alice"), owner_of("key-bob")
+    update_session(repo, "shared-name", alice, _say("secret"), POLICY)
+    with pytest.raises(SessionNotFoundError):
+        read_session(repo, "shared-name", bob, POLICY)
+    with pytest.raises(SessionNotFoundError):
+        update_session(repo, "shared-name", bob, _say("intrusion"), POLICY)
+    assert [e.text for e in read_session(repo, "shared-name", alice, POLICY).history] == ["secret"]
+    assert alice != bob and "key-alice" not in alice
+
+
+def test_an_expired_session_starts_again_empty(store_url: str) -> None:
+    repo = SessionRepository(Store(store_url))
+    update_session(repo, "old", "", _say("long ago"), POLICY, now=lambda: T0)
+    later = T0 + timedelta(seconds=POLICY.ttl_s + 1)
+    with pytest.raises(SessionNotFoundError):
+        read_session(repo, "old", "", POLICY, now=later)
+    count, state = update_session(repo, "old", "", _say("new day"), POLICY, now=lambda: later)
+    assert count == 1 and state.created_at == later and state.revision == 2
+
+
+def test_history_is_bounded() -> None:
+    state = SessionState.new("b", "", T0)
+    for i in range(5):
+        state.add(HistoryEntry(role="user", text=str(i), timestamp=T0), SessionPolicy(history_limit=3))
+    assert [e.text for e in state.history] == ["2", "3", "4"]
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "-lead", "x" * 129, "naïve", "a/b", "../etc", 12])
+def test_bad_session_ids_are_refused(bad: object) -> None:
+    with pytest.raises(InputError, match="session"):
+        validate_session_id(bad)
+
+
+def test_good_session_ids() -> None:
+    for good in ("session_abc123", "a", "A-1.b_2", "x" * 128):
+        assert validate_session_id(good) == good
+
+
+async def test_fifty_concurrent_writers_through_the_actor_lose_nothing() -> None:
+    settings = load_settings()
+    runtime = InProcessRuntime()
+    handle = await runtime.get_or_create(SessionActor, settings, "busy", POLICY, 300.0, key="busy")
+    counts = await asyncio.gather(*(handle.call(SessionActor.update, "", _say(f"m{i}")) for i in range(50)))
+    assert sorted(counts) == list(range(1, 51))  # each writer saw every earlier one: serialised
+    state = await handle.call(SessionActor.read, "")
+    assert sorted(e.text for e in state.history) == sorted(f"m{i}" for i in range(50))
+    runtime.kill(handle)  # forgotten: the next one must read the store
+    again = await runtime.get_or_create(SessionActor, settings, "busy", POLICY, 300.0, key="busy")
+    assert again is not handle
+    assert len((await again.call(SessionActor.read, "")).history) == 50
