@@ -21,6 +21,7 @@ PACKAGES = (
     "cli",
     "router",
     "sessions",
+    "advisor",
 )
 
 
