@@ -127,6 +127,9 @@ def render(data: ChartInput) -> bytes:
             fig, ax = plt.subplots(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI)
             try:
                 _draw(ax, data)
+                from matplotlib.ticker import FuncFormatter
+
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}" if abs(v) >= 100 else f"{v:g}"))
                 ax.set_title(data.title)
                 ax.set_xlabel(data.x_label)
                 ax.set_ylabel(data.y_label)
