@@ -55,7 +55,7 @@ MEDIA = {
 api = FastAPI(
     title="MAGI price pass-through advisor", description="価格転嫁アドバイザー: chat, tools, sessions, files."
 )
-GUARD = guard(api, open_paths=("/", "/chat.html"))
+GUARD = guard(api, open_paths=("/",))
 
 
 @api.exception_handler(RequestValidationError)
