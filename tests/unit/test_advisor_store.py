@@ -36,3 +36,20 @@ async def test_turns_and_retention_on_both_backends(store_url: str, tmp_path: Pa
     assert not (tmp_path / "artifacts" / "advisor" / "aged").exists() or not any(
         (tmp_path / "artifacts" / "advisor" / "aged").iterdir()
     )
+
+
+async def test_files_go_to_an_fsspec_url_when_configured(tmp_path: Path) -> None:
+    from core.storage import Artifacts
+
+    url = f"memory://advisor-{tmp_path.name}"
+    settings = load_settings(
+        None, {"data_dir": str(tmp_path), "artifacts_url": url, "llm": {"provider": "python:advisor.scripted:respond"}}
+    )
+    repo = SessionRepository(open_store(settings))
+    orchestrator = Orchestrator(settings, LocalSessions(repo, session_policy(settings)))
+    events = [e async for e in orchestrator.turn("mem", "", "値上げの試算をしてグラフにしてください")]
+    files = events[-1]["files"]
+    assert [f["type"] for f in files] == ["excel", "graph"] and all(f["url"].startswith("memory://") for f in files)
+    store = Artifacts(url)
+    assert store.get_bytes(files[1]["key"])[:4] == b"\x89PNG"
+    assert not (tmp_path / "artifacts").exists()
