@@ -194,3 +194,38 @@ async def test_no_llm_and_bad_messages_are_clear_errors(tmp_path: Path) -> None:
         await turn(o, "   ")
     with pytest.raises(InputError, match="max_message_chars"):
         await turn(o, "あ" * 21)
+
+
+async def test_a_new_message_instead_of_an_answer_declines_the_change(tmp_path: Path) -> None:
+    o, repo = make(tmp_path)
+    await turn(o, "販路を広げたいです")
+    await turn(o, "値上げも考えています")
+    assert state(repo).attributes["pending"]["to"] == "mode2"
+    events = await turn(o, "やはり販路の話を続けたい")
+    assert first(events, "done")["mode"] == "mode1" and "pending" not in state(repo).attributes
+
+
+async def test_a_broken_classifier_keeps_the_current_mode(tmp_path: Path) -> None:
+    from advisor import scripted
+
+    async def garbled(request: LLMRequest) -> Any:
+        if "[advisor:classify]" in request.system:
+            return "たぶん関係あります"  # not the JSON asked for, twice: the classification fails
+        result: Any = None
+        async for item in scripted.respond(request):
+            result = item if not isinstance(item, str) else (result or "") + item
+        return result
+
+    settings = settings_for(tmp_path)
+    repo = SessionRepository(open_store(settings))
+    o = Orchestrator(settings, LocalSessions(repo, session_policy(settings)), llm=FunctionClient(garbled))
+    await turn(o, "値上げの試算をお願いします")  # keyword: no classification needed
+    events = await turn(o, "どう思いますか")
+    assert first(events, "detection") == {
+        "type": "detection",
+        "mode": "mode2",
+        "by": "fallback",
+        "keyword": None,
+        "confidence": None,
+    }
+    assert first(events, "done")["mode"] == "mode2"
