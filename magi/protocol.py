@@ -99,19 +99,19 @@ def _vote_lines(vote: Vote) -> list[str]:
 
 
 def thinking_text(output: ThinkingOutput) -> str:
-    return "\n".join([thinking_body(output), *_vote_lines(output.vote)])
+    return "\n".join([_thinking_body(output), *_vote_lines(output.vote)])
 
 
-def thinking_body(output: ThinkingOutput) -> str:
+def _thinking_body(output: ThinkingOutput) -> str:
     return "\n".join([output.analysis, *(f"- {p}" for p in output.key_points)])
 
 
 def debate_text(turn: DebateTurn, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
     """A debate turn as shown to a viewer: the author's peer labels translated to the viewer's."""
-    return "\n".join([debate_body(turn, author_labels, viewer_labels), *_vote_lines(turn.stance)])
+    return "\n".join([_debate_body(turn, author_labels, viewer_labels), *_vote_lines(turn.stance)])
 
 
-def debate_body(turn: DebateTurn, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
+def _debate_body(turn: DebateTurn, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
     """Rebuttals and additions of a turn (its stance is rendered apart: never summarised)."""
     by_label = {label: sage for sage, label in author_labels.items()}
     lines = []
@@ -135,8 +135,8 @@ class _Position:
 
     def body(self, author_labels: Mapping[SageName, str], viewer_labels: Mapping[SageName, str]) -> str:
         if self.turn is not None:
-            return debate_body(self.turn, author_labels, viewer_labels)
-        return thinking_body(self.thinking) if self.thinking is not None else ""
+            return _debate_body(self.turn, author_labels, viewer_labels)
+        return _thinking_body(self.thinking) if self.thinking is not None else ""
 
     def vote(self) -> Vote | None:
         if self.turn is not None:
