@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from cli import council, critic, doctor, research, route, serve
+from cli import advisor, council, critic, doctor, kb, research, route, serve, tool
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
 from core.validation import printable
 
-COMMANDS = (research, doctor, serve, council, critic, route)
+COMMANDS = (research, doctor, serve, council, critic, route, advisor, tool, kb)
 
 
 class MagiParser(argparse.ArgumentParser):

@@ -9,6 +9,7 @@ into place), so a reader never sees half a file.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,19 @@ class Artifacts:
             if key.startswith(prefix) and not key.rsplit("/", 1)[-1].startswith(PARTIAL_PREFIX):
                 keys.append(key)
         return sorted(keys)
+
+    def modified(self, key: str) -> datetime | None:
+        """When ``key`` was last written (UTC), when the filesystem says; None if it does not."""
+        try:
+            info = self._fs.info(self._path(key))
+        except (OSError, ValueError):
+            return None
+        stamp = info.get("mtime") or info.get("LastModified") or info.get("created")
+        if isinstance(stamp, datetime):
+            return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+        if isinstance(stamp, int | float):
+            return datetime.fromtimestamp(float(stamp), tz=UTC)
+        return None
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; False when it did not exist."""

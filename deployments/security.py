@@ -88,9 +88,12 @@ class GuardConfig:
     """What an :class:`HttpGuard` enforces; mutable, so an app can add the guard at import and fill it
     in when its settings are known."""
 
-    def __init__(self, keys: KeyCheck | None = None, max_body_bytes: int = 64 * 1024) -> None:
+    def __init__(
+        self, keys: KeyCheck | None = None, max_body_bytes: int = 64 * 1024, open_paths: frozenset[str] = OPEN_PATHS
+    ) -> None:
         self.keys = keys or KeyCheck(())
         self.max_body_bytes = max_body_bytes
+        self.open_paths = open_paths
 
     def configure(self, settings: Settings) -> None:
         """Take the keys (``api_keys``) and the cap (``serve.max_body_bytes``) from ``settings``."""
@@ -122,7 +125,7 @@ class HttpGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if app_path(scope) not in OPEN_PATHS and not self.config.keys.allows(headers.get(b"authorization")):
+        if app_path(scope) not in self.config.open_paths and not self.config.keys.allows(headers.get(b"authorization")):
             await _answer(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
             return
         cap = self.config.max_body_bytes
@@ -167,10 +170,11 @@ class HttpGuard:
             await _answer(send, 413, too_large, [(b"connection", b"close")])
 
 
-def guard(api: Any) -> GuardConfig:
+def guard(api: Any, open_paths: Iterable[str] = ()) -> GuardConfig:
     """Wrap the FastAPI/Starlette app ``api`` in an :class:`HttpGuard`; configure the returned config
-    once the settings are known (until then no keys are asked and the default cap holds)."""
-    config = GuardConfig()
+    once the settings are known (until then no keys are asked and the default cap holds).
+    ``open_paths`` (app paths) join ``/healthz`` without a key: only pages that hold no data."""
+    config = GuardConfig(open_paths=OPEN_PATHS | frozenset(open_paths))
     api.add_middleware(HttpGuard, config=config)
     return config
 

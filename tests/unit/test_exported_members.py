@@ -22,6 +22,7 @@ PACKAGES = (
     "critic",
     "router",
     "sessions",
+    "advisor",
 )
 
 

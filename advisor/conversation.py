@@ -1,0 +1,129 @@
+"""The advisor's session: what it keeps in the shared ``SessionState`` and the changes a turn makes.
+
+Generic fields carry it: ``mode``, ``history`` (user and assistant texts; tool results as ``system``
+entries with the tool's name in ``agent``), ``generated_files`` (artifact keys) and ``attributes``:
+``advisor`` (marks the session as the advisor's), ``pending`` (a mode change waiting for consent),
+``files`` (metadata of each generated file), ``tool_results`` (recent outputs, for documents to
+embed), ``negotiation`` (role-play rounds), ``summary`` (compressed history), ``user_attributes``.
+
+Changes are small picklable objects: the session actor applies them under its lock and writes the
+state through the store (``actors/session.py``), or the CLI applies them to the store directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from core.runtime import Runtime
+from core.settings import Settings
+from sessions.models import HistoryEntry, SessionPolicy, SessionState
+from sessions.store import SessionRepository, update_session
+
+MAX_TOOL_RESULTS = 12
+
+
+@dataclass(frozen=True)
+class Begin:
+    """Open (or create) the session for a turn; returns a copy of its state."""
+
+    user_attributes: dict[str, Any] | None = None
+
+    def __call__(self, state: SessionState, now: datetime) -> SessionState:
+        state.attributes["advisor"] = True
+        if self.user_attributes:
+            state.attributes["user_attributes"] = {
+                **state.attributes.get("user_attributes", {}),
+                **self.user_attributes,
+            }
+        return state.model_copy(deep=True)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """What a turn adds: entries, the mode, attribute changes, files, tool results; optionally a
+    compression that replaces the entries up to ``compress_until`` by one summary entry."""
+
+    entries: list[HistoryEntry]
+    policy: SessionPolicy
+    mode: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    negotiation: list[dict[str, Any]] = field(default_factory=list)
+    summary: HistoryEntry | None = None
+    compress_until: datetime | None = None
+
+    def __call__(self, state: SessionState, now: datetime) -> SessionState:
+        if self.summary is not None and self.compress_until is not None:
+            cut = self.compress_until
+            kept = [e for e in state.history if e.timestamp > cut]
+            state.history = [self.summary, *kept]
+            state.attributes["summary"] = self.summary.text
+            state.attributes["compressions"] = int(state.attributes.get("compressions", 0)) + 1
+        for entry in self.entries:
+            state.add(entry, self.policy)
+        if self.mode is not None:
+            state.mode = self.mode
+        for key, value in self.attributes.items():
+            if value is None:
+                state.attributes.pop(key, None)
+            else:
+                state.attributes[key] = value
+        if self.files:
+            state.attributes["files"] = [*state.attributes.get("files", []), *self.files]
+            state.generated_files.extend(f["key"] for f in self.files)
+        if self.tool_results:
+            results = [*state.attributes.get("tool_results", []), *self.tool_results]
+            state.attributes["tool_results"] = results[-MAX_TOOL_RESULTS:]
+        if self.negotiation:
+            state.attributes["negotiation"] = [*state.attributes.get("negotiation", []), *self.negotiation]
+        return state.model_copy(deep=True)
+
+
+class SessionGateway(Protocol):
+    async def update(self, session_id: str, owner: str, change: Begin | Commit) -> SessionState: ...
+
+
+class LocalSessions:
+    """Sessions written to the store directly (CLI, in-process use)."""
+
+    def __init__(self, repo: SessionRepository, policy: SessionPolicy) -> None:
+        self.repo = repo
+        self.policy = policy
+
+    async def update(self, session_id: str, owner: str, change: Begin | Commit) -> SessionState:
+        value, _ = await asyncio.to_thread(update_session, self.repo, session_id, owner, change, self.policy)
+        return value
+
+
+class ActorSessions:
+    """Sessions in their session actors (one per id, found by name, written through the store)."""
+
+    def __init__(self, runtime: Runtime, settings: Settings, policy: SessionPolicy, idle_s: float) -> None:
+        from actors.session import SessionHandles
+
+        self.runtime = runtime
+        self.settings = settings
+        self.policy = policy
+        self.idle_s = idle_s
+        self.handles = SessionHandles()
+
+    async def update(self, session_id: str, owner: str, change: Begin | Commit) -> SessionState:
+        from actors.session import SessionActor, session_call
+
+        state: SessionState = await session_call(
+            self.runtime,
+            self.settings,
+            session_id,
+            self.policy,
+            self.idle_s,
+            lambda handle: handle.call(SessionActor.update, owner, change),
+            self.handles,
+        )
+        return state
+
+
+__all__ = ["MAX_TOOL_RESULTS", "ActorSessions", "Begin", "Commit", "LocalSessions", "SessionGateway"]

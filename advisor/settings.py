@@ -1,0 +1,34 @@
+"""Settings section ``advisor:`` (mode detection, context compression, sessions, files, knowledge base)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from core.settings import AbsolutePath, Section
+
+
+class AdvisorSettings(Section):
+    name: ClassVar[str] = "advisor"
+
+    mode_threshold: float = Field(
+        0.7, ge=0, le=1, description="LLM classification confidence above which a keyword-less message is Mode 2."
+    )
+    classify_history: int = Field(5, ge=0, le=50, description="Recent history entries shown to the classifier.")
+    compress_after: int = Field(
+        24, ge=4, le=1000, description="History entries (user+assistant) above which older ones are summarised."
+    )
+    keep_recent: int = Field(8, ge=2, le=200, description="Newest entries kept verbatim when compressing.")
+    max_tool_turns: int = Field(8, ge=1, le=32, description="Model calls of one Mode 2 turn (tool loop limit).")
+    max_message_chars: int = Field(4000, ge=10, le=100_000, description="Longest user message accepted.")
+    retention_h: float = Field(24.0, gt=0, description="Sessions and their files are removed after this many hours.")
+    session_idle_s: float = Field(300.0, gt=0, description="A session actor with no message this long releases itself.")
+    history_limit: int = Field(400, ge=10, le=10_000, description="History entries kept per session.")
+    kb_dir: AbsolutePath | None = Field(
+        None, description="Extra knowledge-base folder (magi kb ingest writes here; unset: <data_dir>/advisor/kb)."
+    )
+    web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
+
+
+__all__ = ["AdvisorSettings"]

@@ -1,0 +1,84 @@
+"""``magi advisor "MESSAGE" [--session ID]``: one chat turn of the price pass-through advisor, from the CLI
+(sessions in the store, the same rows the Serve app's session actors use); ``--consent accept|refuse``
+answers a pending mode change; ``magi advisor --purge`` removes sessions and files past the retention."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from cli.common import emit, settings_from
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "advisor",
+        parents=[shared],
+        help="chat with the price pass-through advisor (one turn)",
+        description="One turn of the advisor: MESSAGE, or --consent to answer a mode change; --purge cleans up.",
+    )
+    parser.add_argument("message", nargs="?", help="what you want to ask (Japanese)")
+    parser.add_argument("--session", metavar="ID", default="cli", help="session id (default: cli)")
+    parser.add_argument("--consent", choices=["accept", "refuse"], help="answer the pending mode change")
+    parser.add_argument("--threshold", type=float, metavar="X", help="LLM confidence above which a message is Mode 2")
+    parser.add_argument("--purge", action="store_true", help="remove sessions and files older than the retention")
+    parser.set_defaults(handler=run)
+
+
+async def _turn(args: argparse.Namespace) -> int:
+    from advisor.conversation import LocalSessions
+    from advisor.options import AdvisorOptions, apply_options, session_policy
+    from advisor.orchestrator import Orchestrator
+    from core.store import open_store
+    from sessions.ids import LOCAL_OWNER, validate_session_id
+    from sessions.store import SessionRepository
+
+    settings = apply_options(settings_from(args), AdvisorOptions(mode_threshold=args.threshold), "command-line option")
+    session = validate_session_id(args.session, "--session")
+    orchestrator = Orchestrator(
+        settings, LocalSessions(SessionRepository(open_store(settings)), session_policy(settings))
+    )
+    done: dict[str, object] = {}
+    events = []
+    async for event in orchestrator.turn(session, LOCAL_OWNER, args.message, args.consent):
+        events.append(event)
+        if event["type"] == "delta" and settings.output_format != "json":
+            sys.stdout.write(event["text"])
+            sys.stdout.flush()
+        elif event["type"] == "done":
+            done = event
+    if settings.output_format == "json":
+        emit(settings, {"session": session, "events": events}, "")
+    else:
+        if done.get("pending"):
+            sys.stdout.write(str(done["text"]))
+            sys.stdout.write("\n\n(answer with --consent accept or --consent refuse)")
+        files = done.get("files") or []
+        if isinstance(files, list) and files:
+            sys.stdout.write("\n\nFiles:\n" + "\n".join(f"- {json.dumps(f['url'])[1:-1]}" for f in files))
+        sys.stdout.write("\n")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.errors import InputError
+
+    if args.purge:
+        from advisor.retention import purge
+
+        settings = settings_from(args)
+        report = purge(settings)
+        emit(
+            settings,
+            {"sessions": report.sessions, "files": report.files},
+            f"Removed {len(report.sessions)} sessions and {report.files} files",
+        )
+        return 0
+    if (args.message is None) == (args.consent is None):
+        raise InputError('give either a MESSAGE or --consent accept|refuse (e.g. magi advisor "値上げの相談です")')
+    return asyncio.run(_turn(args))
+
+
+__all__ = ["register", "run"]

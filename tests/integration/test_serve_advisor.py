@@ -1,0 +1,191 @@
+"""The ``advisor`` Serve app over real HTTP on 127.0.0.1 behind the API-key guard, its session actors on
+the shared Ray, and its chat page in headless Chromium (one full exchange that produces a chart)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.async_api import Page
+
+from core.settings import Settings, load_settings
+from tests.browser import screenshot_path
+
+KEY = "advisor-key-7"
+OTHER = "someone-else-9"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+SCRIPTED = "python:advisor.scripted:respond"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    from ray import serve
+
+    from deployments.advisor import APP_NAME, ROUTE_PREFIX, build_app
+
+    settings = load_settings(
+        overrides={
+            "data_dir": tmp_path_factory.mktemp("advisor-serve"),
+            "api_keys": [KEY, OTHER],
+            "llm": {"provider": SCRIPTED},
+        }
+    )
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+            yield client
+    finally:
+        serve.shutdown()
+
+
+def chat(client: httpx.Client, body: dict[str, Any], headers: dict[str, str] = AUTH) -> list[dict[str, Any]]:
+    """The SSE events of one turn, parsed."""
+    with client.stream("POST", "/advisor/chat", json=body, headers=headers) as response:
+        assert response.status_code == 200, response.read().decode()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        text = "".join(response.iter_text())
+    events = []
+    for frame in text.split("\n\n"):
+        data = [line[6:] for line in frame.splitlines() if line.startswith("data: ")]
+        if data:
+            events.append(json.loads("\n".join(data)))
+    return events
+
+
+def test_the_page_is_open_but_every_call_needs_the_key(service: httpx.Client) -> None:
+    page = service.get("/advisor/")
+    assert page.status_code == 200 and "価格転嫁アドバイザー" in page.text and "Authorization" in page.text
+    assert service.post("/advisor/chat", json={"message": "こんにちは"}).status_code == 401
+    assert service.get("/advisor/sessions/x").status_code == 401
+    assert service.get("/advisor/healthz").status_code == 200
+
+
+def test_a_conversation_over_sse_with_consent_files_and_ownership(service: httpx.Client) -> None:
+    first = chat(service, {"message": "事業承継で悩んでいます"})
+    session = first[0]["sessionId"]
+    assert first[0]["type"] == "session" and next(e for e in first if e["type"] == "done")["mode"] == "mode1"
+    asked = chat(service, {"message": "値上げの試算をしてグラフも作って", "sessionId": session})
+    assert next(e for e in asked if e["type"] == "consent")["to"] == "mode2"
+    answer = chat(service, {"consent": "accept", "sessionId": session})
+    assert [e["text"] for e in answer if e["type"] == "delta"], "streamed in pieces"
+    files = [e["file"] for e in answer if e["type"] == "file"]
+    assert [f["type"] for f in files] == ["excel", "graph"]
+    chart = next(f for f in files if f["type"] == "graph")
+    got = service.get(chart["href"], headers=AUTH)
+    assert got.status_code == 200 and got.content[:8] == b"\x89PNG\r\n\x1a\n"
+    state = service.get(f"/advisor/sessions/{session}", headers=AUTH).json()
+    assert state["mode"] == "mode2" and [f["name"] for f in state["files"]] == [f["name"] for f in files]
+    assert [e["role"] for e in state["history"]][:2] == ["user", "assistant"]
+    # Another client's key: the session and its files do not exist for it.
+    other = {"Authorization": f"Bearer {OTHER}"}
+    assert service.get(chart["href"], headers=other).status_code == 404
+    assert service.get(f"/advisor/sessions/{session}", headers=other).status_code == 404
+    # Names that try to leave the session's folder never reach the store.
+    for name in ("..%2F..%2Fsecret", "%2e%2e", ".magi-partial-x", "a%00b.png", "x" * 200):
+        assert service.get(f"/advisor/sessions/{session}/files/{name}", headers=AUTH).status_code == 404
+    assert service.get(f"/advisor/sessions/{session}/../../healthz", headers=AUTH).status_code in (200, 404)
+    # Deleting the session removes its files.
+    assert service.delete(f"/advisor/sessions/{session}", headers=AUTH).json()["files"] == 2
+    assert service.get(chart["href"], headers=AUTH).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "message"),
+        ({"message": "x", "consent": "accept"}, "message"),
+        ({"consent": "maybe"}, "consent"),
+        ({"message": "x", "sessionId": "../x"}, "sessionId"),
+        ({"message": "   "}, "message"),
+        ({"consent": "accept"}, "consent: no mode change is waiting"),
+    ],
+)
+def test_bad_chat_requests_are_422_naming_the_field(service: httpx.Client, body: dict[str, Any], field: str) -> None:
+    answer = service.post("/advisor/chat", json=body, headers=AUTH)
+    assert answer.status_code == 422, answer.text
+    assert field in answer.json()["error"]
+
+
+def test_a_tool_over_http(service: httpx.Client) -> None:
+    from tests.unit.test_advisor_cost import SPEC_INPUT
+
+    ok = service.post("/advisor/tools/calculate_cost_impact", json=SPEC_INPUT, headers=AUTH)
+    assert ok.status_code == 200 and ok.json()["output"]["new_total_cost"] == "2818750"
+    bad = service.post(
+        "/advisor/tools/calculate_cost_impact", json={**SPEC_INPUT, "price_changes": {"x": 1}}, headers=AUTH
+    )
+    assert bad.status_code == 422 and "price_changes.x" in bad.json()["error"]
+    assert service.post("/advisor/tools/market_analysis", json={}, headers=AUTH).status_code == 404
+
+
+async def test_a_session_continues_after_its_actor_is_killed(ray_cluster: None, tmp_path: Path) -> None:
+    import ray
+
+    from actors.session import SessionActor, session_actor
+    from advisor.conversation import ActorSessions
+    from advisor.options import session_policy
+    from advisor.orchestrator import Orchestrator
+    from core.runtime import RayRuntime
+
+    settings: Settings = load_settings(overrides={"data_dir": str(tmp_path), "llm": {"provider": SCRIPTED}})
+    policy = session_policy(settings)
+    runtime = RayRuntime()
+    sessions = ActorSessions(runtime, settings, policy, 300.0)
+    orchestrator = Orchestrator(settings, sessions)
+    [e async for e in orchestrator.turn("kill-me", "", "値上げの試算をお願いします")]
+    handle = await session_actor(runtime, settings, "kill-me", policy, 300.0)
+    before = await handle.call(SessionActor.where)
+    ray.kill(handle.target, no_restart=True)
+    events = [e async for e in orchestrator.turn("kill-me", "", "申入書を作ってください")]
+    assert next(e for e in events if e["type"] == "done")["mode"] == "mode2"
+    again = await session_actor(runtime, settings, "kill-me", policy, 300.0)
+    assert (await again.call(SessionActor.where))["pid"] != before["pid"]
+    state = await again.call(SessionActor.read, "")
+    assert [e.text for e in state.history if e.role == "user"] == [
+        "値上げの試算をお願いします",
+        "申入書を作ってください",
+    ]
+    # The letter of the second turn embeds the cost table computed before the kill.
+    assert state.attributes["tool_results"][-1]["input"]["include_cost_table"] is True
+
+
+async def test_the_chat_page_in_chromium_produces_a_chart(service: httpx.Client, page: Page) -> None:
+    await page.goto(str(service.base_url) + "/advisor/")
+    await page.fill("#input", "こんにちは。相談に乗ってください")
+    await page.keyboard.press("Enter")  # keyboard only: Enter sends
+    await page.wait_for_selector("#apikey:visible")  # the key is asked for on the first 401
+    await page.fill("#apikey", KEY)
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Enter")  # 保存
+    await page.fill("#input", "最近、資金繰りが不安です")
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector(".msg.assistant[data-done='true']")
+    assert await page.text_content("#mode") == "よろず相談"
+    await page.fill("#input", "原材料高騰で値上げしたい。試算してグラフにしてください")
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector(".consent button")
+    assert await page.evaluate("document.activeElement.textContent") == "「価格転嫁専門」に切り替える"
+    await page.keyboard.press("Enter")  # the focused consent button
+    await page.wait_for_selector(".attachments img", timeout=120_000)
+    await page.wait_for_function("document.querySelector('.attachments img').naturalWidth > 0")
+    await page.wait_for_selector(".msg.assistant[data-done='true'] >> nth=2")
+    assert await page.text_content("#mode") == "価格転嫁専門"
+    assert await page.evaluate("document.querySelector('.attachments img').naturalWidth") == 800
+    link = await page.text_content(".attachments a")
+    assert link is not None and "Excel" in link
+    assert "3063859" in (await page.text_content("#log") or "")
+    await page.evaluate("document.querySelector('.attachments img').scrollIntoView()")
+    await page.screenshot(path=str(screenshot_path("advisor-chat")), full_page=True)

@@ -1,0 +1,148 @@
+"""``magi tool``, ``magi kb ingest`` and ``magi advisor``: outputs, and exit 2 naming the bad field."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from tests.unit.test_advisor_cost import SPEC_INPUT
+
+
+def write(path: Path, value: object) -> Path:
+    path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_magi_tool_prints_the_output_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "tool",
+                "calculate_cost_impact",
+                "--input",
+                str(write(tmp_path / "in.json", SPEC_INPUT)),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["new_total_cost"] == "2818750" and out["scenarios"]["standard"]["new_price"] == "3063859"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "field"),
+    [
+        ("calculate_cost_impact", {**SPEC_INPUT, "price_changes": {"fuel": 0.1}}, "price_changes.fuel"),
+        ("web_search", {"query": 5}, "query"),
+        ("generate_chart", {"data": {}, "chart_type": "pie", "title": "x"}, "chart_type"),
+        ("search_knowledge_base", {"query": "手形", "top_k": 0}, "top_k"),
+        ("generate_document", {"document_type": "invoice"}, "document_type"),
+    ],
+)
+def test_bad_input_is_exit_2_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, value: object, field: str
+) -> None:
+    assert main(["tool", name, "--input", str(write(tmp_path / "in.json", value))]) == 2
+    assert field in capsys.readouterr().err
+
+
+def test_not_json_and_unknown_tools_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{", encoding="utf-8")
+    assert main(["tool", "web_search", "--input", str(bad)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["tool", "market_analysis", "--input", str(bad)])
+    assert exit_info.value.code == 2
+
+
+def test_simulate_negotiation_without_an_llm_says_how_to_configure_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    value = {
+        "scenario": {"client_name": "A社", "negotiation_goal": "10%"},
+        "opponent_persona": "logical",
+        "user_response": "お願いします",
+    }
+    assert main(["tool", "simulate_negotiation", "--input", str(write(tmp_path / "in.json", value))]) == 3
+    assert "llm.provider" in capsys.readouterr().err
+
+
+def test_simulate_negotiation_scores_with_the_rubric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAGI_LLM_PROVIDER", "python:advisor.scripted:respond")
+    value = {
+        "scenario": {"client_name": "A社", "negotiation_goal": "10%の値上げ"},
+        "opponent_persona": "aggressive",
+        "user_response": "最低賃金が4%上がったため、労務費転嫁指針に沿って単価10%の改定をお願いします。",
+        "previous_rounds": [
+            {"round": 1, "user_response": "値上げをお願いします", "opponent_response": "無理です", "score": 40}
+        ],
+    }
+    assert (
+        main(["tool", "simulate_negotiation", "--input", str(write(tmp_path / "in.json", value)), "--format", "json"])
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    fb = out["feedback"]
+    # The rubric in data/advisor/negotiation.yaml: logic 0.4, tone 0.3, evidence 0.3.
+    assert fb["score"] == int(fb["logic_score"] * 0.4 + fb["tone_score"] * 0.3 + fb["evidence_usage_score"] * 0.3 + 0.5)
+    assert out["round"] == 2 and out["continue"] is True and "他社" in out["opponent_response"]
+    assert fb["evidence_usage_score"] > 50 and fb["strengths"]
+
+
+def test_kb_ingest_and_advisor_turns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.txt").write_text("D社との取引では毎年10月に価格改定の協議をする。", encoding="utf-8")
+    assert main(["kb", "ingest", str(docs), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chunks"] == 1
+    assert main(["kb", "ingest", str(tmp_path / "none")]) == 2
+    capsys.readouterr()
+    assert main(["advisor", "値上げの相談です"]) == 3  # no LLM: exit 3 before any work
+    assert "MAGI_LLM_PROVIDER" in capsys.readouterr().err
+    monkeypatch.setenv("MAGI_LLM_PROVIDER", "python:advisor.scripted:respond")
+    assert main(["advisor", "資金繰りが不安です", "--session", "c1"]) == 0
+    assert main(["advisor", "値上げの試算をお願いします", "--session", "c1"]) == 0
+    assert "--consent accept" in capsys.readouterr().out
+    assert main(["advisor", "--consent", "accept", "--session", "c1", "--format", "json"]) == 0
+    events = json.loads(capsys.readouterr().out)["events"]
+    assert events[-1]["mode"] == "mode2" and events[-1]["files"][0]["type"] == "excel"
+    assert main(["advisor", "--session", "c1"]) == 2
+    assert main(["advisor", "x", "--session", "../etc"]) == 2
+
+
+def test_purge_removes_old_advisor_sessions_and_their_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.retention import purge
+    from core.settings import load_settings
+    from core.store import open_store
+    from sessions.models import SessionState
+    from sessions.store import SessionRepository, utcnow
+
+    monkeypatch.setenv("MAGI_LLM_PROVIDER", "python:advisor.scripted:respond")
+    assert main(["advisor", "値上げの試算をお願いします", "--session", "old"]) == 0
+    assert main(["advisor", "値上げの試算をお願いします", "--session", "new"]) == 0
+    settings = load_settings(None, {})
+    repo = SessionRepository(open_store(settings))
+    stale = repo.load("old")
+    assert stale is not None
+    aged = stale.model_copy(update={"updated_at": utcnow() - timedelta(hours=25), "revision": stale.revision + 1})
+    assert repo.save(aged, stale.revision)
+    other = SessionState.new("router-s", "", utcnow() - timedelta(hours=30))  # another system's session
+    assert repo.save(other, None)
+    artifacts = Path(os.environ["MAGI_DATA_DIR"]) / "artifacts" / "advisor"
+    assert (artifacts / "old").is_dir() and (artifacts / "new").is_dir()
+    report = purge(settings)
+    assert report.sessions == ["old"] and report.files == 1
+    assert repo.load("old") is None and repo.load("new") is not None and repo.load("router-s") is not None
+    assert not list((artifacts / "old").glob("*")) and list((artifacts / "new").glob("*"))
