@@ -157,7 +157,12 @@ def test_a_crashed_limiter_is_restarted_and_callers_carry_on(three_nodes: Cluste
     ray.kill(limiter, no_restart=False)  # a crash: Ray restarts the actor
     answers = ray.get([a.ask.remote([f"after-crash-{i}"]) for i, a in enumerate(actors)])
     assert answers == [[f"done after-crash-{i}"] for i in range(NODES)]
-    state = ray.get(ray.get_actor(ACTOR_NAME, namespace=NAMESPACE).state.remote())
+    # Releases are fire-and-forget from the callers' processes: the last one may reach the limiter
+    # after this driver's question, so wait for the book to settle before reading it.
+    restarted = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+    settle_by = time.monotonic() + 30
+    while (state := ray.get(restarted.state.remote()))["in_use"] and time.monotonic() < settle_by:
+        time.sleep(0.1)
     assert state["granted"] == NODES and state["in_use"] == 0  # a fresh book, used by every node
     for actor in [*actors, counter]:
         ray.kill(actor)
