@@ -1,4 +1,3 @@
-# ruff: noqa: E402  (imports follow the sys.path fix below)
 """Consistency of the critic's scores on identical input, against the spec's ±5 points (prints JSON).
 
 The 5 sample ideas are scored ``--runs`` times (cache off) with ``--samples`` judgements each, in
@@ -17,13 +16,8 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import tempfile
-from pathlib import Path
 from typing import Any
-
-# Run as a script, this folder leads sys.path, and benchmarks/critic.py would shadow the critic package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from core.resources import data_path
 from core.runtime import InProcessRuntime

@@ -248,7 +248,7 @@ class _State:
         from actors.sage import Sage
 
         sages = list(prompts)
-        if self.sequential:  # the baseline of benchmarks/magi.py: one sage after the other
+        if self.sequential:  # the baseline of benchmarks/magi_speedup.py: one sage after the other
             outcomes = []
             for s in sages:
                 outcomes += await self.runtime.gather(

@@ -12,7 +12,7 @@ Per phase (Thinking, each Debate round, Voting) and overall: baseline time / cou
 expected). Then the LLM calls early stop saves: a question whose blind votes are unanimous, with
 ``--rounds`` debate rounds, with early stop on and off.
 
-Prints JSON. Usage: .venv/bin/python benchmarks/magi.py [--latency S] [--rounds N]
+Prints JSON. Usage: .venv/bin/python benchmarks/magi_speedup.py [--latency S] [--rounds N]
 """
 
 from __future__ import annotations
@@ -21,19 +21,13 @@ import argparse
 import asyncio
 import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
-# This file is benchmarks/magi.py: run as a script, its folder comes first on sys.path and the name
-# `magi` would import this file instead of the package. Drop that entry before importing magi.
-sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-from core.runtime import ray_runtime  # noqa: E402
-from core.settings import Settings, load_settings  # noqa: E402
-from magi.models import Deliberation  # noqa: E402
-from magi.protocol import deliberate  # noqa: E402
-from magi.scripted import LATENCY_ENV  # noqa: E402
+from core.runtime import ray_runtime
+from core.settings import Settings, load_settings
+from magi.models import Deliberation
+from magi.protocol import deliberate
+from magi.scripted import LATENCY_ENV
 
 QUESTION = (
     "Should the support team adopt a four-day work week?\n"

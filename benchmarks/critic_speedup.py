@@ -1,4 +1,3 @@
-# ruff: noqa: E402  (imports follow the sys.path fix below)
 """The critic's headline figures, against baselines measured in the same run (prints JSON).
 
 1. Parallel vs sequential: the 5 sample ideas through ``evaluate_ideas`` on a local Ray (one
@@ -15,7 +14,7 @@
    slope in KB per evaluation, also over the second half (a leak keeps growing; warm-up does not),
    and the growth of live Python objects (tracemalloc) per engine evaluation.
 
-Usage: .venv/bin/python benchmarks/critic.py [--latency 2.0] [--repeat 100]
+Usage: .venv/bin/python benchmarks/critic_speedup.py [--latency 2.0] [--repeat 100]
 """
 
 from __future__ import annotations
@@ -26,16 +25,10 @@ import gc
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import tracemalloc
-from pathlib import Path
 from typing import Any
-
-# Run as a script, this file's folder leads sys.path, and this file (critic.py) would shadow the
-# critic package it benchmarks: drop the folder (nothing else of benchmarks/ is imported).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from actors.critic_worker import CriticWorker, JudgeRequest, current_rss_bytes
 from core.resources import data_path
