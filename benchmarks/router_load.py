@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import socket
 import statistics
@@ -219,7 +220,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     queries = _queries()
     report: dict[str, Any] = {"queries": len(queries), "in_process": in_process(queries, args.inprocess_rounds)}
-    report["http"] = asyncio.run(over_http(args, queries))
+    with contextlib.redirect_stdout(sys.stderr):  # Ray's own messages (raylet, Serve) stay off the JSON
+        report["http"] = asyncio.run(over_http(args, queries))
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
     return 0
 
