@@ -25,6 +25,8 @@ from typing import Literal
 import lxml.html
 from lxml import etree
 
+from nlp.noise import is_listing_line
+
 BlockKind = Literal["heading", "paragraph", "item", "record", "caption"]
 
 _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "nav", "footer", "form", "button")
@@ -50,7 +52,6 @@ _SPACE = re.compile(r"\s+")
 _FOOTNOTE_MARK = re.compile(r"\s?\[\d{1,3}\]")  # DocBook footnote references: "tools.[94]"
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 _JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
-_NUMBERISH = re.compile(r"^[\d\W_]+$|^[0-9a-f]{6,}$|^\w*\d\w*$", re.IGNORECASE)
 MAX_CELL_CHARS = 400
 
 
@@ -86,17 +87,6 @@ def _is_code(el: etree._Element) -> bool:
     return bool(_CODE_CLASS.search(el.get("class") or ""))
 
 
-def is_log_line(text: str) -> bool:
-    """A line of a log or process listing: mostly numbers, hashes and identifiers, few words of prose."""
-    tokens = text.split()
-    if len(tokens) < 4:
-        return False
-    numberish = sum(1 for t in tokens if _NUMBERISH.match(t))
-    if _JA.search(text):
-        return False
-    return numberish / len(tokens) >= 0.4 and not re.search(r"[.!?;:]$", text)
-
-
 def _has_block_child(el: etree._Element) -> bool:
     return any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS and c.tag != "br" for c in el)
 
@@ -110,7 +100,7 @@ class _Reader:
         text = text.strip()
         if not text or (not _WORD.search(text) and not _JA.search(text)):
             return
-        if kind in ("paragraph", "item") and is_log_line(text):
+        if kind in ("paragraph", "item") and is_listing_line(text):
             return
         self.blocks.append(Block(kind, text, self.section, level))
 
@@ -255,7 +245,6 @@ __all__ = [
     "Block",
     "BlockKind",
     "html_blocks",
-    "is_log_line",
     "parse_html",
     "render_blocks",
 ]
