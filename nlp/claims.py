@@ -111,7 +111,8 @@ _NEGATIVE = {
 # 一次取引先の価格転嫁率が55.3%. It becomes the subject "segment:<phrase>".
 _SEGMENT_JA = re.compile(r"([^、。，,\s]{2,40}?(?:企業|事業者|会社|取引先))(?P<link>で|では|のうち|の)$")
 _FINISHED = re.compile(r"[.!?。！？][\"'”’)）」』\]]*$")
-_RECORD_LINE = re.compile(r"^[^:;\n]{1,80}: \S")
+_RECORD_LINE = re.compile(r"^(?!\d{1,3}(?:\.\d{1,3})*\.?\s)[^:;\n]{1,80}: \S")  # not a numbered heading
+_NUMBERED = re.compile(r"^\d{1,3}(?:\.\d{1,3})+\.?\s")  # a numbered heading: "5.14.4.1. What are ..."
 _PROMPT = re.compile(r"^(?:\$|#|>>>|%|C:\\)\s")
 _EN_STOPWORDS = frozenset({"the", "a", "an", "its", "their", "this", "that", "of", "with"})
 
@@ -791,8 +792,10 @@ def is_statement(sentence: str) -> bool:
     prompts and log or process-table lines, which read as figures but assert nothing.
     """
     text = sentence.strip()
-    if len(text) < MIN_CHARS or _PROMPT.match(text) or is_listing_line(text):
+    if len(text) < MIN_CHARS or _PROMPT.match(text) or is_listing_line(text) or _NUMBERED.match(text):
         return False
+    if text.endswith(("?", "？")):
+        return False  # a question asks, it does not state
     return bool(_FINISHED.search(text)) or bool(_RECORD_LINE.match(text))
 
 

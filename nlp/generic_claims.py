@@ -146,12 +146,17 @@ Reading = tuple[str, str, Value, bool]  # (subject, attribute, value, is a chang
 
 def record_readings(sentence: str) -> list[Reading]:
     """Readings of a record line: ``key: value; key: value`` (a table row) or ``term: text`` (a definition)."""
-    parts, pos = [], 0
+    parts: list[tuple[str, str, int]] = []
+    pos = 0
     for piece in sentence.split("; "):
         match = _RECORD_PAIR.match(piece)
-        if match is None:
+        if match is None and not parts:
             return []
-        parts.append((match.group("key"), match.group("value"), pos + match.start("value")))
+        if match is None:  # a "; " inside a cell: the piece continues the previous value
+            key, value, start = parts[-1]
+            parts[-1] = (key, f"{value}; {piece}", start)
+        else:
+            parts.append((match.group("key"), match.group("value"), pos + match.start("value")))
         pos += len(piece) + 2
     if not parts:
         return []

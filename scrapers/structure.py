@@ -49,6 +49,7 @@ _BLOCK_TAGS = frozenset(
 )  # fmt: skip
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _SPACE = re.compile(r"\s+")
+_PAIR = re.compile(r"^([^:;。.!?]{1,30}): (?=\S)")
 _FOOTNOTE_MARK = re.compile(r"\s?\[\d{1,3}\]")  # DocBook footnote references: "tools.[94]"
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 _JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
@@ -95,6 +96,7 @@ class _Reader:
     def __init__(self) -> None:
         self.blocks: list[Block] = []
         self.section = ""
+        self.group_key = ""  # the first key of a run of "key: value" paragraphs being merged
 
     def add(self, kind: BlockKind, text: str, level: int = 0) -> None:
         text = text.strip()
@@ -102,12 +104,20 @@ class _Reader:
             return
         if kind in ("paragraph", "item") and is_listing_line(text):
             return
+        pair = _PAIR.match(text) if kind == "paragraph" else None
+        if pair and self.group_key and pair.group(1) != self.group_key and self.blocks:
+            last = self.blocks[-1]  # "Option: X" / "Default: 8" / "Description: ..." paragraphs: one record
+            self.blocks[-1] = Block("record", f"{last.text}; {text}", last.section, last.level)
+            return
+        self.group_key = pair.group(1) if pair else ""
         self.blocks.append(Block(kind, text, self.section, level))
 
     def walk(self, el: etree._Element) -> None:
         if not isinstance(el.tag, str):
             return
         tag = el.tag.lower()
+        if tag in _HEADINGS or tag in ("table", "dl", "ul", "ol"):
+            self.group_key = ""
         if tag in _DROP_TAGS or _is_furniture(el) or _is_code(el):
             return
         if tag in _HEADINGS:
@@ -117,6 +127,12 @@ class _Reader:
             return
         if tag == "table":
             self.table(el)
+            return
+        if "seglistitem" in (el.get("class") or ""):  # DocBook segmented list: "Title: value" segments
+            segments = [_inline_text(c) for c in el if isinstance(c.tag, str) and _inline_text(c)]
+            self.group_key = ""
+            self.add("record", "; ".join(segments))
+            self.group_key = ""
             return
         if tag == "dl":
             self.definitions(el)
@@ -230,8 +246,13 @@ def parse_html(source: str | bytes) -> etree._Element | None:
 
 def html_blocks(root: etree._Element) -> list[Block]:
     """The page's main content as blocks, in reading order (see the module docstring)."""
+    main = _main(root)
+    doomed = [el for el in main.iter() if isinstance(el.tag, str) and el is not main and _is_furniture(el)]
+    for el in doomed:  # permalinks inside headings, footnote marks inside paragraphs: gone, tails kept
+        if el.getparent() is not None:
+            el.drop_tree()
     reader = _Reader()
-    reader.walk(_main(root))
+    reader.walk(main)
     return reader.blocks
 
 
