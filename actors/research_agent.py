@@ -13,6 +13,7 @@ out, before it is killed.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -25,7 +26,6 @@ from core.runtime import Handle
 from core.settings import Settings
 from nlp.conflicts import claim_key
 from nlp.entities import Entity
-from nlp.findings import relevance, topic_terms
 from nlp.glossary import cross_language_query
 from research.events import StageProgress
 from research.models import (
@@ -37,6 +37,14 @@ from research.models import (
     Finding,
     SourceReference,
 )
+from research.retrieval import (
+    PAGE_SHARE,
+    PASSAGES_PER_PAGE,
+    PassageRanker,
+    claim_confidence,
+    feedback_query,
+    sub_questions,
+)
 from research.settings import ResearchSettings
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search, uses_local_corpus
@@ -45,6 +53,8 @@ from scrapers.settings import SearchSettings
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
 PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types up, already-read sources down
 MAX_FOCUS_QUERIES = 4
+SIDE_QUERY_WEIGHT = 0.5  # hits of modifier, focus and cross-language queries count half an own sub-question's
+KNOWN_FINDING_WEIGHT = 0.5
 
 
 class CollectorSearch:
@@ -133,7 +143,7 @@ class ResearchAgent:
         self._progress("report", 0, 1)
         by_url = {r.url: r for r in results}
         sources = [_source(c, by_url[c.url]) for c in usable]
-        findings = self._findings(topic, usable, by_url)
+        findings = self._findings(topic, usable, by_url, brief)
         mentions = _mentions(usable)
         report = AgentReport(
             agent_id=self.agent_id,
@@ -153,45 +163,58 @@ class ResearchAgent:
         return report
 
     def queries(self, topic: str, brief: AgentBrief) -> list[str]:
-        """Iteration 1 explores broadly: the topic and one query per modifier. Later iterations keep the
-        topic and the first modifier (the agent's angle) and add the brief's focus queries. A
-        cross-language query (glossary-built) joins from iteration 1 for cross-language strategies."""
+        """The agent's sub-questions (research/retrieval.py: the question, its rarest terms, or the question
+        to expand from feedback), then one query per strategy modifier in iteration 1 (the first modifier
+        later: the agent's angle) and the brief's focus queries. A cross-language query (glossary-built)
+        joins from iteration 1 for cross-language strategies."""
         modifiers = self.strategy.query_modifiers if brief.iteration == 1 else self.strategy.query_modifiers[:1]
         focus = [f"{topic} {q}" for q in brief.focus_queries[:MAX_FOCUS_QUERIES]]
         other = None
         if self.strategy.cross_language or brief.iteration > 1:
             other = cross_language_query(topic, "en" if topic.isascii() else "ja")
-        return list(dict.fromkeys([topic, *(f"{topic} {m}" for m in modifiers), *focus, *([other] if other else [])]))
+        own = sub_questions(topic, self.strategy.reading)
+        return list(
+            dict.fromkeys([*own, topic, *focus, *(f"{topic} {m}" for m in modifiers), *([other] if other else [])])
+        )
 
     async def _search(
         self, provider: SearchProvider, topic: str, queries: list[str], covered: set[str]
     ) -> list[SearchResult]:
-        """Each query's hits merged by URL: higher ranks, preferred source types and unread sources first."""
-        wanted = ResearchSettings.of(self.settings).results_per_agent
+        """Each query's hits merged by URL: higher ranks, the agent's own sub-questions, preferred source
+        types and unread sources first. The agent reads its reading's share of the page budget."""
+        budget = ResearchSettings.of(self.settings).results_per_agent
+        reading = self.strategy.reading
+        wanted = max(2, math.ceil(budget * PAGE_SHARE[reading]))
+        own = set(sub_questions(topic, reading))
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
         widened = 0
+        expanded: str | None = None
         for query in queries:
-            hits = await provider.search(query, max_results=wanted, time_range=time_range)
-            if time_range and len(hits) < wanted // 2:  # too narrow: widen rather than starve
+            hits = await provider.search(query, max_results=budget, time_range=time_range)
+            if time_range and len(hits) < budget // 2:  # too narrow: widen rather than starve
                 widened += 1
-                hits += await provider.search(query, max_results=wanted)
-            for hit in hits:
-                score = (
-                    1.0 / hit.rank
-                    + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
-                    - (COVERED_PENALTY if hit.url in covered else 0)
-                )
-                if hit.url not in best or best[hit.url][0] < score:
-                    best[hit.url] = (score, hit)
+                hits += await provider.search(query, max_results=budget)
+            weight = 1.0 if query in own else SIDE_QUERY_WEIGHT
+            if reading == "feedback" and query == topic and expanded is None:
+                expanded = feedback_query(topic, hits)
+                if expanded:  # the expanded question leads: its hits replace the question's own ranks
+                    hits = await provider.search(expanded, max_results=budget) or hits
+            self._merge(best, hits, weight, covered)
         if not best:
             name = SearchSettings.of(self.settings).provider
             raise SearchError(f"no search results for {topic!r} from provider {name}")
         ranked = [hit for _, hit in sorted(best.values(), key=lambda pair: -pair[0])]
+        if reading == "keywords" and len(ranked) > wanted:
+            # breadth: past the first few, take every other hit, so this agent reaches further down the list
+            head = max(1, wanted // 3)
+            ranked = ranked[:head] + ranked[head::2] + ranked[head + 1 :: 2]
         chosen = ranked[:wanted]
         preferred = self.strategy.preferred_sources
         self._decisions = [
-            f"{len(queries)} queries gave {len(ranked)} distinct results; kept the top {len(chosen)}",
+            f"reading '{reading}': {len(queries)} queries ({len(own)} own sub-questions"
+            + (f", feedback expansion {expanded!r}" if expanded else "")
+            + f") gave {len(ranked)} distinct results; kept the top {len(chosen)} of a budget of {budget}",
             f"{sum(h.source_type in preferred for h in chosen)} kept results are of the preferred types "
             f"({', '.join(preferred) or 'none'}), ranked up by {PREFERRED_BONUS}",
         ]
@@ -208,46 +231,64 @@ class ResearchAgent:
             )
         return chosen
 
-    def _findings(self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult]) -> list[Finding]:
-        """The claims most on-topic, at most a few per source, preferred source types first."""
-        terms = topic_terms(topic)
+    def _merge(
+        self, best: dict[str, tuple[float, SearchResult]], hits: list[SearchResult], weight: float, covered: set[str]
+    ) -> None:
+        for hit in hits:
+            score = (
+                weight / hit.rank
+                + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
+                - (COVERED_PENALTY if hit.url in covered else 0)
+            )
+            if hit.url not in best or best[hit.url][0] < score:
+                best[hit.url] = (score, hit)
+
+    def _findings(
+        self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult], brief: AgentBrief | None = None
+    ) -> list[Finding]:
+        """The claims that best answer the question: passage BM25 relevance x claim confidence, at most a
+        few per page (the reading decides how many), preferred source types and new findings first."""
+        brief = brief or AgentBrief()
+        reading = self.strategy.reading
+        known = set(brief.known_findings)
+        claims = [(item, claim) for item in usable if item.analysis for claim in item.analysis.claims]
+        queries = list(dict.fromkeys([topic, *sub_questions(topic, reading), *brief.focus_queries]))
+        relevance = PassageRanker([c.text for _, c in claims]).relevance(queries)
         candidates: list[Finding] = []
-        for item in usable:
-            assert item.analysis is not None
+        for (item, claim), rel in zip(claims, relevance, strict=True):
             preferred = by_url[item.url].source_type in self.strategy.preferred_sources
-            for claim in item.analysis.claims:
-                measured = 0.3 if claim.values and claim.attribute else 0.0  # a figure with what it measures
-                score = (
-                    relevance(claim.text, terms)
-                    + measured
-                    + 0.05 * min(len(claim.entities), 4)
-                    + (0.2 if preferred else 0.0)
+            structured = bool(claim.values and claim.subject and claim.attribute)
+            score = rel * claim_confidence(structured, bool(claim.values)) + (0.2 if preferred else 0.0)
+            if claim.text in known:
+                score *= KNOWN_FINDING_WEIGHT  # the consensus already states it: new findings first
+            candidates.append(
+                Finding(
+                    text=claim.text,
+                    source=item.url,
+                    entities=claim.entities,
+                    score=round(score, 4),
+                    key=claim_key(claim),
+                    values=[v.raw for v in claim.values],
                 )
-                candidates.append(
-                    Finding(
-                        text=claim.text,
-                        source=item.url,
-                        entities=claim.entities,
-                        score=score,
-                        key=claim_key(claim),
-                        values=[v.raw for v in claim.values],
-                    )
-                )
+            )
         candidates.sort(key=lambda f: -f.score)
+        per_page = PASSAGES_PER_PAGE[reading]
         per_source: Counter[str] = Counter()
         findings: list[Finding] = []
         seen: set[str] = set()
         for finding in candidates:
-            if finding.text in seen or per_source[finding.source] >= MAX_FINDINGS_PER_SOURCE:
+            if finding.text in seen or per_source[finding.source] >= per_page or finding.score <= 0:
                 continue
             seen.add(finding.text)
             per_source[finding.source] += 1
             findings.append(finding)
             if len(findings) == MAX_FINDINGS:
                 break
+        new = sum(1 for f in findings if f.text not in known)
         self._decisions.append(
-            f"{len(candidates)} fact-bearing sentences from {len(usable)} pages; kept the "
-            f"{len(findings)} most on-topic (at most {MAX_FINDINGS_PER_SOURCE} per page)"
+            f"{len(candidates)} fact-bearing sentences from {len(usable)} pages ranked by passage BM25 against "
+            f"{len(queries)} sub-questions x claim confidence; kept {len(findings)} (at most {per_page} per page), "
+            f"{new} not in the previous consensus"
         )
         return findings
 

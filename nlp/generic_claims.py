@@ -109,10 +109,11 @@ def figure(text: str, offset: int = 0) -> Value | None:
     numbers with an optional size, time or count unit: ``8``, ``1GB`` (bytes), ``30s`` (seconds).
     """
     text = text.rstrip(" .。")
-    for v in parse_values(text):
-        if v.kind != "date" and v.value is not None:
-            return v.model_copy(update={"start": v.start + offset, "end": v.end + offset})
     match = _FIGURE.search(text)
+    if match is None or _scaled(1.0, match.group("unit"))[1] not in ("byte", "second"):
+        for v in parse_values(text):  # sizes and durations are read here; anything else by parse_values
+            if v.kind != "date" and v.value is not None:
+                return v.model_copy(update={"start": v.start + offset, "end": v.end + offset})
     if match is None:
         return None
     try:

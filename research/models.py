@@ -23,6 +23,8 @@ class AgentStrategy(CamelModel):
     preferred_sources: list[SourceType] = Field(default_factory=list)
     time_range: Literal["day", "week", "month", "year", "all"] = "all"
     cross_language: bool = False  # also search in the other language from iteration 1 (nlp/glossary.py)
+    # how the agent turns the question into searches and passages (research/retrieval.py)
+    reading: Literal["depth", "keywords", "feedback"] = "depth"
 
 
 class AgentBrief(CamelModel):
@@ -31,6 +33,7 @@ class AgentBrief(CamelModel):
     iteration: int = Field(1, ge=1)
     focus_queries: list[str] = Field(default_factory=list)  # gaps and disputed figures to search for
     covered_sources: list[str] = Field(default_factory=list)  # read in earlier iterations: ranked last
+    known_findings: list[str] = Field(default_factory=list)  # the previous consensus: new findings rank first
 
 
 class AgentSnapshot(CamelModel):

@@ -49,6 +49,7 @@ _BLOCK_TAGS = frozenset(
 )  # fmt: skip
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _SPACE = re.compile(r"\s+")
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _PAIR = re.compile(r"^([^:;。.!?]{1,30}): (?=\S)")
 _FOOTNOTE_MARK = re.compile(r"\s?\[\d{1,3}\]")  # DocBook footnote references: "tools.[94]"
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
@@ -237,7 +238,12 @@ def _main(root: etree._Element) -> etree._Element:
 
 
 def parse_html(source: str | bytes) -> etree._Element | None:
-    """The lxml document of a page, or None when it is not HTML at all."""
+    """The lxml document of a page, or None when it is not HTML at all.
+
+    An XHTML page decoded to text may still open with ``<?xml ... encoding=...?>``, which lxml refuses
+    in a str: the declaration is dropped (the text is already decoded)."""
+    if isinstance(source, str):
+        source = _XML_DECL.sub("", source, count=1)
     try:
         return lxml.html.document_fromstring(source)
     except (etree.ParserError, ValueError):

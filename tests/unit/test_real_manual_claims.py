@@ -31,7 +31,7 @@ def manual_claims() -> list[tuple[ExtractedPage, list[Claim]]]:
         pytest.skip(f"{', '.join(packages)} not installed and apt-get cannot run here (needs root on Debian)")
     ensure_packages(packages)
     pages = [
-        extract_page(f.read_bytes(), url=f.as_uri())
+        extract_page(f.read_text(encoding="utf-8"), url=f.as_uri())  # decoded, as the collector passes it
         for root, pattern in MANUALS.values()
         for f in doc_files(root, pattern)
         if f.name not in ("search.html", "genindex.html", "developers-reference.html")
