@@ -14,6 +14,7 @@ out, before it is killed.
 from __future__ import annotations
 
 import math
+import re
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -22,12 +23,16 @@ from datetime import UTC, datetime
 from actors.collector import Collected, Collector
 from core.errors import SearchError
 from core.events import EventSink
+from core.llm.base import LLMClient
+from core.llm.cost import UsageMeter
+from core.llm.factory import make_llm
 from core.runtime import Handle
 from core.settings import Settings
 from nlp.conflicts import claim_key
 from nlp.entities import Entity
 from nlp.glossary import cross_language_query
 from research.events import StageProgress
+from research.llm_agent import AGENT_ROLE, PageForReading, failure, plan, read_notes, write_report
 from research.models import (
     AgentBrief,
     AgentReport,
@@ -53,6 +58,7 @@ from scrapers.settings import SearchSettings
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
 PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types up, already-read sources down
 MAX_FOCUS_QUERIES = 4
+MAX_LLM_PAGES = 6  # pages whose best passages the model reads for notes
 SIDE_QUERY_WEIGHT = 0.5  # hits of modifier, focus and cross-language queries count half an own sub-question's
 KNOWN_FINDING_WEIGHT = 0.5
 
@@ -121,7 +127,15 @@ class ResearchAgent:
         self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
         self._decisions = []
         started = self._started = time.perf_counter()
-        queries = self._snapshot.queries = self.queries(topic, brief)
+        meter = UsageMeter()
+        llm = make_llm(self.settings, role=AGENT_ROLE, meter=meter)
+        planned: list[str] = []
+        if llm is not None:
+            try:
+                planned = await plan(llm, topic, self.strategy.reading)
+            except Exception as exc:  # a failed model call never fails the agent: it reads offline
+                self._decisions.append(failure("planning", exc))
+        queries = self._snapshot.queries = list(dict.fromkeys([*self.queries(topic, brief), *planned]))
         self._progress("search", 0, 1)
         provider = (
             CollectorSearch(self._collector)
@@ -145,11 +159,18 @@ class ResearchAgent:
         sources = [_source(c, by_url[c.url]) for c in usable]
         findings = self._findings(topic, usable, by_url, brief)
         mentions = _mentions(usable)
+        content = render_agent_report(topic, self.strategy, findings, mentions, sources)
+        dropped = 0
+        if llm is not None:
+            findings, dropped, written = await self._with_llm(llm, topic, usable, findings, sources)
+            content = written or render_agent_report(topic, self.strategy, findings, mentions, sources)
         report = AgentReport(
             agent_id=self.agent_id,
             report_id=str(uuid.uuid4()),
             strategy=self.strategy,
-            content=render_agent_report(topic, self.strategy, findings, mentions, sources),
+            content=content,
+            llm_usage=meter.summary() if llm is not None else None,
+            quotes_dropped=dropped,
             sources=sources,
             generated_at=datetime.now(UTC),
             duration_ms=int((time.perf_counter() - started) * 1000),
@@ -211,7 +232,7 @@ class ResearchAgent:
             ranked = ranked[:head] + ranked[head::2] + ranked[head + 1 :: 2]
         chosen = ranked[:wanted]
         preferred = self.strategy.preferred_sources
-        self._decisions = [
+        self._decisions += [
             f"reading '{reading}': {len(queries)} queries ({len(own)} own sub-questions"
             + (f", feedback expansion {expanded!r}" if expanded else "")
             + f") gave {len(ranked)} distinct results; kept the top {len(chosen)} of a budget of {budget}",
@@ -242,6 +263,66 @@ class ResearchAgent:
             )
             if hit.url not in best or best[hit.url][0] < score:
                 best[hit.url] = (score, hit)
+
+    async def _with_llm(
+        self,
+        llm: LLMClient,
+        topic: str,
+        usable: list[Collected],
+        findings: list[Finding],
+        sources: list[SourceReference],
+    ) -> tuple[list[Finding], int, str | None]:
+        """The model's verified notes lead the findings; its report replaces the rendered one when valid."""
+        by_page: dict[str, list[Finding]] = defaultdict(list)
+        for f in findings:
+            by_page[f.source].append(f)
+        pages = [
+            PageForReading(url=c.url, title=c.page.title, text=c.page.text, passages=[f.text for f in by_page[c.url]])
+            for c in usable
+            if c.page is not None and by_page[c.url]
+        ][:MAX_LLM_PAGES]
+        dropped = 0
+        try:
+            notes = await read_notes(llm, topic, pages)
+        except Exception as exc:  # a failed model call never fails the agent: it reads offline
+            self._decisions.append(failure("reading", exc))
+            return findings, 0, None
+        dropped = notes.dropped
+        noted = [
+            Finding(
+                text=note.quote,
+                source=url,
+                entities=[],
+                score=2.0,
+                key=None,
+                values=[note.figure] if note.figure else [],
+            )
+            for note, url in notes.kept
+        ]
+        seen = {f.text for f in noted}
+        merged = (noted + [f for f in findings if f.text not in seen])[:MAX_FINDINGS]
+        self._decisions.append(
+            f"LLM notes: {len(notes.kept)} kept, {dropped} dropped (quote or figure not verbatim in the page)"
+            + (f": {'; '.join(notes.reasons[:3])}" if notes.reasons else "")
+        )
+        number = {s.url: i for i, s in enumerate(sources, start=1)}
+        quoted: dict[str, list[str]] = defaultdict(list)
+        for f in merged:
+            quoted[f.source].append(f.text)
+        cited = [(s.title, quoted[s.url]) for s in sources if quoted[s.url]]
+        renumber = [number[s.url] for s in sources if quoted[s.url]]
+        try:
+            written = await write_report(llm, topic, cited)
+        except Exception as exc:
+            self._decisions.append(failure("report writing", exc))
+            return merged, dropped, None
+        if written is None:
+            self._decisions.append("LLM report cited a source it was not given; the rendered report was used")
+            return merged, dropped, None
+        # the model numbered the cited sources 1..n; the report lists every source, so map back
+        text = re.sub(r"\[(\d+)\]", lambda m: f"[{renumber[int(m.group(1)) - 1]}]", written)
+        listing = "\n".join(f"{i}. [{s.title}]({s.url})" for i, s in enumerate(sources, start=1))
+        return merged, dropped, f"# {topic}\n\n{text}\n## Sources\n\n{listing}\n"
 
     def _findings(
         self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult], brief: AgentBrief | None = None

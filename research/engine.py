@@ -54,6 +54,7 @@ from research.events import (
 )
 from research.evidence import SourceDocument, build_evidence
 from research.iteration import IterationContext, initial_context, next_context, should_stop_early
+from research.llm_agent import combine_usage
 from research.models import AgentReport, AgentSnapshot, SourceReference
 from research.reliability import reliability_for
 from research.report import render_final_report
@@ -526,7 +527,10 @@ async def _finish(
         sources=sorted((d.source for d in run.documents.values()), key=_source_order),
         stopped_early=stopped_early,
         collection=collection,
-        usage=meter.summary() if llm is not None else None,
+        usage=combine_usage(
+            [*(r.llm_usage for it in run.iterations for r in it.agent_reports), meter.summary() if llm else None]
+        ),
+        llm_quotes_dropped=sum(r.quotes_dropped for it in run.iterations for r in it.agent_reports),
     )
     result.final_report = render_final_report(result)
     return result

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from core.llm.cost import UsageSummary
 from core.models import CamelModel
 
 SourceType = Literal["official", "news", "academic", "community"]
@@ -99,6 +100,8 @@ class AgentReport(CamelModel):
     entities: list[EntityMention] = Field(default_factory=list)
     failures: list[SourceFailure] = Field(default_factory=list)
     decisions: list[str] = Field(default_factory=list)  # what the agent chose and why (transparency report)
+    llm_usage: UsageSummary | None = None  # the agent's own LLM calls (None: no LLM configured)
+    quotes_dropped: int = 0  # LLM notes whose quote or figure was not found verbatim in the page
 
 
 __all__ = [

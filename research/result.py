@@ -105,6 +105,7 @@ class ConsensusResearchResult(CamelModel):
     stopped_early: str | None = None  # why fewer iterations than configured ran
     collection: CollectionStats | None = None
     usage: UsageSummary | None = None  # LLM calls, tokens and cost of the run (None: no LLM configured)
+    llm_quotes_dropped: int = 0  # agents' LLM notes dropped because their quote was not verbatim in the page
 
     @property
     def agent_failures(self) -> list[AgentFailure]:

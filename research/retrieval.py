@@ -21,6 +21,7 @@ best passage's (0..1); confidence is higher for a claim whose figure has a subje
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -35,6 +36,7 @@ READINGS: tuple[Reading, ...] = ("depth", "keywords", "feedback")
 PAGE_SHARE: dict[Reading, float] = {"depth": 0.34, "keywords": 0.5, "feedback": 0.5}
 PASSAGES_PER_PAGE: dict[Reading, int] = {"depth": 5, "keywords": 3, "feedback": 3}
 FEEDBACK_RESULTS, FEEDBACK_TERMS = 5, 4
+EXACT_BONUS = 0.5
 
 
 def question_terms(question: str) -> list[str]:
@@ -49,6 +51,14 @@ def rare_terms(question: str, limit: int = 4) -> list[str]:
     terms = question_terms(question)
     longest = sorted(terms, key=lambda t: (-len(t), terms.index(t)))
     return list(dict.fromkeys([*special, *longest]))[:limit]
+
+
+def identifiers(question: str) -> list[str]:
+    """Words of the question that name something exactly: with symbols, digits or inner capitals."""
+    words = [w.strip("?？.,、。「」\"'()") for w in question.split()]
+    return [
+        w for w in words if len(w) >= 2 and (any(c in w for c in "_:/%-.") or any(c.isdigit() for c in w) or _camel(w))
+    ]
 
 
 def _camel(word: str) -> bool:
@@ -79,16 +89,27 @@ class PassageRanker:
 
     def __init__(self, passages: Sequence[str]) -> None:
         self._index = BM25Index([tokenize(p) for p in passages])
+        self._passages = list(passages)
         self._count = len(passages)
 
     def relevance(self, queries: Sequence[str]) -> list[float]:
-        """Each passage's best score over the queries, divided by the best passage's score."""
+        """Each passage's best score over the queries, divided by the best passage's score.
+
+        An identifier of the question (``%D``, ``StepLimit``, ``debian/compat``: see :func:`identifiers`)
+        found verbatim in a passage adds :data:`EXACT_BONUS`: tokens fold case and drop symbols, so
+        ``%D`` and ``%d`` look alike to BM25 but not to a reader."""
         best = [0.0] * self._count
         for query in queries:
             for doc_id, score in self._index.scores(question_terms(query)).items():
                 best[doc_id] = max(best[doc_id], score)
         top = max(best, default=0.0)
-        return [s / top if top > 0 else 0.0 for s in best]
+        scaled = [s / top if top > 0 else 0.0 for s in best]
+        exact = [re.compile(rf"(?<![\w%]){re.escape(t)}(?!\w)") for q in queries[:1] for t in identifiers(q)]
+        if exact:
+            for i, passage in enumerate(self._passages):
+                if any(p.search(passage) for p in exact):
+                    scaled[i] += EXACT_BONUS
+        return scaled
 
 
 def claim_confidence(structured: bool, has_figures: bool) -> float:
@@ -108,6 +129,7 @@ def question_coverage(question: str, texts: Sequence[str]) -> float:
 
 
 __all__ = [
+    "EXACT_BONUS",
     "FEEDBACK_RESULTS",
     "FEEDBACK_TERMS",
     "PAGE_SHARE",
@@ -117,6 +139,7 @@ __all__ = [
     "Reading",
     "claim_confidence",
     "feedback_query",
+    "identifiers",
     "question_coverage",
     "question_terms",
     "rare_terms",
