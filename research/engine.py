@@ -39,6 +39,7 @@ from core.settings import Settings
 from core.validation import clean_text
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
+from research.charts import chart_refs
 from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
 from research.events import (
     AgentCompleted,
@@ -530,6 +531,7 @@ async def _finish(
         usage=combine_usage(
             [*(r.llm_usage for it in run.iterations for r in it.agent_reports), meter.summary() if llm else None]
         ),
+        charts=chart_refs(verified),
         llm_quotes_dropped=sum(r.quotes_dropped for it in run.iterations for r in it.agent_reports),
     )
     result.final_report = render_final_report(result)
