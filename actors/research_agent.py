@@ -205,7 +205,6 @@ class ResearchAgent:
         types and unread sources first. The agent reads its reading's share of the page budget."""
         budget = ResearchSettings.of(self.settings).results_per_agent
         reading = self.strategy.reading
-        wanted = max(2, math.ceil(budget * PAGE_SHARE[reading]))
         own = set(sub_questions(topic, reading))
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
@@ -226,6 +225,9 @@ class ResearchAgent:
             name = SearchSettings.of(self.settings).provider
             raise SearchError(f"no search results for {topic!r} from provider {name}")
         ranked = [hit for _, hit in sorted(best.values(), key=lambda pair: -pair[0])]
+        # the reading's share of the budget, or of what the search found when that is less (a small
+        # manual): agents then still read different pages
+        wanted = max(2, math.ceil(min(budget, len(ranked)) * PAGE_SHARE[reading]))
         if reading == "keywords" and len(ranked) > wanted:
             # breadth: past the first few, take every other hit, so this agent reaches further down the list
             head = max(1, wanted // 3)

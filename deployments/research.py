@@ -29,18 +29,20 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, ResearchError, first_line
+from core.resources import data_path
 from core.settings import Settings, load_settings
 from core.validation import bounded_int, invalid_unicode_at, printable
 from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
 from deployments.security import guard
 from deployments.settings import ServeSettings, corpus_roots
 from research import runs
+from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
 from research.options import OPTION_NAMES, ResearchOptions, apply_options
 
@@ -55,6 +57,9 @@ KEEPALIVE_S = 15.0
 MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
 OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
 _SERVER_PATH = re.compile(r"(?<![\w.:/])/[^\s'\",;)]+")
+
+PAGE_PATH = data_path("research", "page.html")
+MAX_LISTED_CORPORA = 50  # subfolders listed per corpus root on the page
 
 api = FastAPI(title="MAGI research", description="Consensus research runs over HTTP.")
 GUARD = guard(api)  # API keys and the body cap; configured by each replica from its settings
@@ -220,6 +225,26 @@ class ResearchService:
         """Serve's custom autoscaling metric (deployments/autoscaling.py): runs this replica holds."""
         return {QUEUE_METRIC: float(len(self._waiting) + (self._running is not None))}
 
+    @api.get("/ui")
+    async def page(self) -> HTMLResponse:
+        """The research page: plain HTML and JS (data/research/page.html), no build step."""
+        return HTMLResponse(PAGE_PATH.read_text(encoding="utf-8"))
+
+    @api.get("/corpora")
+    async def corpora(self) -> JSONResponse:
+        """The corpus folders requests may name (the page's choice list): each root and its subfolders."""
+        found: list[dict[str, str]] = []
+        for root in self._roots:
+            if not root.is_dir():
+                continue
+            found.append({"name": root.name, "path": str(root)})
+            found += [
+                {"name": f"{root.name}/{child.name}", "path": str(child)}
+                for child in sorted(root.iterdir())
+                if child.is_dir() and not child.name.startswith(".")
+            ][:MAX_LISTED_CORPORA]
+        return JSONResponse({"corpora": found})
+
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -317,6 +342,19 @@ class ResearchService:
             body["result" if run.status == "completed" else "partial"] = json.loads(run.result_json)
         return JSONResponse(body)
 
+    @api.get("/research/{run_id}/charts/{file}")
+    async def chart(self, run_id: str, file: str) -> Response:
+        """A chart of a completed run's report, drawn from the stored result (research/charts.py)."""
+        run = runs.load_run(self._store, run_id)
+        if run is None or not run.result_json:
+            return _error(404, f"no finished research run {printable(run_id)!r}")
+        charts = json.loads(run.result_json).get("charts") or []
+        found = next((ChartRef.model_validate(c) for c in charts if c.get("file") == file), None)
+        if found is None:
+            return _error(404, f"run {printable(run_id)!r} has no chart {printable(file)!r}")
+        png = await asyncio.to_thread(render_png, found)
+        return Response(png, media_type="image/png")
+
     @api.get("/research/{run_id}/events")
     async def events(self, run_id: str, request: Request) -> Any:
         if runs.load_run(self._store, run_id) is None:
@@ -384,7 +422,9 @@ __all__ = [
     "KEEPALIVE_S",
     "MAX_ATTEMPTS",
     "MAX_EVENT_ID",
+    "MAX_LISTED_CORPORA",
     "OUTSIDE_ROOTS",
+    "PAGE_PATH",
     "POLL_S",
     "ROUTE_PREFIX",
     "ResearchRequest",

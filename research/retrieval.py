@@ -33,7 +33,7 @@ from scrapers.search.tokenize import tokenize
 Reading = Literal["depth", "keywords", "feedback"]
 READINGS: tuple[Reading, ...] = ("depth", "keywords", "feedback")
 # Share of the agent's page budget each reading spends, and how many passages it keeps per page.
-PAGE_SHARE: dict[Reading, float] = {"depth": 0.34, "keywords": 0.5, "feedback": 0.5}
+PAGE_SHARE: dict[Reading, float] = {"depth": 0.34, "keywords": 0.45, "feedback": 0.45}
 PASSAGES_PER_PAGE: dict[Reading, int] = {"depth": 5, "keywords": 3, "feedback": 3}
 FEEDBACK_RESULTS, FEEDBACK_TERMS = 5, 4
 EXACT_BONUS = 0.5

@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 PROMPT_PATH = data_path("prompts", "research_summary.md")
 MAX_LLM_CLAIMS = 20  # claims shown to the model, highest confidence first
 MAX_TOKENS = 700  # 3-5 sentences, with room for Japanese tokenisation
+DISPUTED_ANSWER_WEIGHT = 0.5
 MIN_SHARED_TERMS = 2  # content terms a figure-less sentence must share with one claim
 
 _LIST_MARKER = re.compile(r"^(?:#+|[-*・•●]|[0-9]+[.)）]|[(（][0-9]+[)）])\s*")
@@ -111,12 +112,21 @@ def _bullet(claim: EvidencedClaim) -> str:
 
 
 def _answer(topic: str, claims: Sequence[EvidencedClaim]) -> EvidencedClaim | None:
-    """The verified claim that best answers the question: passage BM25 relevance to it, then confidence."""
+    """The verified claim that best answers the question: passage BM25 relevance to it x confidence,
+    halved for a disputed claim."""
     verified = _verified(claims)
     if not verified:
         return None
     relevance = PassageRanker([c.text for c in verified]).relevance([topic])
-    best = max(range(len(verified)), key=lambda i: (relevance[i] * (0.5 + 0.5 * verified[i].confidence), -i))
+
+    def weight(i: int) -> float:  # a disputed figure is not the answer while an undisputed one is as relevant
+        return (
+            relevance[i]
+            * (0.5 + 0.5 * verified[i].confidence)
+            * (DISPUTED_ANSWER_WEIGHT if verified[i].disputed else 1)
+        )
+
+    best = max(range(len(verified)), key=lambda i: (weight(i), -i))
     return verified[best] if relevance[best] > 0 else None
 
 
