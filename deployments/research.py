@@ -25,7 +25,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -45,6 +45,9 @@ from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
 from research.options import OPTION_NAMES, ResearchOptions, apply_options
+
+if TYPE_CHECKING:
+    from actors.nlp_pool import NlpPool
 
 log = logging.getLogger(__name__)
 APP_NAME = "research"
@@ -169,6 +172,7 @@ class ResearchService:
         self._wakeup = asyncio.Event()
         self._running: str | None = None
         self._worker: asyncio.Task[None] | None = None
+        self._pool: NlpPool | None = None  # the NLP pool, started by the first run and kept for the next
         requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
         if failed:
             log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
@@ -300,7 +304,7 @@ class ResearchService:
 
     async def _execute(self, run_id: str, topic: str, settings: Settings) -> None:
         from core.runtime import RayRuntime
-        from research.engine import run_research
+        from research.engine import run_research, start_pool
 
         if not runs.mark_running(self._store, run_id):
             return
@@ -308,7 +312,9 @@ class ResearchService:
         try:
             runtime = RayRuntime()
             try:
-                result = await run_research(topic, settings, runtime, sink, run_id=run_id)
+                if self._pool is None or not self._pool.workers:  # kept warm between runs (models stay loaded)
+                    self._pool = start_pool(runtime, self._settings)
+                result = await run_research(topic, settings, runtime, sink, run_id=run_id, pool=self._pool)
             finally:
                 await runtime.close()
         except Exception as exc:
