@@ -47,6 +47,7 @@ from research.retrieval import (
     PASSAGES_PER_PAGE,
     PassageRanker,
     claim_confidence,
+    context_of,
     feedback_query,
     sub_questions,
 )
@@ -336,7 +337,10 @@ class ResearchAgent:
         known = set(brief.known_findings)
         claims = [(item, claim) for item in usable if item.analysis for claim in item.analysis.claims]
         queries = list(dict.fromkeys([topic, *sub_questions(topic, reading), *brief.focus_queries]))
-        relevance = PassageRanker([c.text for _, c in claims]).relevance(queries)
+        # a passage is ranked with its lead-in (heading, or "the delays are:"): list items and records
+        # rarely repeat what they are about
+        passages = [f"{context_of(item.page.text, c.start) if item.page else ''} {c.text}" for item, c in claims]
+        relevance = PassageRanker(passages).relevance(queries)
         candidates: list[Finding] = []
         for (item, claim), rel in zip(claims, relevance, strict=True):
             preferred = by_url[item.url].source_type in self.strategy.preferred_sources

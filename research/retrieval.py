@@ -37,6 +37,8 @@ PAGE_SHARE: dict[Reading, float] = {"depth": 0.34, "keywords": 0.45, "feedback":
 PASSAGES_PER_PAGE: dict[Reading, int] = {"depth": 5, "keywords": 3, "feedback": 3}
 FEEDBACK_RESULTS, FEEDBACK_TERMS = 5, 4
 EXACT_BONUS = 0.5
+CONTEXT_BLOCKS, HEADING_CHARS = 6, 80
+_END = re.compile(r"[.!?。！？;；]$")
 
 
 def question_terms(question: str) -> list[str]:
@@ -112,6 +114,17 @@ class PassageRanker:
         return scaled
 
 
+def context_of(text: str, start: int, lookback: int = CONTEXT_BLOCKS) -> str:
+    """The lead-in of the passage at ``start``: the nearest earlier block that is a heading (short, no
+    end punctuation) or ends with a colon ("Here are the recommended delays:"), at most ``lookback``
+    blocks back. List items and table records rarely repeat what they are about; their lead-in does."""
+    before = text[:start].rstrip().split("\n")
+    for line in [b.strip() for b in reversed(before) if b.strip()][:lookback]:
+        if line.endswith((":", "：")) or (len(line) <= HEADING_CHARS and not _END.search(line) and ": " not in line):
+            return line
+    return ""
+
+
 def claim_confidence(structured: bool, has_figures: bool) -> float:
     """Prior trust in a claim's form: a figure with subject and attribute > a sentence with figures > none."""
     return 1.0 if structured else 0.8 if has_figures else 0.6
@@ -129,15 +142,18 @@ def question_coverage(question: str, texts: Sequence[str]) -> float:
 
 
 __all__ = [
+    "CONTEXT_BLOCKS",
     "EXACT_BONUS",
     "FEEDBACK_RESULTS",
     "FEEDBACK_TERMS",
+    "HEADING_CHARS",
     "PAGE_SHARE",
     "PASSAGES_PER_PAGE",
     "READINGS",
     "PassageRanker",
     "Reading",
     "claim_confidence",
+    "context_of",
     "feedback_query",
     "identifiers",
     "question_coverage",
