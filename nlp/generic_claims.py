@@ -10,7 +10,8 @@ in a few shapes whatever its topic, and these are read here:
 * defaults: "X defaults to Y", "the default (value) of X is Y", "X (default: Y)", Xのデフォルト(値)はY;
 * copulas: "the A of X is Y", "X is/are/equals/is set to Y", XのAはY, XはYです (Y a figure);
 * changes over time: "X increased/rose/fell from A to B" gives two readings of X, the later as
-  a change (``when`` stays unset: the sentence gives no dates to tie them to).
+  a change (``when`` stays unset: the sentence gives no dates to tie them to);
+* comparatives: "X is 3 times faster than Y" -> ``(x, faster than y) = 3x``; XはYの2倍 -> ``(x, ratio to y)``.
 
 Subjects and attributes are normalised (:func:`normalise`: NFKC, lower case, no articles, quotes
 or trailing punctuation), so two pages saying the same thing about the same subject meet under one
@@ -68,6 +69,16 @@ _EN_CHANGE = re.compile(
     re.IGNORECASE,
 )
 _EN_SET = re.compile(rf"\bset\s+(?P<subject>{_NP})\s+to\s+(?P<value>[^;]+)", re.IGNORECASE)
+_EN_COMPARE = re.compile(
+    rf"(?:^|\s)(?P<subject>{_NP})\s+(?:is|are|was|were|runs|became)\s+(?:about\s+|roughly\s+)?"
+    r"(?P<value>\d[\d.,]*\s*(?:times|x|%))\s+(?P<how>faster|slower|larger|smaller|bigger|more|less|higher|lower)"
+    r"(?:\s+\w+)?\s+than\s+(?P<other>[\w./:%#@$+-]+(?:\s[\w./:%#@$+-]+){0,5})(?=[.,;]|$)",
+    re.IGNORECASE,
+)
+_JA_COMPARE = re.compile(
+    r"(?P<subject>[^、。\s「」は]{1,30}?)\s*は\s*(?P<other>[^、。\sは]{1,30}?)\s*(?:の|より|に比べ(?:て)?)\s*"
+    r"(?P<value>約?\d[\d.,]*倍)"
+)
 _JA_DEFAULT = re.compile(r"(?P<subject>[^、。\s「」]{1,30}?)の(?:デフォルト|既定|初期)値?は\s*(?P<value>[^、。]+)")
 _JA_OF = re.compile(
     r"(?P<subject>[^、。\s「」は]{1,30}?)の(?P<attribute>[^、。\sのは]{0,14}[^、。\sのはでにとがもを])は\s*(?P<value>[^、。]+)"
@@ -197,6 +208,13 @@ def _pattern_readings(sentence: str, offset: int = 0, default_subject: str | Non
         fig = figure(after[:MAX_VALUE_CHARS], offset + len(sentence) - len(after))
         if fig is not None:
             return [(default_subject, "default", fig, False)]
+    for pattern in (_EN_COMPARE, _JA_COMPARE):
+        for match in pattern.finditer(sentence):
+            fig = figure(match.group("value"), match.start("value") + offset)
+            subject, other = normalise(match.group("subject")), normalise(match.group("other"))
+            if fig is not None and _subject_ok(subject) and other:
+                how = normalise(match.group("how")) if "how" in pattern.groupindex else "ratio"
+                return [(subject, f"{how} than {other}" if how != "ratio" else f"ratio to {other}", fig, False)]
     for match in _EN_CHANGE.finditer(sentence):
         subject = normalise(match.group("subject"))
         before = figure(match.group("before"), match.start("before") + offset)

@@ -98,6 +98,10 @@ def test_generic_readings_from_records_defaults_copulas_and_changes() -> None:
         ("number of packages", "value", 30000.0, False),
         ("number of packages", "value", 59000.0, True),
     ]
+    assert read("The new resolver is 3 times faster than the old resolver.") == [
+        ("new resolver", "faster than old resolver", 3.0, False)
+    ]
+    assert read("aptitude は apt-get より約1.5倍遅い。") == [("aptitude", "ratio to apt-get", 1.5, False)]
     assert read("It is used by 3 tools.") == []  # no subject, and the value phrase does not open with the figure
 
 
