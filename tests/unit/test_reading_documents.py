@@ -116,3 +116,21 @@ def test_listing_lines() -> None:
     assert is_listing_line("18805 postgresql49876 postgres StartTransactionCommand 0 0")
     assert is_listing_line(" -- Josip Rodin <joy-mg@debian.org>  Mon, 22 Mar 2010 00:37:31 +0100")
     assert not is_listing_line("Debian 9 supports a total of ten Linux architectures.")
+
+
+def test_generic_claims_of_two_manuals_on_one_subject_conflict() -> None:
+    """Outside any topic vocabulary: a table row and a sentence disagree on StepLimit's default."""
+    from nlp.analysis import AnalysisInput, analyse_texts
+    from nlp.conflicts import detect_conflicts, sourced
+
+    pages = {
+        "https://a.example/options": "Options\n\nOption: StepLimit; Default: 5000; Description: Steps.",
+        "https://b.example/tuning": "Tuning the resolver\n\nThe StepLimit option defaults to 3000 steps.",
+        "https://c.example/other": "Other notes\n\nThe cache holds at most 100 MB by default.",
+    }
+    analyses = analyse_texts([AnalysisInput(text, "en") for text in pages.values()])
+    claims = [c for url, a in zip(pages, analyses, strict=True) for c in sourced(a.claims, url)]
+    assert {(c.claim.subject, c.claim.attribute) for c in claims} >= {("StepLimit", "default")}
+    conflicts = detect_conflicts(claims)
+    assert [(c.subject, c.attribute) for c in conflicts] == [("StepLimit", "default")]
+    assert {conflicts[0].statement1.value, conflicts[0].statement2.value} == {"5000", "3000"}
