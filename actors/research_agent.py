@@ -13,6 +13,8 @@ out, before it is killed.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -21,13 +23,16 @@ from datetime import UTC, datetime
 from actors.collector import Collected, Collector
 from core.errors import SearchError
 from core.events import EventSink
+from core.llm.base import LLMClient
+from core.llm.cost import UsageMeter
+from core.llm.factory import make_llm
 from core.runtime import Handle
 from core.settings import Settings
 from nlp.conflicts import claim_key
 from nlp.entities import Entity
-from nlp.findings import relevance, topic_terms
 from nlp.glossary import cross_language_query
 from research.events import StageProgress
+from research.llm_agent import AGENT_ROLE, PageForReading, failure, plan, read_notes, write_report
 from research.models import (
     AgentBrief,
     AgentReport,
@@ -37,6 +42,15 @@ from research.models import (
     Finding,
     SourceReference,
 )
+from research.retrieval import (
+    PAGE_SHARE,
+    PASSAGES_PER_PAGE,
+    PassageRanker,
+    claim_confidence,
+    context_of,
+    feedback_query,
+    sub_questions,
+)
 from research.settings import ResearchSettings
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search, uses_local_corpus
@@ -45,6 +59,9 @@ from scrapers.settings import SearchSettings
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
 PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types up, already-read sources down
 MAX_FOCUS_QUERIES = 4
+MAX_LLM_PAGES = 6  # pages whose best passages the model reads for notes
+SIDE_QUERY_WEIGHT = 0.5  # hits of modifier, focus and cross-language queries count half an own sub-question's
+KNOWN_FINDING_WEIGHT = 0.5
 
 
 class CollectorSearch:
@@ -111,7 +128,15 @@ class ResearchAgent:
         self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
         self._decisions = []
         started = self._started = time.perf_counter()
-        queries = self._snapshot.queries = self.queries(topic, brief)
+        meter = UsageMeter()
+        llm = make_llm(self.settings, role=AGENT_ROLE, meter=meter)
+        planned: list[str] = []
+        if llm is not None:
+            try:
+                planned = await plan(llm, topic, self.strategy.reading)
+            except Exception as exc:  # a failed model call never fails the agent: it reads offline
+                self._decisions.append(failure("planning", exc))
+        queries = self._snapshot.queries = list(dict.fromkeys([*self.queries(topic, brief), *planned]))
         self._progress("search", 0, 1)
         provider = (
             CollectorSearch(self._collector)
@@ -133,13 +158,20 @@ class ResearchAgent:
         self._progress("report", 0, 1)
         by_url = {r.url: r for r in results}
         sources = [_source(c, by_url[c.url]) for c in usable]
-        findings = self._findings(topic, usable, by_url)
+        findings = self._findings(topic, usable, by_url, brief)
         mentions = _mentions(usable)
+        content = render_agent_report(topic, self.strategy, findings, mentions, sources)
+        dropped = 0
+        if llm is not None:
+            findings, dropped, written = await self._with_llm(llm, topic, usable, findings, sources)
+            content = written or render_agent_report(topic, self.strategy, findings, mentions, sources)
         report = AgentReport(
             agent_id=self.agent_id,
             report_id=str(uuid.uuid4()),
             strategy=self.strategy,
-            content=render_agent_report(topic, self.strategy, findings, mentions, sources),
+            content=content,
+            llm_usage=meter.summary() if llm is not None else None,
+            quotes_dropped=dropped,
             sources=sources,
             generated_at=datetime.now(UTC),
             duration_ms=int((time.perf_counter() - started) * 1000),
@@ -153,45 +185,60 @@ class ResearchAgent:
         return report
 
     def queries(self, topic: str, brief: AgentBrief) -> list[str]:
-        """Iteration 1 explores broadly: the topic and one query per modifier. Later iterations keep the
-        topic and the first modifier (the agent's angle) and add the brief's focus queries. A
-        cross-language query (glossary-built) joins from iteration 1 for cross-language strategies."""
+        """The agent's sub-questions (research/retrieval.py: the question, its rarest terms, or the question
+        to expand from feedback), then one query per strategy modifier in iteration 1 (the first modifier
+        later: the agent's angle) and the brief's focus queries. A cross-language query (glossary-built)
+        joins from iteration 1 for cross-language strategies."""
         modifiers = self.strategy.query_modifiers if brief.iteration == 1 else self.strategy.query_modifiers[:1]
         focus = [f"{topic} {q}" for q in brief.focus_queries[:MAX_FOCUS_QUERIES]]
         other = None
         if self.strategy.cross_language or brief.iteration > 1:
             other = cross_language_query(topic, "en" if topic.isascii() else "ja")
-        return list(dict.fromkeys([topic, *(f"{topic} {m}" for m in modifiers), *focus, *([other] if other else [])]))
+        own = sub_questions(topic, self.strategy.reading)
+        return list(
+            dict.fromkeys([*own, topic, *focus, *(f"{topic} {m}" for m in modifiers), *([other] if other else [])])
+        )
 
     async def _search(
         self, provider: SearchProvider, topic: str, queries: list[str], covered: set[str]
     ) -> list[SearchResult]:
-        """Each query's hits merged by URL: higher ranks, preferred source types and unread sources first."""
-        wanted = ResearchSettings.of(self.settings).results_per_agent
+        """Each query's hits merged by URL: higher ranks, the agent's own sub-questions, preferred source
+        types and unread sources first. The agent reads its reading's share of the page budget."""
+        budget = ResearchSettings.of(self.settings).results_per_agent
+        reading = self.strategy.reading
+        own = set(sub_questions(topic, reading))
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
         widened = 0
+        expanded: str | None = None
         for query in queries:
-            hits = await provider.search(query, max_results=wanted, time_range=time_range)
-            if time_range and len(hits) < wanted // 2:  # too narrow: widen rather than starve
+            hits = await provider.search(query, max_results=budget, time_range=time_range)
+            if time_range and len(hits) < budget // 2:  # too narrow: widen rather than starve
                 widened += 1
-                hits += await provider.search(query, max_results=wanted)
-            for hit in hits:
-                score = (
-                    1.0 / hit.rank
-                    + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
-                    - (COVERED_PENALTY if hit.url in covered else 0)
-                )
-                if hit.url not in best or best[hit.url][0] < score:
-                    best[hit.url] = (score, hit)
+                hits += await provider.search(query, max_results=budget)
+            weight = 1.0 if query in own else SIDE_QUERY_WEIGHT
+            if reading == "feedback" and query == topic and expanded is None:
+                expanded = feedback_query(topic, hits)
+                if expanded:  # the expanded question leads: its hits replace the question's own ranks
+                    hits = await provider.search(expanded, max_results=budget) or hits
+            self._merge(best, hits, weight, covered)
         if not best:
             name = SearchSettings.of(self.settings).provider
             raise SearchError(f"no search results for {topic!r} from provider {name}")
         ranked = [hit for _, hit in sorted(best.values(), key=lambda pair: -pair[0])]
+        # the reading's share of the budget, or of what the search found when that is less (a small
+        # manual): agents then still read different pages
+        wanted = max(2, math.ceil(min(budget, len(ranked)) * PAGE_SHARE[reading]))
+        if reading == "keywords" and len(ranked) > wanted:
+            # breadth: past the first few, take every other hit, so this agent reaches further down the list
+            head = max(1, wanted // 3)
+            ranked = ranked[:head] + ranked[head::2] + ranked[head + 1 :: 2]
         chosen = ranked[:wanted]
         preferred = self.strategy.preferred_sources
-        self._decisions = [
-            f"{len(queries)} queries gave {len(ranked)} distinct results; kept the top {len(chosen)}",
+        self._decisions += [
+            f"reading '{reading}': {len(queries)} queries ({len(own)} own sub-questions"
+            + (f", feedback expansion {expanded!r}" if expanded else "")
+            + f") gave {len(ranked)} distinct results; kept the top {len(chosen)} of a budget of {budget}",
             f"{sum(h.source_type in preferred for h in chosen)} kept results are of the preferred types "
             f"({', '.join(preferred) or 'none'}), ranked up by {PREFERRED_BONUS}",
         ]
@@ -208,46 +255,127 @@ class ResearchAgent:
             )
         return chosen
 
-    def _findings(self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult]) -> list[Finding]:
-        """The claims most on-topic, at most a few per source, preferred source types first."""
-        terms = topic_terms(topic)
+    def _merge(
+        self, best: dict[str, tuple[float, SearchResult]], hits: list[SearchResult], weight: float, covered: set[str]
+    ) -> None:
+        for hit in hits:
+            score = (
+                weight / hit.rank
+                + (PREFERRED_BONUS if hit.source_type in self.strategy.preferred_sources else 0)
+                - (COVERED_PENALTY if hit.url in covered else 0)
+            )
+            if hit.url not in best or best[hit.url][0] < score:
+                best[hit.url] = (score, hit)
+
+    async def _with_llm(
+        self,
+        llm: LLMClient,
+        topic: str,
+        usable: list[Collected],
+        findings: list[Finding],
+        sources: list[SourceReference],
+    ) -> tuple[list[Finding], int, str | None]:
+        """The model's verified notes lead the findings; its report replaces the rendered one when valid."""
+        by_page: dict[str, list[Finding]] = defaultdict(list)
+        for f in findings:
+            by_page[f.source].append(f)
+        pages = [
+            PageForReading(url=c.url, title=c.page.title, text=c.page.text, passages=[f.text for f in by_page[c.url]])
+            for c in usable
+            if c.page is not None and by_page[c.url]
+        ][:MAX_LLM_PAGES]
+        dropped = 0
+        try:
+            notes = await read_notes(llm, topic, pages)
+        except Exception as exc:  # a failed model call never fails the agent: it reads offline
+            self._decisions.append(failure("reading", exc))
+            return findings, 0, None
+        dropped = notes.dropped
+        noted = [
+            Finding(
+                text=note.quote,
+                source=url,
+                entities=[],
+                score=2.0,
+                key=None,
+                values=[note.figure] if note.figure else [],
+            )
+            for note, url in notes.kept
+        ]
+        seen = {f.text for f in noted}
+        merged = (noted + [f for f in findings if f.text not in seen])[:MAX_FINDINGS]
+        self._decisions.append(
+            f"LLM notes: {len(notes.kept)} kept, {dropped} dropped (quote or figure not verbatim in the page)"
+            + (f": {'; '.join(notes.reasons[:3])}" if notes.reasons else "")
+        )
+        number = {s.url: i for i, s in enumerate(sources, start=1)}
+        quoted: dict[str, list[str]] = defaultdict(list)
+        for f in merged:
+            quoted[f.source].append(f.text)
+        cited = [(s.title, quoted[s.url]) for s in sources if quoted[s.url]]
+        renumber = [number[s.url] for s in sources if quoted[s.url]]
+        try:
+            written = await write_report(llm, topic, cited)
+        except Exception as exc:
+            self._decisions.append(failure("report writing", exc))
+            return merged, dropped, None
+        if written is None:
+            self._decisions.append("LLM report cited a source it was not given; the rendered report was used")
+            return merged, dropped, None
+        # the model numbered the cited sources 1..n; the report lists every source, so map back
+        text = re.sub(r"\[(\d+)\]", lambda m: f"[{renumber[int(m.group(1)) - 1]}]", written)
+        listing = "\n".join(f"{i}. [{s.title}]({s.url})" for i, s in enumerate(sources, start=1))
+        return merged, dropped, f"# {topic}\n\n{text}\n## Sources\n\n{listing}\n"
+
+    def _findings(
+        self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult], brief: AgentBrief | None = None
+    ) -> list[Finding]:
+        """The claims that best answer the question: passage BM25 relevance x claim confidence, at most a
+        few per page (the reading decides how many), preferred source types and new findings first."""
+        brief = brief or AgentBrief()
+        reading = self.strategy.reading
+        known = set(brief.known_findings)
+        claims = [(item, claim) for item in usable if item.analysis for claim in item.analysis.claims]
+        queries = list(dict.fromkeys([topic, *sub_questions(topic, reading), *brief.focus_queries]))
+        # a passage is ranked with its lead-in (heading, or "the delays are:"): list items and records
+        # rarely repeat what they are about
+        passages = [f"{context_of(item.page.text, c.start) if item.page else ''} {c.text}" for item, c in claims]
+        relevance = PassageRanker(passages).relevance(queries)
         candidates: list[Finding] = []
-        for item in usable:
-            assert item.analysis is not None
+        for (item, claim), rel in zip(claims, relevance, strict=True):
             preferred = by_url[item.url].source_type in self.strategy.preferred_sources
-            for claim in item.analysis.claims:
-                measured = 0.3 if claim.values and claim.attribute else 0.0  # a figure with what it measures
-                score = (
-                    relevance(claim.text, terms)
-                    + measured
-                    + 0.05 * min(len(claim.entities), 4)
-                    + (0.2 if preferred else 0.0)
+            structured = bool(claim.values and claim.subject and claim.attribute)
+            score = rel * claim_confidence(structured, bool(claim.values)) + (0.2 if preferred else 0.0)
+            if claim.text in known:
+                score *= KNOWN_FINDING_WEIGHT  # the consensus already states it: new findings first
+            candidates.append(
+                Finding(
+                    text=claim.text,
+                    source=item.url,
+                    entities=claim.entities,
+                    score=round(score, 4),
+                    key=claim_key(claim),
+                    values=[v.raw for v in claim.values],
                 )
-                candidates.append(
-                    Finding(
-                        text=claim.text,
-                        source=item.url,
-                        entities=claim.entities,
-                        score=score,
-                        key=claim_key(claim),
-                        values=[v.raw for v in claim.values],
-                    )
-                )
+            )
         candidates.sort(key=lambda f: -f.score)
+        per_page = PASSAGES_PER_PAGE[reading]
         per_source: Counter[str] = Counter()
         findings: list[Finding] = []
         seen: set[str] = set()
         for finding in candidates:
-            if finding.text in seen or per_source[finding.source] >= MAX_FINDINGS_PER_SOURCE:
+            if finding.text in seen or per_source[finding.source] >= per_page or finding.score <= 0:
                 continue
             seen.add(finding.text)
             per_source[finding.source] += 1
             findings.append(finding)
             if len(findings) == MAX_FINDINGS:
                 break
+        new = sum(1 for f in findings if f.text not in known)
         self._decisions.append(
-            f"{len(candidates)} fact-bearing sentences from {len(usable)} pages; kept the "
-            f"{len(findings)} most on-topic (at most {MAX_FINDINGS_PER_SOURCE} per page)"
+            f"{len(candidates)} fact-bearing sentences from {len(usable)} pages ranked by passage BM25 against "
+            f"{len(queries)} sub-questions x claim confidence; kept {len(findings)} (at most {per_page} per page), "
+            f"{new} not in the previous consensus"
         )
         return findings
 

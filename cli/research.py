@@ -133,6 +133,7 @@ async def research(args: argparse.Namespace) -> int:
         "overallScore": round(result.final_score.overall_score, 3),
         "llmCalls": result.usage.calls if result.usage else 0,
         "llmCostUsd": result.usage.cost_usd if result.usage else 0.0,
+        "llmQuotesDropped": result.llm_quotes_dropped,
     }
     usage = result.usage
     emit(

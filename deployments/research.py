@@ -25,24 +25,29 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, ResearchError, first_line
+from core.resources import data_path
 from core.settings import Settings, load_settings
 from core.validation import bounded_int, invalid_unicode_at, printable
 from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
 from deployments.security import guard
 from deployments.settings import ServeSettings, corpus_roots
 from research import runs
+from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
 from research.options import OPTION_NAMES, ResearchOptions, apply_options
+
+if TYPE_CHECKING:
+    from actors.nlp_pool import NlpPool
 
 log = logging.getLogger(__name__)
 APP_NAME = "research"
@@ -55,6 +60,9 @@ KEEPALIVE_S = 15.0
 MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
 OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
 _SERVER_PATH = re.compile(r"(?<![\w.:/])/[^\s'\",;)]+")
+
+PAGE_PATH = data_path("research", "page.html")
+MAX_LISTED_CORPORA = 50  # subfolders listed per corpus root on the page
 
 api = FastAPI(title="MAGI research", description="Consensus research runs over HTTP.")
 GUARD = guard(api)  # API keys and the body cap; configured by each replica from its settings
@@ -164,6 +172,7 @@ class ResearchService:
         self._wakeup = asyncio.Event()
         self._running: str | None = None
         self._worker: asyncio.Task[None] | None = None
+        self._pool: NlpPool | None = None  # the NLP pool, started by the first run and kept for the next
         requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
         if failed:
             log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
@@ -220,6 +229,26 @@ class ResearchService:
         """Serve's custom autoscaling metric (deployments/autoscaling.py): runs this replica holds."""
         return {QUEUE_METRIC: float(len(self._waiting) + (self._running is not None))}
 
+    @api.get("/ui")
+    async def page(self) -> HTMLResponse:
+        """The research page: plain HTML and JS (data/research/page.html), no build step."""
+        return HTMLResponse(PAGE_PATH.read_text(encoding="utf-8"))
+
+    @api.get("/corpora")
+    async def corpora(self) -> JSONResponse:
+        """The corpus folders requests may name (the page's choice list): each root and its subfolders."""
+        found: list[dict[str, str]] = []
+        for root in self._roots:
+            if not root.is_dir():
+                continue
+            found.append({"name": root.name, "path": str(root)})
+            found += [
+                {"name": f"{root.name}/{child.name}", "path": str(child)}
+                for child in sorted(root.iterdir())
+                if child.is_dir() and not child.name.startswith(".")
+            ][:MAX_LISTED_CORPORA]
+        return JSONResponse({"corpora": found})
+
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -275,7 +304,7 @@ class ResearchService:
 
     async def _execute(self, run_id: str, topic: str, settings: Settings) -> None:
         from core.runtime import RayRuntime
-        from research.engine import run_research
+        from research.engine import run_research, start_pool
 
         if not runs.mark_running(self._store, run_id):
             return
@@ -283,7 +312,9 @@ class ResearchService:
         try:
             runtime = RayRuntime()
             try:
-                result = await run_research(topic, settings, runtime, sink, run_id=run_id)
+                if self._pool is None or not self._pool.workers:  # kept warm between runs (models stay loaded)
+                    self._pool = start_pool(runtime, self._settings)
+                result = await run_research(topic, settings, runtime, sink, run_id=run_id, pool=self._pool)
             finally:
                 await runtime.close()
         except Exception as exc:
@@ -316,6 +347,19 @@ class ResearchService:
         if run.result_json:  # the result, or what a failed run produced before failing
             body["result" if run.status == "completed" else "partial"] = json.loads(run.result_json)
         return JSONResponse(body)
+
+    @api.get("/research/{run_id}/charts/{file}")
+    async def chart(self, run_id: str, file: str) -> Response:
+        """A chart of a completed run's report, drawn from the stored result (research/charts.py)."""
+        run = runs.load_run(self._store, run_id)
+        if run is None or not run.result_json:
+            return _error(404, f"no finished research run {printable(run_id)!r}")
+        charts = json.loads(run.result_json).get("charts") or []
+        found = next((ChartRef.model_validate(c) for c in charts if c.get("file") == file), None)
+        if found is None:
+            return _error(404, f"run {printable(run_id)!r} has no chart {printable(file)!r}")
+        png = await asyncio.to_thread(render_png, found)
+        return Response(png, media_type="image/png")
 
     @api.get("/research/{run_id}/events")
     async def events(self, run_id: str, request: Request) -> Any:
@@ -384,7 +428,9 @@ __all__ = [
     "KEEPALIVE_S",
     "MAX_ATTEMPTS",
     "MAX_EVENT_ID",
+    "MAX_LISTED_CORPORA",
     "OUTSIDE_ROOTS",
+    "PAGE_PATH",
     "POLL_S",
     "ROUTE_PREFIX",
     "ResearchRequest",

@@ -24,7 +24,7 @@ from nlp.entities import Entity, extract_entities_batch
 from nlp.language import detect_language
 from nlp.pipelines import EN_RULES_PATH
 
-ANALYSER_VERSION = 2  # raise when a code change alters what an analysis contains
+ANALYSER_VERSION = 3  # raise when a code change alters what an analysis contains
 
 
 class AnalysisInput(NamedTuple):

@@ -62,6 +62,8 @@ from core.errors import InputError
 from core.policy import PolicyModel, load_policy, validate_policy
 from core.resources import data_path
 from nlp.findings import Sentence, split_sentences
+from nlp.generic_claims import generic_readings
+from nlp.noise import is_listing_line
 from nlp.values import Kind, Value, fold, parse_values, resolve_year
 
 if TYPE_CHECKING:
@@ -108,6 +110,10 @@ _NEGATIVE = {
 # A group of firms named right before a figure or its attribute: 従業員20人以下の企業で14.8%,
 # 一次取引先の価格転嫁率が55.3%. It becomes the subject "segment:<phrase>".
 _SEGMENT_JA = re.compile(r"([^、。，,\s]{2,40}?(?:企業|事業者|会社|取引先))(?P<link>で|では|のうち|の)$")
+_FINISHED = re.compile(r"[.!?。！？][\"'”’)）」』\]]*$")
+_RECORD_LINE = re.compile(r"^(?!\d{1,3}(?:\.\d{1,3})*\.?\s)[^:;\n]{1,80}: \S")  # not a numbered heading
+_NUMBERED = re.compile(r"^\d{1,3}(?:\.\d{1,3})+\.?\s")  # a numbered heading: "5.14.4.1. What are ..."
+_PROMPT = re.compile(r"^(?:\$|#|>>>|%|C:\\)\s")
 _EN_STOPWORDS = frozenset({"the", "a", "an", "its", "their", "this", "that", "of", "with"})
 
 
@@ -743,8 +749,15 @@ def extract_claims(
         names = [e.text for e in entities if e.start < s.end and e.end > s.start]
         if not (figures or dates or names) or not (names or is_claim_candidate(s.text)):
             continue
+        if not is_statement(s.text):
+            continue
         readings = page.read_sentence(s, figures, dates)
         page.context.extend(readings)
+        if not any(r.subject or (r.attribute and ":" not in r.attribute) for r in readings):
+            generic = _generic(s, names, lang, dates)
+            if generic:
+                claims.extend(generic)
+                continue
         if readings:
             claims.extend(_group(s, readings, names, lang))
             continue
@@ -768,6 +781,45 @@ def extract_claims(
             )
         )
     return claims
+
+
+def is_statement(sentence: str) -> bool:
+    """Whether a sentence can state a fact: a finished sentence or a record, not a fragment or noise.
+
+    A finished sentence ends with a full stop, ! or ? (closing quotes and brackets allowed); a record
+    is ``key: value`` (a table row or definition, see :mod:`scrapers.structure`). Left out: headings
+    and cut sentences ("If X is -1 (the default),"), lead-ins to a list or listing ("Run:"), shell
+    prompts and log or process-table lines, which read as figures but assert nothing.
+    """
+    text = sentence.strip()
+    if len(text) < MIN_CHARS or _PROMPT.match(text) or is_listing_line(text) or _NUMBERED.match(text):
+        return False
+    if text.endswith(("?", "？")):
+        return False  # a question asks, it does not state
+    return bool(_FINISHED.search(text)) or bool(_RECORD_LINE.match(text))
+
+
+def _generic(s: Sentence, names: list[str], lang: str, dates: list[Value]) -> list[Claim]:
+    """Claims from the sentence's shape (records, defaults, copulas, changes): see :mod:`nlp.generic_claims`."""
+    groups: dict[tuple[str, str, bool], list[Value]] = {}
+    for subject, attribute, value, change in generic_readings(s.text):
+        moved = value.model_copy(update={"start": value.start + s.start, "end": value.end + s.start, "change": change})
+        groups.setdefault((subject, attribute, change), []).append(moved)
+    return [
+        Claim(
+            text=s.text,
+            start=s.start,
+            end=s.end,
+            subject=subject,
+            attribute=attribute,
+            values=values,
+            when=dates[0] if dates and not change else None,
+            polarity="positive",
+            entities=names,
+            lang=lang,
+        )
+        for (subject, attribute, change), values in groups.items()
+    ]
 
 
 def _group(s: Sentence, readings: list[_Reading], names: list[str], lang: str) -> list[Claim]:
@@ -810,6 +862,7 @@ __all__ = [
     "candidate_spans",
     "extract_claims",
     "is_claim_candidate",
+    "is_statement",
     "load_vocabulary",
     "parse_vocabulary",
 ]

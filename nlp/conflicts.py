@@ -45,7 +45,8 @@ Types (thresholds in ``data/rules/conflict_policy.yaml``):
 * no period: the extractor leaves earlier readings (前回の11.2%から, "up from 44.7%") undated on purpose,
   so an undated figure is compared only with undated figures from pages published at most
   ``undated_window_days`` apart, and origins agree when any of their figures for the key (dated or not)
-  agree; pages without a date are skipped.
+  agree; pages without a date are skipped. Standing facts (:func:`is_standing`: a default, a limit, a
+  table cell read by :mod:`nlp.generic_claims`) are the exception: compared whatever the pages' dates.
 
 Severity (1..5): ``1 + #{g in severity_gaps: gap >= g}`` (3 for a polarity contradiction), +1 when the
 attribute is a ``headline_attributes`` entry about a population (not a sector or segment), -1 for
@@ -437,6 +438,19 @@ def detect_conflicts(claims: Sequence[SourcedClaim], policy: ConflictPolicy | No
     return sorted(found.values(), key=lambda c: (-c.severity, c.subject, c.attribute, c.when or "", c.conflict_id))
 
 
+@cache
+def _vocabulary_attributes() -> frozenset[str]:
+    return frozenset(a.key for a in load_vocabulary().attributes)
+
+
+def is_standing(attribute: str) -> bool:
+    """Whether an attribute is a standing fact read from a sentence's shape (a default, a limit, a
+    record's cell: :mod:`nlp.generic_claims`), not a statistic of the topic vocabulary. Undated standing
+    facts are compared whatever their pages' dates: a manual states them without a period, and they
+    are not earlier readings quoted for comparison."""
+    return ":" not in attribute and attribute not in _vocabulary_attributes()
+
+
 def _near(a: _Origin, b: _Origin, window: int | None) -> bool:
     """Whether two origins may be compared: always for dated figures, else when published close together."""
     if window is None:
@@ -452,7 +466,7 @@ def _same_period(key: tuple[str, str], figures: list[Figure], policy: ConflictPo
     for (period, family), figs in sorted(buckets.items(), key=lambda kv: repr(kv[0])):
         dated = period != ("", "", "")
         known = figs if dated else [f for f in figures if f.family == family]
-        window = None if dated else policy.undated_window_days
+        window = None if dated or is_standing(key[1]) else policy.undated_window_days
         camps = _camps(_origins(figs, known, policy))
         for k, camp in enumerate(camps):
             for o in camp if k else []:
@@ -652,6 +666,7 @@ __all__ = [
     "detect_conflicts",
     "figures_agree",
     "figures_related",
+    "is_standing",
     "load_policy",
     "sourced",
 ]

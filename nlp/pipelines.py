@@ -76,6 +76,11 @@ def ner_backend(lang: str) -> str:
     return "none (no entity extraction for this language)"
 
 
+def loaded_pipelines() -> list[str]:
+    """Languages whose pipeline this process has loaded (a warm run that found every analysis cached loads none)."""
+    return sorted(_pipelines)
+
+
 def load_pipeline(lang: str) -> Language:
     """The process-wide pipeline for ``ja`` or ``en``, loaded on first use."""
     nlp = _pipelines.get(lang)
@@ -188,6 +193,7 @@ __all__ = [
     "ginza_available",
     "load_en_patterns",
     "load_pipeline",
+    "loaded_pipelines",
     "ner_backend",
     "skipped_components",
     "using",

@@ -19,6 +19,7 @@ from nlp.values import values_agree
 from research.evidence import SourceDocument
 from research.models import AgentReport, Finding, SourceReference
 from research.reliability import origin_of
+from research.retrieval import question_coverage
 from research.scoring import ReportScore, facets_for, flag_for_review, score_report, select_best
 
 
@@ -88,6 +89,9 @@ def index_claims(documents: Mapping[str, SourceDocument]) -> dict[str, list[tupl
     return index
 
 
+RELEVANCE_FINDINGS = 5  # the findings a reader sees first: they must answer the question
+
+
 def score_iteration(
     topic: str, reports: Sequence[AgentReport], documents: Mapping[str, SourceDocument], conflict_threshold: float
 ) -> IterationScoring:
@@ -111,6 +115,7 @@ def score_iteration(
                 facets=facets,
                 claim_keys=claim_keys,
                 unverified_count=len(unconfirmed(r, index)),
+                relevance=question_coverage(topic, [f.text for f in r.findings[:RELEVANCE_FINDINGS]]),
             )
         )
     best_id, reason = select_best(scores)
@@ -120,6 +125,7 @@ def score_iteration(
 
 
 __all__ = [
+    "RELEVANCE_FINDINGS",
     "IterationScoring",
     "index_claims",
     "score_iteration",

@@ -39,6 +39,7 @@ from core.settings import Settings
 from core.validation import clean_text
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
+from research.charts import chart_refs
 from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
 from research.events import (
     AgentCompleted,
@@ -54,6 +55,7 @@ from research.events import (
 )
 from research.evidence import SourceDocument, build_evidence
 from research.iteration import IterationContext, initial_context, next_context, should_stop_early
+from research.llm_agent import combine_usage
 from research.models import AgentReport, AgentSnapshot, SourceReference
 from research.reliability import reliability_for
 from research.report import render_final_report
@@ -426,10 +428,25 @@ def _stop_reason(consistencies: list[float]) -> str:
     )
 
 
+def start_pool(runtime: Runtime, settings: Settings) -> NlpPool:
+    """The NLP pool of a run: ``nlp.workers`` workers, else one per CPU of the cluster."""
+    return NlpPool.start(runtime, NlpSettings.of(settings).workers or max(1, int(runtime.total_cpus())))
+
+
 async def run_research(
-    topic: str, settings: Settings, runtime: Runtime, events: EventSink, *, run_id: str | None = None
+    topic: str,
+    settings: Settings,
+    runtime: Runtime,
+    events: EventSink,
+    *,
+    run_id: str | None = None,
+    pool: NlpPool | None = None,
 ) -> ConsensusResearchResult:
-    """Run the whole workflow; raises :class:`ResearchError` (with ``partial``) when an iteration cannot finish."""
+    """Run the whole workflow; raises :class:`ResearchError` (with ``partial``) when an iteration cannot finish.
+
+    ``pool``: an NLP pool the caller keeps between runs (the Serve replica does): it is used and left
+    running; without one the run starts its own and stops it at the end.
+    """
     topic = await asyncio.to_thread(preflight, topic, settings)
     run = _Run(topic, settings, runtime, events, run_id or uuid.uuid4().hex[:12])
     started_at, started = datetime.now(UTC), time.perf_counter()
@@ -439,7 +456,9 @@ async def run_research(
         )
     )
     # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
-    pool = NlpPool.start(runtime, NlpSettings.of(settings).workers or max(1, int(runtime.total_cpus())))
+    own_pool = pool is None
+    if pool is None:
+        pool = start_pool(runtime, settings)
     # The collector reads the local corpus (for itself and for the agents' searches), so it runs on this
     # node, the one where the folder was named and checked; agents and NLP workers may go anywhere.
     here = current_node_id() if uses_local_corpus(settings) else None
@@ -470,8 +489,9 @@ async def run_research(
         raise error from exc
     finally:
         run.retire(list(run.agents))
-        for worker in pool.workers:
-            runtime.kill(worker)
+        if own_pool:
+            for worker in pool.workers:
+                runtime.kill(worker)
         runtime.kill(collector)
         await runtime.flush_events()
     events.emit(
@@ -526,7 +546,11 @@ async def _finish(
         sources=sorted((d.source for d in run.documents.values()), key=_source_order),
         stopped_early=stopped_early,
         collection=collection,
-        usage=meter.summary() if llm is not None else None,
+        usage=combine_usage(
+            [*(r.llm_usage for it in run.iterations for r in it.agent_reports), meter.summary() if llm else None]
+        ),
+        charts=chart_refs(verified),
+        llm_quotes_dropped=sum(r.quotes_dropped for it in run.iterations for r in it.agent_reports),
     )
     result.final_report = render_final_report(result)
     return result
@@ -550,5 +574,6 @@ __all__ = [
     "preflight",
     "root_cause",
     "run_research",
+    "start_pool",
     "validate_topic",
 ]

@@ -49,13 +49,19 @@ class IterationContext(CamelModel):
     areas_to_deepen: list[str] = Field(default_factory=list)
     is_initial: bool = True
     focus_queries: list[str] = Field(default_factory=list)
+    known_findings: list[str] = Field(default_factory=list)  # sentences the consensus so far already states
 
     def brief(self, agent_id: int = 1, agent_count: int = 1) -> AgentBrief:
         """Agent ``agent_id``'s share of the focus queries (every ``agent_count``-th, at least one): each
         question is still searched, and agents deepen different ones, which keeps their sources apart."""
         queries = self.focus_queries
         share = queries[agent_id - 1 :: agent_count] or queries[(agent_id - 1) % len(queries) :][:1] if queries else []
-        return AgentBrief(iteration=self.iteration, focus_queries=share, covered_sources=self.covered_sources)
+        return AgentBrief(
+            iteration=self.iteration,
+            focus_queries=share,
+            covered_sources=self.covered_sources,
+            known_findings=self.known_findings,
+        )
 
 
 def initial_context() -> IterationContext:
@@ -117,6 +123,7 @@ def next_context(
         areas_to_deepen=areas,
         is_initial=False,
         focus_queries=[q for q in dict.fromkeys(queries) if q][:MAX_QUESTIONS],
+        known_findings=[f.text for f in consensus.findings],
     )
 
 

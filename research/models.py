@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from core.llm.cost import UsageSummary
 from core.models import CamelModel
 
 SourceType = Literal["official", "news", "academic", "community"]
@@ -23,6 +24,8 @@ class AgentStrategy(CamelModel):
     preferred_sources: list[SourceType] = Field(default_factory=list)
     time_range: Literal["day", "week", "month", "year", "all"] = "all"
     cross_language: bool = False  # also search in the other language from iteration 1 (nlp/glossary.py)
+    # how the agent turns the question into searches and passages (research/retrieval.py)
+    reading: Literal["depth", "keywords", "feedback"] = "depth"
 
 
 class AgentBrief(CamelModel):
@@ -31,6 +34,7 @@ class AgentBrief(CamelModel):
     iteration: int = Field(1, ge=1)
     focus_queries: list[str] = Field(default_factory=list)  # gaps and disputed figures to search for
     covered_sources: list[str] = Field(default_factory=list)  # read in earlier iterations: ranked last
+    known_findings: list[str] = Field(default_factory=list)  # the previous consensus: new findings rank first
 
 
 class AgentSnapshot(CamelModel):
@@ -96,6 +100,8 @@ class AgentReport(CamelModel):
     entities: list[EntityMention] = Field(default_factory=list)
     failures: list[SourceFailure] = Field(default_factory=list)
     decisions: list[str] = Field(default_factory=list)  # what the agent chose and why (transparency report)
+    llm_usage: UsageSummary | None = None  # the agent's own LLM calls (None: no LLM configured)
+    quotes_dropped: int = 0  # LLM notes whose quote or figure was not found verbatim in the page
 
 
 __all__ = [

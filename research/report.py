@@ -116,6 +116,10 @@ def render_final_report(result: ConsensusResearchResult) -> str:
             lines.append(f"   - Suggested reading: {d.resolution}")
     lines.append("")
 
+    if result.charts:
+        lines += ["## Charts", ""]
+        lines += [f"![{c.title}](charts/{c.file})" for c in result.charts]
+        lines.append("")
     lines += ["## Methodology", ""]
     failures = result.agent_failures
     check = result.citation_check

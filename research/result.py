@@ -21,6 +21,7 @@ from core.files import atomic_write_text
 from core.llm.cost import UsageSummary
 from core.models import CamelModel
 from nlp.conflicts import Conflict
+from research.charts import ChartRef, write_charts
 from research.evidence import CitationCheck, EvidencedClaim
 from research.iteration import IterationContext
 from research.models import AgentReport, AgentSnapshot, EntityMention, SourceReference
@@ -105,6 +106,8 @@ class ConsensusResearchResult(CamelModel):
     stopped_early: str | None = None  # why fewer iterations than configured ran
     collection: CollectionStats | None = None
     usage: UsageSummary | None = None  # LLM calls, tokens and cost of the run (None: no LLM configured)
+    charts: list[ChartRef] = Field(default_factory=list)  # series drawn under charts/ (research/charts.py)
+    llm_quotes_dropped: int = 0  # agents' LLM notes dropped because their quote was not verbatim in the page
 
     @property
     def agent_failures(self) -> list[AgentFailure]:
@@ -129,6 +132,7 @@ def write_outputs(result: ConsensusResearchResult, out_dir: Path) -> tuple[Path,
     """Write the report, the result JSON and the transparency reports; each appears whole or not at all."""
     atomic_write_text(out_dir / "transparency.json", transparency_json(result) + "\n")
     atomic_write_text(out_dir / "transparency.md", transparency_markdown(result))
+    write_charts(result.charts, out_dir)
     md = atomic_write_text(out_dir / "report.md", result.final_report)
     js = atomic_write_text(out_dir / "report.json", result.model_dump_json(by_alias=True, indent=2) + "\n")
     return md, js

@@ -83,6 +83,8 @@ class ReportScore(CamelModel):
     source_reliability_score: float = Field(ge=0, le=1)
     coverage_score: float = Field(ge=0, le=1)
     overall_score: float = Field(ge=0, le=1)
+    # share of the question's terms the report's first findings contain: breaks ties before the score
+    relevance_score: float = Field(0.0, ge=0, le=1)
     conflicts: list[SerializeAsAny[BaseModel]] = Field(default_factory=list)
     unverified_count: int = Field(0, ge=0)
     arithmetic: str = ""  # how the numbers were computed, for the transparency section
@@ -370,6 +372,7 @@ def score_report(
     claim_keys: Iterable[str] = (),
     unverified_count: int = 0,
     rules: ReliabilityRules | None = None,
+    relevance: float = 0.0,
 ) -> ReportScore:
     """All scores of one report, with the arithmetic spelled out; ``conflicts`` must be pydantic models."""
     consistency = consistency_score(conflicts, claim_count)
@@ -384,6 +387,7 @@ def score_report(
             _reliability_arithmetic(origins),
             f"coverage {len(covered)}/{len(facets)} facets ({', '.join(covered) or 'none'}) = {coverage:.3f}",
             f"overall 0.5×{consistency:.3f} + 0.3×{reliability:.3f} + 0.2×{coverage:.3f} = {overall:.3f}",
+            f"answer relevance (question terms in the first findings) {relevance:.3f}",
         ]
     )
     return ReportScore(
@@ -392,6 +396,7 @@ def score_report(
         source_reliability_score=reliability,
         coverage_score=coverage,
         overall_score=overall,
+        relevance_score=relevance,
         conflicts=list(conflicts),
         unverified_count=unverified_count,
         arithmetic=arithmetic,
@@ -410,10 +415,12 @@ def select_best(scores: Sequence[ReportScore]) -> tuple[str, str]:
     """The consensus report id and why it was chosen, with the numbers.
 
     Order: highest consistency (AC1); among reports within 1e-9 of it, highest coverage (AC2);
-    then highest overall score; then the smallest report id, so the choice never depends on the
-    order agents finished. The spec also writes ``Best = argmax(Score)``; AC1/AC2 are the
-    acceptance criteria and the issue confirms them, so they rank first and the weighted score
-    decides only among reports equal on both (where it reduces to reliability). The two rules
+    then the highest answer relevance (the share of the question's terms its first findings contain:
+    the report that answers more of the question); then highest overall score; only then the smallest
+    report id, so the choice never depends on the order agents finished. The spec also writes
+    ``Best = argmax(Score)``; AC1/AC2 are the acceptance criteria and the issue confirms them, so they
+    rank first and the weighted score decides only among reports equal on both and on relevance
+    (where it reduces to reliability). The two rules
     disagree only when a less consistent report has a higher overall score; the reason then says so.
     """
     if not scores:
@@ -423,6 +430,7 @@ def select_best(scores: Sequence[ReportScore]) -> tuple[str, str]:
     for key, label in (
         ("consistency_score", "consistency"),
         ("coverage_score", "coverage"),
+        ("relevance_score", "answer relevance"),
         ("overall_score", "overall score"),
     ):
         top = _top(pool, key)

@@ -46,12 +46,14 @@ from nlp.findings import split_sentences
 from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
 from research.evidence import EvidencedClaim
+from research.retrieval import PassageRanker
 
 log = logging.getLogger(__name__)
 
 PROMPT_PATH = data_path("prompts", "research_summary.md")
 MAX_LLM_CLAIMS = 20  # claims shown to the model, highest confidence first
 MAX_TOKENS = 700  # 3-5 sentences, with room for Japanese tokenisation
+DISPUTED_ANSWER_WEIGHT = 0.5
 MIN_SHARED_TERMS = 2  # content terms a figure-less sentence must share with one claim
 
 _LIST_MARKER = re.compile(r"^(?:#+|[-*・•●]|[0-9]+[.)）]|[(（][0-9]+[)）])\s*")
@@ -109,21 +111,51 @@ def _bullet(claim: EvidencedClaim) -> str:
     return f"- {text}{gap}({disputed}confidence {claim.confidence:.2f}, {label})"
 
 
-def _extractive(topic: str, picked: Sequence[EvidencedClaim]) -> str:
+def _answer(topic: str, claims: Sequence[EvidencedClaim]) -> EvidencedClaim | None:
+    """The verified claim that best answers the question: passage BM25 relevance to it x confidence,
+    halved for a disputed claim."""
+    verified = _verified(claims)
+    if not verified:
+        return None
+    relevance = PassageRanker([c.text for c in verified]).relevance([topic])
+
+    def weight(i: int) -> float:  # a disputed figure is not the answer while an undisputed one is as relevant
+        return (
+            relevance[i]
+            * (0.5 + 0.5 * verified[i].confidence)
+            * (DISPUTED_ANSWER_WEIGHT if verified[i].disputed else 1)
+        )
+
+    best = max(range(len(verified)), key=lambda i: (weight(i), -i))
+    return verified[best] if relevance[best] > 0 else None
+
+
+def _extractive(topic: str, picked: Sequence[EvidencedClaim], answer: EvidencedClaim | None = None) -> str:
     japanese = detect_language(topic) == "ja"
-    if not picked:
+    if not picked and answer is None:
         return "検証済みの主張はありません。" if japanese else "No verified claims are available."
-    lead = f"「{topic}」について検証済みの主な事実:" if japanese else f"Key verified facts on {topic}:"
-    return "\n".join([lead, *(_bullet(c) for c in picked)])
+    rest = [c for c in picked if answer is None or c.claim_id != answer.claim_id]
+    if answer is None:
+        lead = f"「{topic}」について検証済みの主な事実:" if japanese else f"Key verified facts on {topic}:"
+        return "\n".join([lead, *(_bullet(c) for c in rest)])
+    lines = [("回答: " if japanese else "Answer: ") + _bullet(answer)[2:]]
+    if rest:
+        lines.append("裏付けとなる事実:" if japanese else "Supporting facts:")
+        lines += [_bullet(c) for c in rest]
+    return "\n".join(lines)
 
 
-def extractive_summary(topic: str, claims: Sequence[EvidencedClaim], *, max_sentences: int = 5) -> str:
-    """A deterministic, LLM-free summary: the best verified claims as bullets with their evidence strength.
+def extractive_summary(
+    topic: str, claims: Sequence[EvidencedClaim], *, max_sentences: int = 5, answer_first: bool = True
+) -> str:
+    """A deterministic, LLM-free summary: the answer first, then the best verified claims as bullets.
 
-    One claim per key, so the list is not several variants of one figure; disputed claims come after
-    undisputed ones and are labelled.
+    The answer is the verified claim most relevant to the question (passage BM25 x confidence); it is
+    left out when no claim shares a term with the question. The bullets keep one claim per key, so the
+    list is not several variants of one figure; disputed claims come after undisputed ones and are labelled.
     """
-    return _extractive(topic, _pick(claims, max_sentences))
+    answer = _answer(topic, claims) if answer_first else None
+    return _extractive(topic, _pick(claims, max_sentences), answer)
 
 
 def _norm(text: str) -> str:
@@ -249,12 +281,14 @@ def _join(sentences: Sequence[str], lang: str) -> str:
 
 def _fallback(topic: str, claims: Sequence[EvidencedClaim], note: str, removed: list[str]) -> ExecutiveSummary:
     picked = _pick(claims, 5)
+    answer = _answer(topic, claims)
+    used = list(dict.fromkeys([*([answer.claim_id] if answer else []), *(c.claim_id for c in picked)]))
     return ExecutiveSummary(
-        text=_extractive(topic, picked),
+        text=_extractive(topic, picked, answer),
         written_by="extractive",
-        sentences_kept=len(picked),
+        sentences_kept=len(used),
         sentences_removed=removed,
-        claims_used=[c.claim_id for c in picked],
+        claims_used=used,
         note=note,
     )
 

@@ -42,6 +42,19 @@ register_migration(
 )
 
 
+# Version 2 of the page reader (scrapers/structure.py: records, no navigation or code, metadata-only
+# dates) extracts other text from the same HTML: snapshots taken by the old reader are dropped once, so
+# they are fetched and read again instead of serving the old text until the TTL ends.
+register_migration(
+    "page_cache",
+    2,
+    """
+    DELETE FROM page_snapshots;
+    DELETE FROM page_texts;
+    """,
+)
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

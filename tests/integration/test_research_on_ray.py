@@ -184,7 +184,12 @@ def test_outputs_written_atomically(ray_result: tuple[Result, ListSink], tmp_pat
     again = Result.model_validate_json(js.read_text(encoding="utf-8"))
     assert again.run_id == result.run_id and md.read_text(encoding="utf-8") == result.final_report
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert names == ["report.json", "report.md", "transparency.json", "transparency.md"]
+    assert names == ["charts", "report.json", "report.md", "transparency.json", "transparency.md"]
+    # the bundled corpus states figures for several survey rounds: their series are drawn and linked
+    assert result.charts and sorted(p.name for p in (tmp_path / "out" / "charts").iterdir()) == sorted(
+        c.file for c in result.charts
+    )
+    assert all(f"(charts/{c.file})" in result.final_report for c in result.charts)
     transparency = json.loads((tmp_path / "out" / "transparency.json").read_text(encoding="utf-8"))
     assert len(transparency["iterations"]) == 3 and transparency["conflictResolutions"]
     assert all(s["arithmetic"].startswith("consistency") for it in transparency["iterations"] for s in it["scores"])

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trafilatura
 import yaml
 
 from core.errors import ConfigError
@@ -16,6 +15,7 @@ from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.claims import Claim, Polarity
 from nlp.conflicts import Conflict, ConflictPolicy, SourcedClaim, detect_conflicts, load_policy, sourced
 from nlp.values import Value, fold, parse_values
+from scrapers.extract import extract_page
 
 # tests/conftest.py chdirs into tmp_path, so locate the corpus from this file.
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
@@ -37,7 +37,7 @@ EXPECTED = {
 def corpus_claims() -> list[SourcedClaim]:
     """Every corpus page analysed once (GiNZA included), as an agent's sources would be."""
     pages = MANIFEST["pages"]
-    texts = [trafilatura.extract((CORPUS / p["file"]).read_text(encoding="utf-8")) or "" for p in pages]
+    texts = [extract_page((CORPUS / p["file"]).read_bytes(), url=p["url"]).text for p in pages]
     analyses = analyse_texts([AnalysisInput(t, p["lang"], p["published"]) for t, p in zip(texts, pages, strict=True)])
     items: list[SourcedClaim] = []
     for i, (page, analysis) in enumerate(zip(pages, analyses, strict=True)):

@@ -263,6 +263,7 @@ def test_score_report_fields_and_arithmetic() -> None:
         "sourceReliabilityScore",
         "coverageScore",
         "overallScore",
+        "relevanceScore",
         "conflicts",
         "unverifiedCount",
         "arithmetic",
@@ -316,6 +317,15 @@ def test_consistency_within_epsilon_counts_as_equal() -> None:
     assert select_best([a, b])[0] == "b"
     c = score("c", consistency=0.9 + 1e-6, coverage=0.4)
     assert select_best([c, b])[0] == "c"
+
+
+def test_ties_on_consistency_and_coverage_go_to_the_report_that_answers_more_of_the_question() -> None:
+    """Answer relevance decides before the weighted score: a report id is the very last resort."""
+    reliable = score("a", consistency=1.0, coverage=0.5, reliability=0.9)
+    answering = score("b", consistency=1.0, coverage=0.5, reliability=0.1).model_copy(update={"relevance_score": 0.8})
+    best, reason = select_best([reliable, answering])
+    assert best == "b"
+    assert "highest answer relevance 0.800 (next: a 0.000)" in reason
 
 
 def test_full_ties_fall_to_overall_then_report_id() -> None:

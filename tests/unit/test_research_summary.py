@@ -98,7 +98,7 @@ async def run(topic: str, claims: list[EvidencedClaim], llm: LLMClient | None, l
 
 
 def test_extractive_picks_top_claims_one_per_key_and_marks_disputed() -> None:
-    text = extractive_summary(TOPIC_JA, CLAIMS)
+    text = extractive_summary(TOPIC_JA, CLAIMS, answer_first=False)
     lines = text.splitlines()
     assert lines[0] == f"「{TOPIC_JA}」について検証済みの主な事実:"
     bullets = lines[1:]
@@ -109,11 +109,11 @@ def test_extractive_picks_top_claims_one_per_key_and_marks_disputed() -> None:
         "(confidence 0.55, 2 independent sources)",
         "- 回答企業数は36,210社だった。(disputed; confidence 0.90, 3 independent sources)",
     ]
-    assert extractive_summary(TOPIC_JA, CLAIMS) == text  # deterministic
+    assert extractive_summary(TOPIC_JA, CLAIMS, answer_first=False) == text  # deterministic
 
 
 def test_extractive_respects_max_sentences_and_english_and_empty() -> None:
-    text = extractive_summary(TOPIC_EN, CLAIMS, max_sentences=1)
+    text = extractive_summary(TOPIC_EN, CLAIMS, max_sentences=1, answer_first=False)
     assert text.splitlines() == [
         f"Key verified facts on {TOPIC_EN}:",
         "- 2024年9月調査の価格転嫁率は49.7%だった。(confidence 0.78, 4 independent sources)",
@@ -125,10 +125,25 @@ def test_extractive_respects_max_sentences_and_english_and_empty() -> None:
 def test_extractive_keeps_claims_without_key_apart() -> None:
     a = claim("a", "Claim A is 10%.", values=["10%"], confidence=0.4)
     b = claim("b", "Claim B is 20%.", values=["20%"], confidence=0.3, sources=1)
-    assert extractive_summary(TOPIC_EN, [b, a]).splitlines()[1:] == [
+    assert extractive_summary(TOPIC_EN, [b, a], answer_first=False).splitlines()[1:] == [
         "- Claim A is 10%. (confidence 0.40, 1 independent source)",
         "- Claim B is 20%. (confidence 0.30, 1 independent source)",
     ]
+
+
+def test_extractive_answers_the_question_first_then_supporting_facts() -> None:
+    """The claim most relevant to the question leads, even with a lower confidence than the others."""
+    answer = claim("a", "The default StepLimit of the resolver is 5000 steps.", values=["5000"], confidence=0.3)
+    other = claim("b", "The archive holds 30000 source packages.", values=["30000"], confidence=0.9, sources=3)
+    lines = extractive_summary("What is the default StepLimit?", [other, answer]).splitlines()
+    assert lines == [
+        "Answer: The default StepLimit of the resolver is 5000 steps. (confidence 0.30, 1 independent source)",
+        "Supporting facts:",
+        "- The archive holds 30000 source packages. (confidence 0.90, 3 independent sources)",
+    ]
+    # no claim shares a term with the question: no answer line, the facts only
+    first = extractive_summary("Unrelated words here", [other]).splitlines()[0]
+    assert first == "Key verified facts on Unrelated words here:"
 
 
 # --- check_sentences ------------------------------------------------------------------------------------------
@@ -239,7 +254,7 @@ async def test_llm_error_falls_back_to_extractive(caplog: pytest.LogCaptureFixtu
         summary = await run(TOPIC_JA, CLAIMS, llm)
     assert summary.written_by == "extractive"
     assert summary.text == extractive_summary(TOPIC_JA, CLAIMS)
-    assert summary.claims_used == ["c1", "c3", "c4"]
+    assert summary.claims_used == ["c3", "c1", "c4"]  # the answer (most relevant to the question) first
     assert summary.sentences_kept == 3
     assert summary.note is not None and "provider timed out" in summary.note
     assert "LLM call failed" in caplog.text
@@ -266,7 +281,7 @@ async def test_empty_llm_answer_falls_back() -> None:
 
 async def test_no_llm_or_no_verified_claims_is_extractive_without_a_call() -> None:
     summary = await run(TOPIC_JA, CLAIMS, None)
-    assert summary.written_by == "extractive" and summary.claims_used == ["c1", "c3", "c4"]
+    assert summary.written_by == "extractive" and summary.claims_used == ["c3", "c1", "c4"]
     llm = ScriptedClient("価格転嫁率は49.7%だった。")
     summary = await run(TOPIC_JA, [UNSUPPORTED], llm)
     assert llm.requests == []
@@ -310,7 +325,7 @@ async def test_english_topic_path() -> None:
     assert dumped["writtenBy"] == "llm" and dumped["sentencesKept"] == 2
 
     fallback = await run(TOPIC_EN, claims, ScriptedClient(LLMError("rate limited")), lang="en")
-    assert fallback.text.splitlines()[0] == f"Key verified facts on {TOPIC_EN}:"
+    assert fallback.text.splitlines()[0].startswith("Answer: In September 2024 the price pass-through rate")
 
 
 def test_a_bound_supports_only_a_bound() -> None:

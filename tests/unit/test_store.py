@@ -165,8 +165,8 @@ def test_an_sqlite_file_made_by_the_old_store_keeps_working(tmp_path: Path) -> N
     runs.finish_failed(store, "old", "stopped")  # research v2 columns were added to the old table
     run = runs.load_run(store, "old")
     assert run is not None and run.topic == "価格転嫁" and run.status == "failed"
-    cached = PageCache(store, ttl_s=60).get("https://example.org/a")
-    assert cached is not None and cached.text == "old text"
+    # page_cache v2 drops snapshots taken by the old page reader: they are fetched and read again
+    assert ("page_cache", 2) in applied and PageCache(store, ttl_s=60).get("https://example.org/a") is None
     PageCache(store, ttl_s=60).put(
         ExtractedPage(url="https://example.org/a", title="A2", text="new"),
         final_url="https://example.org/a",

@@ -1,0 +1,132 @@
+"""Pictures of figures over time: one PNG per claim key that has values at several dates.
+
+A claim key is ``subject/attribute@period`` (:func:`nlp.conflicts.claim_key`). When the verified claims
+state one subject's attribute for two or more periods (価格転嫁率 in 2024-03, 2024-09, 2025-03), the
+report draws the series with matplotlib and links the picture from ``report.md``. Labels are Japanese,
+so the figure uses an installed CJK font (Debian ``fonts-noto-cjk``, found through matplotlib's
+``font_manager``); without one the labels would be boxes, so drawing fails with an error saying what
+to install rather than writing an unreadable picture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from core.errors import ConfigError
+from nlp.values import parse_values
+from research.evidence import EvidencedClaim
+
+CJK_FAMILIES = ("Noto Sans CJK JP", "Noto Sans JP", "IPAexGothic", "IPAGothic", "TakaoGothic")
+MIN_POINTS = 2
+_KEY = re.compile(r"^(?P<series>[^@]+)@(?P<period>\d{4}(?:-\d{2})?(?:-\d{2})?)")
+
+
+class ChartRef(BaseModel):
+    """A chart of the report: its title, file name (under ``charts/``) and the points it draws."""
+
+    title: str
+    file: str
+    key: str
+    points: list[tuple[str, float, str]]  # (period, value, figure as written)
+
+
+def chart_refs(claims: Sequence[EvidencedClaim]) -> list[ChartRef]:
+    """The series worth drawing: verified claims grouped by subject/attribute, dated, two periods or more."""
+    best: dict[str, dict[str, tuple[float, float, str]]] = {}
+    for claim in claims:
+        match = _KEY.match(claim.key or "")
+        if not (match and claim.supporting and claim.values):
+            continue
+        parsed = [v for v in parse_values(claim.values[0]) if v.value is not None and v.kind != "date"]
+        if not parsed:
+            continue
+        points = best.setdefault(match.group("series"), {})
+        period = match.group("period")
+        if period not in points or points[period][0] < claim.confidence:
+            points[period] = (claim.confidence, float(parsed[0].value or 0.0), claim.values[0])
+    refs = []
+    for series, points in sorted(best.items()):
+        if len(points) < MIN_POINTS:
+            continue
+        subject, _, attribute = series.partition("/")
+        digest = hashlib.sha256(series.encode()).hexdigest()[:10]
+        refs.append(
+            ChartRef(
+                title=f"{subject} / {attribute} の推移",
+                file=f"series-{digest}.png",
+                key=series,
+                points=[(p, v, raw) for p, (_, v, raw) in sorted(points.items())],
+            )
+        )
+    return refs
+
+
+@cache
+def cjk_font() -> str:
+    """Path of an installed CJK font, or ConfigError naming the package to install."""
+    from matplotlib import font_manager
+
+    for family in CJK_FAMILIES:
+        try:
+            return str(font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False))
+        except ValueError:
+            continue
+    raise ConfigError(
+        "no CJK font for the report's charts (their labels are Japanese); install Debian's fonts-noto-cjk "
+        "(apt-get install fonts-noto-cjk)"
+    )
+
+
+def render_png(ref: ChartRef) -> bytes:
+    """The chart as PNG bytes (matplotlib, headless Agg backend, the CJK font for every label)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import font_manager
+    from matplotlib import pyplot as plt
+
+    font = font_manager.FontProperties(fname=cjk_font())
+    figure, axes = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    try:
+        periods = [p for p, _, _ in ref.points]
+        values = [v for _, v, _ in ref.points]
+        axes.plot(periods, values, marker="o", color="#2b6cb0")
+        for period, value, raw in ref.points:
+            axes.annotate(
+                raw, (period, value), textcoords="offset points", xytext=(0, 7), ha="center", fontproperties=font
+            )
+        axes.set_title(ref.title, fontproperties=font)
+        axes.set_xlabel("時点", fontproperties=font)
+        axes.set_ylabel("値", fontproperties=font)
+        axes.margins(y=0.25)
+        axes.grid(alpha=0.3)
+        buffer = io.BytesIO()
+        figure.tight_layout()
+        figure.savefig(buffer, format="png")
+        return buffer.getvalue()
+    finally:
+        plt.close(figure)
+
+
+def write_charts(refs: Sequence[ChartRef], out_dir: Path) -> list[Path]:
+    """Draw every chart into ``out_dir/charts/``."""
+    if not refs:
+        return []
+    folder = out_dir / "charts"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for ref in refs:
+        path = folder / ref.file
+        path.write_bytes(render_png(ref))
+        written.append(path)
+    return written
+
+
+__all__ = ["CJK_FAMILIES", "MIN_POINTS", "ChartRef", "chart_refs", "cjk_font", "render_png", "write_charts"]

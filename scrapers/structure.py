@@ -1,0 +1,277 @@
+"""The readable structure of an HTML page: headings, paragraphs, list items, records, not a bag of text.
+
+Manuals say much of what matters in tables and definition lists. A flattened table row reads as
+noise (``18805 postgresql49876 postgres ...``); read as a record (``Parameter: max_wal_size;
+Default: 1GB``) it is a claim. So each table row becomes one ``header: value`` record, each ``<dt>/<dd>``
+pair one ``term: definition`` record, and each heading, paragraph and list item one block, with the
+whitespace inside it collapsed (a line break inside a paragraph is not a sentence end).
+
+What is not prose is left out: navigation (``<nav>``, headers, footers, sidebars, breadcrumbs, tables
+of contents, DocBook nav bars), code listings (``<pre>``, ``<code>`` blocks, screens, program
+listings) and log dumps (lines mostly made of numbers and identifiers). Inline ``<code>`` inside a
+sentence stays: it is part of the sentence.
+
+Blocks are rendered one per line with a blank line between them, so sentence segmentation and
+chunking see the page's own boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+import lxml.html
+from lxml import etree
+
+from nlp.noise import is_listing_line
+
+BlockKind = Literal["heading", "paragraph", "item", "record", "caption"]
+
+_DROP_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "nav", "footer", "form", "button")
+_CODE_TAGS = frozenset({"pre", "listing", "xmp", "samp"})
+# class/id words of page furniture (any site generator) and of code listings (DocBook, Sphinx, Pygments)
+_FURNITURE = re.compile(
+    r"(?:^|[\s_-])(?:nav|navbar|navheader|navfooter|menu|sidebar|sphinxsidebar|side-menu|breadcrumbs?|related"
+    r"|footer|header|toc|footnotes?|skip|cookie|banner|masthead|pagination|headerlink|copyright)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+_CODE_CLASS = re.compile(
+    r"(?:^|[\s_-])(?:screen|programlisting|synopsis|highlight|literal-block|code-block|sourcecode|example-code"
+    r"|console|terminal)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+_BLOCK_TAGS = frozenset(
+    {"p", "div", "section", "article", "main", "blockquote", "li", "ul", "ol", "dl", "dt", "dd", "table",
+     "tr", "td", "th", "thead", "tbody", "tfoot", "caption", "figure", "figcaption", "h1", "h2", "h3", "h4",
+     "h5", "h6", "hr", "br", "address", "body", "details", "summary", "aside", "header"}
+)  # fmt: skip
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_SPACE = re.compile(r"\s+")
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_PAIR = re.compile(r"^([^:;。.!?]{1,30}): (?=\S)")
+_FOOTNOTE_MARK = re.compile(r"\s?\[\d{1,3}\]")  # DocBook footnote references: "tools.[94]"
+_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+_JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+MAX_CELL_CHARS = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One readable unit of a page; ``section`` is the nearest heading above it."""
+
+    kind: BlockKind
+    text: str
+    section: str = ""
+    level: int = 0
+
+
+def _squash(text: str) -> str:
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def _inline_text(el: etree._Element) -> str:
+    """The element's text with nested blocks already handled elsewhere skipped; footnote marks removed."""
+    return _FOOTNOTE_MARK.sub("", _squash(el.text_content()))
+
+
+def _is_furniture(el: etree._Element) -> bool:
+    marks = f"{el.get('class') or ''} {el.get('id') or ''} {el.get('role') or ''}"
+    return bool(marks.strip()) and bool(_FURNITURE.search(marks))
+
+
+def _is_code(el: etree._Element) -> bool:
+    if el.tag in _CODE_TAGS:
+        return True
+    if el.tag == "code" and (el.getparent() is None or el.getparent().tag in ("div", "body", "section")):
+        return True
+    return bool(_CODE_CLASS.search(el.get("class") or ""))
+
+
+def _has_block_child(el: etree._Element) -> bool:
+    return any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS and c.tag != "br" for c in el)
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.section = ""
+        self.group_key = ""  # the first key of a run of "key: value" paragraphs being merged
+
+    def add(self, kind: BlockKind, text: str, level: int = 0) -> None:
+        text = text.strip()
+        if not text or (not _WORD.search(text) and not _JA.search(text)):
+            return
+        if kind in ("paragraph", "item") and is_listing_line(text):
+            return
+        pair = _PAIR.match(text) if kind == "paragraph" else None
+        if pair and self.group_key and pair.group(1) != self.group_key and self.blocks:
+            last = self.blocks[-1]  # "Option: X" / "Default: 8" / "Description: ..." paragraphs: one record
+            self.blocks[-1] = Block("record", f"{last.text}; {text}", last.section, last.level)
+            return
+        self.group_key = pair.group(1) if pair else ""
+        self.blocks.append(Block(kind, text, self.section, level))
+
+    def walk(self, el: etree._Element) -> None:
+        if not isinstance(el.tag, str):
+            return
+        tag = el.tag.lower()
+        if tag in _HEADINGS or tag in ("table", "dl", "ul", "ol"):
+            self.group_key = ""
+        if tag in _DROP_TAGS or _is_furniture(el) or _is_code(el):
+            return
+        if tag in _HEADINGS:
+            text = _inline_text(el)
+            self.section = text
+            self.add("heading", text, _HEADINGS[tag])
+            return
+        if tag == "table":
+            self.table(el)
+            return
+        if "seglistitem" in (el.get("class") or ""):  # DocBook segmented list: "Title: value" segments
+            segments = [_inline_text(c) for c in el if isinstance(c.tag, str) and _inline_text(c)]
+            self.group_key = ""
+            self.add("record", "; ".join(segments))
+            self.group_key = ""
+            return
+        if tag == "dl":
+            self.definitions(el)
+            return
+        if tag in ("p", "li", "dd", "blockquote", "figcaption", "caption", "address", "summary", "div", "td"):
+            if not _has_block_child(el):
+                kind: BlockKind = (
+                    "item" if tag == "li" else "caption" if tag in ("caption", "figcaption") else "paragraph"
+                )
+                self.add(kind, _inline_text(el))
+                return
+            self.mixed(el)
+            return
+        self.mixed(el)
+
+    def mixed(self, el: etree._Element) -> None:
+        """An element holding both loose text and blocks: loose runs become paragraphs."""
+        run: list[str] = [el.text or ""]
+
+        def flush() -> None:
+            text = _FOOTNOTE_MARK.sub("", _squash(" ".join(run)))
+            run.clear()
+            self.add("item" if el.tag == "li" else "paragraph", text)
+
+        for child in el:
+            if not isinstance(child.tag, str):
+                run.append(child.tail or "")
+                continue
+            if child.tag in _BLOCK_TAGS:
+                flush()
+                self.walk(child)
+            elif child.tag in _DROP_TAGS or _is_furniture(child) or _is_code(child):
+                pass
+            else:
+                run.append(child.text_content())
+            run.append(child.tail or "")
+        flush()
+
+    def table(self, table: etree._Element) -> None:
+        caption = table.find("caption")
+        if caption is not None:
+            self.add("caption", _inline_text(caption))
+        rows = [r for r in table.iter("tr")]
+        if not rows:
+            return
+        header: list[str] = []
+        first = rows[0]
+        if all(c.tag == "th" for c in first.iter("td", "th")) or first.getparent().tag == "thead":
+            header = [_inline_text(c) for c in first.iter("td", "th")]
+            rows = rows[1:]
+        for row in rows:
+            cells = [_inline_text(c)[:MAX_CELL_CHARS] for c in row.iter("td", "th")]
+            if not any(cells):
+                continue
+            if header and len(header) == len(cells):
+                pairs = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c]
+                self.add("record", "; ".join(pairs))
+            elif len(cells) == 2 and cells[0]:
+                self.add("record", f"{cells[0]}: {cells[1]}")
+            else:
+                self.add("paragraph", " ".join(c for c in cells if c))
+
+    def definitions(self, dl: etree._Element) -> None:
+        term = ""
+        for child in dl:
+            if not isinstance(child.tag, str):
+                continue
+            if child.tag == "dt":
+                term = _inline_text(child).rstrip(":")
+            elif child.tag == "dd":
+                if _has_block_child(child):
+                    first = self._first_paragraph(child)
+                    if term and first:
+                        self.add("record", f"{term}: {first}")
+                        term = ""
+                    saved = len(self.blocks)
+                    self.mixed(child)
+                    if first and len(self.blocks) > saved and self.blocks[saved].text == first:
+                        del self.blocks[saved]
+                else:
+                    text = _inline_text(child)
+                    self.add("record", f"{term}: {text}" if term else text)
+                term = ""
+            else:
+                self.walk(child)
+
+    @staticmethod
+    def _first_paragraph(dd: etree._Element) -> str:
+        for child in dd:
+            if isinstance(child.tag, str) and child.tag in ("p", "div") and not _has_block_child(child):
+                return _inline_text(child) if not _is_code(child) else ""
+        return ""
+
+
+def _main(root: etree._Element) -> etree._Element:
+    for xpath in ("//main", "//article", "//*[@role='main']", "//div[contains(@class,'body')]"):
+        found = root.xpath(xpath)
+        if found:
+            return found[0]
+    body = root.find("body")
+    return body if body is not None else root
+
+
+def parse_html(source: str | bytes) -> etree._Element | None:
+    """The lxml document of a page, or None when it is not HTML at all.
+
+    An XHTML page decoded to text may still open with ``<?xml ... encoding=...?>``, which lxml refuses
+    in a str: the declaration is dropped (the text is already decoded)."""
+    if isinstance(source, str):
+        source = _XML_DECL.sub("", source, count=1)
+    try:
+        return lxml.html.document_fromstring(source)
+    except (etree.ParserError, ValueError):
+        return None
+
+
+def html_blocks(root: etree._Element) -> list[Block]:
+    """The page's main content as blocks, in reading order (see the module docstring)."""
+    main = _main(root)
+    doomed = [el for el in main.iter() if isinstance(el.tag, str) and el is not main and _is_furniture(el)]
+    for el in doomed:  # permalinks inside headings, footnote marks inside paragraphs: gone, tails kept
+        if el.getparent() is not None:
+            el.drop_tree()
+    reader = _Reader()
+    reader.walk(main)
+    return reader.blocks
+
+
+def render_blocks(blocks: list[Block]) -> str:
+    """One block per line, a blank line between blocks; a heading keeps no trailing punctuation."""
+    return "\n\n".join(b.text for b in blocks)
+
+
+__all__ = [
+    "MAX_CELL_CHARS",
+    "Block",
+    "BlockKind",
+    "html_blocks",
+    "parse_html",
+    "render_blocks",
+]

@@ -1,0 +1,83 @@
+"""The research page in a real headless Chromium, against the research Serve app on 127.0.0.1.
+
+The page is plain HTML and JS served by the app (``GET /ui``): the test fills the form in Japanese,
+starts a run on the bundled corpus, follows the live progress from the event stream, and checks the
+rendered answer, claims with sources, the disputed figures side by side and the transparency report.
+It saves ``out/screenshots/research_page.png`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Page
+
+from core.settings import load_settings
+from tests.browser import screenshot_path
+from tests.conftest import CORPUS_DIR
+
+TOPIC = "中小企業の価格転嫁の現状"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def base_url(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from ray import serve
+
+    from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
+
+    data_dir = tmp_path_factory.mktemp("page-data")
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        settings = load_settings(overrides={"data_dir": data_dir, "serve": {"corpus_roots": [CORPUS_DIR]}})
+        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        serve.shutdown()
+
+
+def test_page_and_corpus_list_are_served(base_url: str) -> None:
+    page_html = httpx.get(f"{base_url}/ui", timeout=30)
+    assert page_html.status_code == 200 and page_html.headers["content-type"].startswith("text/html")
+    assert "調査を開始" in page_html.text
+    corpora = httpx.get(f"{base_url}/corpora", timeout=30).json()["corpora"]
+    assert {"name": "corpus", "path": str(Path(CORPUS_DIR).resolve())} in corpora
+
+
+async def test_a_run_from_the_page_shows_answer_claims_disputes_and_transparency(base_url: str, page: Page) -> None:
+    await page.goto(f"{base_url}/ui")
+    await page.fill("#topic", TOPIC)
+    await page.fill("#agents", "2")
+    await page.fill("#iterations", "2")
+    await page.select_option("#corpus", label="corpus")
+    await page.click("#start")
+    await page.wait_for_function("document.getElementById('status').textContent === '完了'", timeout=240_000)
+    progress = await page.locator("#progress li").all_inner_texts()
+    assert progress[0].startswith("調査開始") and progress[-1].startswith("調査完了")
+    assert any(line.startswith("エージェント完了") for line in progress)
+    answer = await page.inner_text("#answer")
+    assert answer.startswith("回答: ") and "価格転嫁" in answer
+    assert await page.locator("#claims tr").count() >= 5
+    assert await page.locator("#claims a").count() >= 5  # every claim lists its supporting pages
+    assert await page.locator("#disputed .sides").count() >= 1  # planted conflicts: both sides shown
+    assert await page.locator("#disputed .side").count() == 2 * await page.locator("#disputed .sides").count()
+    transparency = await page.inner_text("#transparency")
+    assert "反復 2" in transparency and "情報源の重なり" in transparency and "選択理由" in transparency
+    charts = page.locator("#charts img.chart")
+    assert await charts.count() >= 1  # the corpus has figures for several survey rounds
+    await page.wait_for_function(
+        "[...document.querySelectorAll('#charts img.chart')].every(i => i.complete && i.naturalWidth > 0)",
+        timeout=60_000,
+    )
+    await page.screenshot(path=str(screenshot_path("research_page")), full_page=True)
+    await page.locator("#charts").screenshot(path=str(screenshot_path("research_page_charts")))

@@ -1,0 +1,45 @@
+"""Charts of a claim key's values at several dates (research/charts.py), with Japanese labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from research.charts import chart_refs, cjk_font, render_png, write_charts
+from research.evidence import Citation, EvidencedClaim
+from tests.browser import screenshot_path
+
+
+def claim(cid: str, key: str | None, value: str, confidence: float = 0.5) -> EvidencedClaim:
+    url = f"https://example.org/{cid}"
+    citation = Citation(url=url, title=cid, reliability=0.5, origin=url, statement=f"率は{value}だった。")
+    return EvidencedClaim(
+        claim_id=cid, text=f"率は{value}だった。", source=citation.url, key=key, values=[value],
+        supporting=[citation], confidence=confidence,
+    )  # fmt: skip
+
+
+CLAIMS = [
+    claim("a", "sme/pass_through_rate@2024-09", "49.7%", 0.8),
+    claim("b", "sme/pass_through_rate@2024-03", "46.1%"),
+    claim("c", "sme/pass_through_rate@2025-03", "52.4%"),
+    claim("d", "sme/pass_through_rate@2025-03", "60.0%", 0.1),  # lower confidence: not drawn
+    claim("e", "sme/respondents@2024-09", "36,210社"),  # one period only: no chart
+    claim("f", "sme/pass_through_rate@undated", "50%"),  # undated: not a point in time
+    claim("g", None, "12%"),
+]
+
+
+def test_series_with_several_dates_become_charts() -> None:
+    refs = chart_refs(CLAIMS)
+    assert [(r.key, r.title) for r in refs] == [("sme/pass_through_rate", "sme / pass_through_rate の推移")]
+    assert refs[0].points == [("2024-03", 46.1, "46.1%"), ("2024-09", 49.7, "49.7%"), ("2025-03", 52.4, "52.4%")]
+
+
+def test_png_is_drawn_with_a_cjk_font(tmp_path: Path) -> None:
+    assert "CJK" in cjk_font() or "Noto" in cjk_font()
+    refs = chart_refs(CLAIMS)
+    png = render_png(refs[0])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+    written = write_charts(refs, tmp_path)
+    assert [p.name for p in written] == [refs[0].file] and written[0].read_bytes() == png
+    screenshot_path("research_chart").write_bytes(png)  # for a person to look at

@@ -1,0 +1,55 @@
+"""Question-focused retrieval (research/retrieval.py): sub-questions, feedback, passage ranking, lead-ins."""
+
+from __future__ import annotations
+
+from research.retrieval import (
+    EXACT_BONUS,
+    PassageRanker,
+    context_of,
+    feedback_query,
+    identifiers,
+    question_coverage,
+    sub_questions,
+)
+from scrapers.search.base import SearchResult
+
+
+def hit(rank: int, title: str, snippet: str) -> SearchResult:
+    return SearchResult(url=f"file:///p{rank}", title=title, snippet=snippet, provider="local", rank=rank)
+
+
+def test_readings_ask_different_questions() -> None:
+    question = "What is the default StepLimit of the aptitude resolver?"
+    assert sub_questions(question, "depth") == [question]
+    keywords = sub_questions(question, "keywords")
+    assert keywords[0].startswith("StepLimit") and question not in keywords and len(keywords) > 1
+    assert identifiers("書式指定文字列のエスケープ %p のデフォルトサイズ") == ["%p"]
+
+
+def test_feedback_adds_terms_the_first_results_share() -> None:
+    results = [
+        hit(1, "Resolver costs", "safety cost levels of the resolver"),
+        hit(2, "Resolver options", "safety levels and cost components"),
+        hit(3, "Other", "unrelated words"),
+    ]
+    expanded = feedback_query("resolver limit", results)
+    assert expanded is not None and expanded.startswith("resolver limit ")
+    assert {"safety", "cost"} <= set(expanded.split())
+    assert feedback_query("resolver", [hit(1, "a", "b")]) is None
+
+
+def test_passages_rank_by_question_and_exact_identifiers() -> None:
+    passages = [
+        "エスケープ表記: %P; 名前: 優先度; デフォルトサイズ: 3",
+        "エスケープ表記: %p; 名前: パッケージ名; デフォルトサイズ: 30; 説明: パッケージの名前を出力します。",
+        "マインスイーパには地雷が 10 個あります。",
+    ]
+    scores = PassageRanker(passages).relevance(["エスケープ %p のデフォルトサイズはいくつですか"])
+    assert scores[1] > scores[0] > scores[2] and scores[1] > 1.0 - 1e-9 + EXACT_BONUS - 0.5
+    assert question_coverage("default StepLimit", ["The default StepLimit is 5000."]) == 1.0
+
+
+def test_lead_in_of_a_list_item_or_record() -> None:
+    text = "NMU delays\n\nGive the maintainer time. Recommended delays:\n\nOther NMUs: 10 days\n\nUrgent: 2 days"
+    assert context_of(text, text.index("Urgent")) == "Give the maintainer time. Recommended delays:"
+    assert context_of("Intro sentence.\n\nBody.", 17) == ""
