@@ -6,6 +6,9 @@
 - ``GET /research/{id}`` -> status (``accepted|running|completed|failed``), error, result when completed.
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
   from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
+- ``GET /ui`` the research page (Japanese, plain HTML+JS), served without a key as it holds no data;
+  with ``api_keys`` set it asks for the key once, keeps it in the tab's sessionStorage and sends it as
+  ``Authorization: Bearer`` on every call (event stream and charts included).
 
 Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a
 replica restart: a run that was ``accepted``/``running`` when its replica died runs again from the
@@ -65,7 +68,9 @@ PAGE_PATH = data_path("research", "page.html")
 MAX_LISTED_CORPORA = 50  # subfolders listed per corpus root on the page
 
 api = FastAPI(title="MAGI research", description="Consensus research runs over HTTP.")
-GUARD = guard(api)  # API keys and the body cap; configured by each replica from its settings
+# API keys and the body cap, configured by each replica from its settings. The page (``/ui``) holds
+# no data, so it is open; every call it makes sends the key the person types into it.
+GUARD = guard(api, open_paths=("/ui",))
 
 
 class ResearchRequest(BaseModel):
