@@ -3,7 +3,9 @@
 The page is plain HTML and JS served by the app (``GET /ui``): the test fills the form in Japanese,
 starts a run on the bundled corpus, follows the live progress from the event stream, and checks the
 rendered answer, claims with sources, the disputed figures side by side and the transparency report.
-It saves ``out/screenshots/research_page.png`` for a person to look at.
+It saves ``out/screenshots/research_page.png`` for a person to look at. The app redeployed with an API
+key checks that the page is served open, asks for the key on its first 401 and then sends it on
+every call (corpus list, run, event stream, result, charts): ``research_page_keyed.png``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tests.browser import screenshot_path
 from tests.conftest import CORPUS_DIR
 
 TOPIC = "中小企業の価格転嫁の現状"
+KEY = "page-key-for-tests"
 
 
 def _free_port() -> int:
@@ -81,3 +84,51 @@ async def test_a_run_from_the_page_shows_answer_claims_disputes_and_transparency
     )
     await page.screenshot(path=str(screenshot_path("research_page")), full_page=True)
     await page.locator("#charts").screenshot(path=str(screenshot_path("research_page_charts")))
+
+
+@pytest.fixture
+def keyed_url(base_url: str, tmp_path: Path) -> Iterator[str]:
+    """The research app with an API key, in place of the open one (one app at a time: a replica keeps
+    its warm NLP pool, which holds the CPUs a second replica's run would wait for)."""
+    from ray import serve
+
+    from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
+
+    settings = load_settings(
+        overrides={"data_dir": tmp_path, "api_keys": [KEY], "serve": {"corpus_roots": [CORPUS_DIR]}}
+    )
+    serve.delete(APP_NAME)
+    serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+    yield base_url
+    serve.delete(APP_NAME)
+
+
+async def test_with_api_keys_the_page_asks_for_the_key_and_sends_it_on_every_call(keyed_url: str, page: Page) -> None:
+    assert httpx.get(f"{keyed_url}/ui", timeout=30).status_code == 200  # the page holds no data
+    assert httpx.get(f"{keyed_url}/corpora", timeout=30).status_code == 401
+    assert httpx.get(f"{keyed_url}/corpora", headers={"Authorization": f"Bearer {KEY}"}, timeout=30).status_code == 200
+    await page.goto(f"{keyed_url}/ui")
+    await page.wait_for_selector("#keybox.shown", timeout=30_000)
+    assert "APIキー" in await page.inner_text("#status")
+    assert await page.locator("#corpus option").count() == 0
+    await page.fill("#apikey", KEY)
+    await page.click("#savekey")
+    await page.wait_for_selector("#corpus option", state="attached", timeout=30_000)
+    assert not await page.locator("#keybox").is_visible()
+    await page.fill("#topic", TOPIC)
+    await page.fill("#agents", "2")
+    await page.fill("#iterations", "1")
+    await page.select_option("#corpus", label="corpus")
+    await page.click("#start")
+    await page.wait_for_function("document.getElementById('status').textContent === '完了'", timeout=240_000)
+    progress = await page.locator("#progress li").all_inner_texts()
+    assert progress[0].startswith("調査開始") and progress[-1].startswith("調査完了")
+    assert (await page.inner_text("#answer")).startswith("回答: ")
+    assert await page.locator("#claims tr").count() >= 5
+    assert "反復 1" in await page.inner_text("#transparency")
+    await page.wait_for_function(
+        "() => { const imgs = [...document.querySelectorAll('#charts img.chart')]; return imgs.length > 0"
+        " && imgs.every(i => i.src.startsWith('blob:') && i.complete && i.naturalWidth > 0); }",
+        timeout=60_000,
+    )
+    await page.screenshot(path=str(screenshot_path("research_page_keyed")), full_page=True)
