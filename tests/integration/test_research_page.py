@@ -111,6 +111,7 @@ async def test_with_api_keys_the_page_asks_for_the_key_and_sends_it_on_every_cal
     await page.wait_for_selector("#keybox.shown", timeout=30_000)
     assert "APIキー" in await page.inner_text("#status")
     assert await page.locator("#corpus option").count() == 0
+    await page.screenshot(path=str(screenshot_path("research_page_key_prompt")))
     await page.fill("#apikey", KEY)
     await page.click("#savekey")
     await page.wait_for_selector("#corpus option", state="attached", timeout=30_000)
