@@ -1,4 +1,9 @@
-"""Sessions in the project's store (SQLite or PostgreSQL): one row per session, written on every change.
+"""Sessions in the project's store (SQLite or PostgreSQL), written on every change.
+
+A session is one row (its small state) plus one row per history entry: a turn that adds two entries
+writes the state row and inserts two rows, instead of rewriting a history of hundreds of entries
+(which cost most of a turn's time). A change that rewrites the history (a summary replacing old
+entries) rewrites its rows; entries trimmed off the front are deleted.
 
 Writes are optimistic: each row carries a ``revision`` and an update only lands on the revision it
 read, so two writers (an actor and the CLI, or an old actor still dying while its successor starts)
@@ -18,7 +23,7 @@ import sqlalchemy as sa
 
 from core.store import Store, register_migration
 from sessions.ids import SessionNotFoundError
-from sessions.models import SessionPolicy, SessionState
+from sessions.models import HistoryEntry, SessionPolicy, SessionState
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,6 +43,43 @@ register_migration(
     CREATE INDEX sessions_updated_at ON sessions(updated_at)
     """,
 )
+# Version 2 moves each session's history out of its state into rows (existing sessions keep theirs).
+register_migration(
+    "sessions",
+    2,
+    """
+    CREATE TABLE session_history (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        entry_json TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    INSERT INTO session_history (session_id, seq, entry_json)
+        SELECT s.session_id, CAST(h.key AS INTEGER), h.value
+        FROM sessions s, json_each(s.state_json, '$.history') h;
+    UPDATE sessions SET state_json = json_set(
+        json_remove(state_json, '$.history'), '$.historySeq', COALESCE(json_array_length(state_json, '$.history'), 0)
+    );
+    """,
+    variants={
+        "postgresql": """
+    CREATE TABLE session_history (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        entry_json TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    INSERT INTO session_history (session_id, seq, entry_json)
+        SELECT s.session_id, h.ord - 1, h.value::text
+        FROM sessions s, jsonb_array_elements(COALESCE(s.state_json::jsonb -> 'history', '[]'::jsonb))
+            WITH ORDINALITY h(value, ord);
+    UPDATE sessions SET state_json = (
+        (state_json::jsonb - 'history')
+        || jsonb_build_object('historySeq', jsonb_array_length(COALESCE(state_json::jsonb -> 'history', '[]'::jsonb)))
+    )::text;
+    """
+    },
+)
 
 
 def utcnow() -> datetime:
@@ -45,28 +87,42 @@ def utcnow() -> datetime:
 
 
 class SessionRepository:
-    """Load and save whole session states."""
+    """Load and save session states: the state row and its history rows, in one transaction."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
     def load(self, session_id: str) -> SessionState | None:
-        rows = self.store.query("SELECT state_json FROM sessions WHERE session_id = :id", {"id": session_id})
-        return SessionState.model_validate_json(rows[0][0]) if rows else None
+        # One statement, so the state and its history come from one snapshot on both backends.
+        rows = self.store.query(
+            "SELECT s.state_json, h.entry_json FROM sessions s "
+            "LEFT JOIN session_history h ON h.session_id = s.session_id "
+            "WHERE s.session_id = :id ORDER BY h.seq",
+            {"id": session_id},
+        )
+        if not rows:
+            return None
+        state = SessionState.model_validate_json(rows[0][0])
+        state.history = [HistoryEntry.model_validate_json(row[1]) for row in rows if row[1] is not None]
+        return state
 
-    def save(self, state: SessionState, expected_revision: int | None) -> bool:
-        """Write ``state`` if the stored revision is still ``expected_revision`` (None: the row must not
-        exist yet); False when another writer got there first."""
+    def save(self, state: SessionState, previous: SessionState | None) -> bool:
+        """Write ``state`` if the stored revision is still ``previous``'s (None: the session must not
+        exist yet); False when another writer got there first. Sets ``state.history_seq``."""
+        appended = _appended(previous.history if previous is not None else [], state.history)
+        base = previous.history_seq if previous is not None else 0
+        added = state.history if appended is None else state.history[len(state.history) - appended :]
+        state.history_seq = base + len(added)
         values = {
             "id": state.session_id,
             "owner": state.owner,
             "rev": state.revision,
             "at": state.updated_at.isoformat(),
-            "json": state.model_dump_json(by_alias=True),
-            "old": expected_revision,
+            "json": state.model_dump_json(by_alias=True, exclude={"history"}),
+            "old": previous.revision if previous is not None else None,
         }
         with self.store.transaction() as conn:
-            if expected_revision is None:
+            if previous is None:
                 inserted = conn.execute(
                     sa.text(
                         "INSERT INTO sessions (session_id, owner, revision, updated_at, state_json) "
@@ -74,19 +130,55 @@ class SessionRepository:
                     ),
                     values,
                 )
-                return inserted.rowcount == 1
-            done = conn.execute(
-                sa.text(
-                    "UPDATE sessions SET owner = :owner, revision = :rev, updated_at = :at, state_json = :json "
-                    "WHERE session_id = :id AND revision = :old"
-                ),
-                values,
-            )
-            return done.rowcount == 1
+                if inserted.rowcount != 1:
+                    return False
+                # rows an earlier session of this id may have left behind go
+                conn.execute(sa.text("DELETE FROM session_history WHERE session_id = :id"), {"id": state.session_id})
+            else:
+                done = conn.execute(
+                    sa.text(
+                        "UPDATE sessions SET owner = :owner, revision = :rev, updated_at = :at, state_json = :json "
+                        "WHERE session_id = :id AND revision = :old"
+                    ),
+                    values,
+                )
+                if done.rowcount != 1:
+                    return False
+                first_kept = state.history_seq - len(state.history)
+                if first_kept > previous.history_seq - len(previous.history):  # trimmed or rewritten
+                    conn.execute(
+                        sa.text("DELETE FROM session_history WHERE session_id = :id AND seq < :seq"),
+                        {"id": state.session_id, "seq": first_kept},
+                    )
+            if added:
+                conn.execute(
+                    sa.text("INSERT INTO session_history (session_id, seq, entry_json) VALUES (:id, :seq, :json)"),
+                    [
+                        {"id": state.session_id, "seq": base + i, "json": entry.model_dump_json(by_alias=True)}
+                        for i, entry in enumerate(added)
+                    ],
+                )
+            return True
 
     def delete(self, session_id: str) -> None:
         with self.store.transaction() as conn:
+            conn.execute(sa.text("DELETE FROM session_history WHERE session_id = :id"), {"id": session_id})
             conn.execute(sa.text("DELETE FROM sessions WHERE session_id = :id"), {"id": session_id})
+
+
+def _appended(old: list[HistoryEntry], new: list[HistoryEntry]) -> int | None:
+    """How many entries ``new`` adds after the end of ``old`` (whose front may have been trimmed), or
+    None when the history was rewritten. Entries are frozen and shared by copies, so identity tells."""
+    if not old:
+        return len(new)
+    last = old[-1]
+    for end in range(len(new), 0, -1):
+        if new[end - 1] is last:
+            kept = new[:end]
+            if len(kept) <= len(old) and all(a is b for a, b in zip(kept, old[len(old) - end :], strict=True)):
+                return len(new) - end
+            return None
+    return None
 
 
 def current_state(
@@ -101,7 +193,7 @@ def current_state(
     if stored.expired(now, policy):
         log.info("session %s expired (last used %s); starting it again", session_id, stored.updated_at)
         fresh = SessionState.new(session_id, owner, now)
-        fresh.revision = stored.revision
+        fresh.revision, fresh.history_seq = stored.revision, stored.history_seq
         return fresh
     # History entries are frozen, so the copy shares them; only the containers a change may edit are new.
     return stored.model_copy(
@@ -129,11 +221,10 @@ def update_session(
     for _ in range(MAX_CONFLICT_RETRIES):
         at = now()
         state = current_state(stored, session_id, owner, at, policy)
-        expected = stored.revision if stored is not None else None
         value = change(state, at)
         state.updated_at = at
-        state.revision = (expected or 0) + 1
-        if repo.save(state, expected):
+        state.revision = (stored.revision if stored is not None else 0) + 1
+        if repo.save(state, stored):
             return value, state
         stored = repo.load(session_id)
     raise RuntimeError(f"session {session_id}: {MAX_CONFLICT_RETRIES} writers in a row got there first; retry")

@@ -137,7 +137,7 @@ def test_purge_removes_old_advisor_sessions_and_their_files(tmp_path: Path, monk
     stale = repo.load("old")
     assert stale is not None
     aged = stale.model_copy(update={"updated_at": utcnow() - timedelta(hours=25), "revision": stale.revision + 1})
-    assert repo.save(aged, stale.revision)
+    assert repo.save(aged, stale)
     other = SessionState.new("router-s", "", utcnow() - timedelta(hours=30))  # another system's session
     assert repo.save(other, None)
     artifacts = Path(os.environ["MAGI_DATA_DIR"]) / "artifacts" / "advisor"

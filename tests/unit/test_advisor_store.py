@@ -29,7 +29,7 @@ async def test_turns_and_retention_on_both_backends(store_url: str, tmp_path: Pa
     old = state.model_copy(
         update={"updated_at": utcnow() - timedelta(hours=24, minutes=1), "revision": state.revision + 1}
     )
-    assert repo.save(old, state.revision)
+    assert repo.save(old, state)
     report = purge(settings)
     assert report.sessions == ["aged"] and report.files == 1
     assert repo.load("aged") is None and repo.load("kept") is not None

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import sqlalchemy as sa
 
 from actors.session import SessionActor
 from core.errors import InputError
@@ -81,6 +82,76 @@ def test_an_expired_session_starts_again_empty(store_url: str) -> None:
         read_session(repo, "old", "", POLICY, now=later)
     count, state = update_session(repo, "old", "", _say("new day"), POLICY, now=lambda: later)
     assert count == 1 and state.created_at == later and state.revision == 2
+
+
+def _history_rows(store: Store, session_id: str) -> list[int]:
+    return [
+        int(r[0])
+        for r in store.query("SELECT seq FROM session_history WHERE session_id = :id ORDER BY seq", {"id": session_id})
+    ]
+
+
+def test_a_turn_appends_history_rows_and_trims_the_oldest(store_url: str) -> None:
+    store = Store(store_url)
+    repo, policy = SessionRepository(store), SessionPolicy(history_limit=4)
+
+    def say(text: str) -> Callable[[SessionState, datetime], None]:
+        return lambda state, now: state.add(HistoryEntry(role="user", text=text, timestamp=now), policy)
+
+    state = None
+    for i in range(7):
+        _, state = update_session(repo, "rows", "", say(f"m{i}"), policy, cached=state)
+    assert _history_rows(store, "rows") == [3, 4, 5, 6]  # one row per kept entry, the oldest deleted
+    loaded = SessionRepository(Store(store_url)).load("rows")
+    assert loaded is not None and [e.text for e in loaded.history] == ["m3", "m4", "m5", "m6"]
+    assert loaded == state
+
+
+def test_a_rewritten_history_is_stored_as_written(store_url: str) -> None:
+    """A change may replace the history (the advisor's summary of old turns): its rows are rewritten."""
+    store = Store(store_url)
+    repo = SessionRepository(store)
+    for text in ("a", "b", "c"):
+        update_session(repo, "rw", "", _say(text), POLICY)
+
+    def summarise(state: SessionState, now: datetime) -> None:
+        state.history = [HistoryEntry(role="system", text="summary of a, b", timestamp=now), state.history[-1]]
+
+    _, state = update_session(repo, "rw", "", summarise, POLICY)
+    update_session(repo, "rw", "", _say("d"), POLICY, cached=state)
+    loaded = repo.load("rw")
+    assert loaded is not None and [e.text for e in loaded.history] == ["summary of a, b", "c", "d"]
+    assert len(_history_rows(store, "rw")) == 3
+    repo.delete("rw")
+    assert repo.load("rw") is None and _history_rows(store, "rw") == []
+
+
+def test_sessions_stored_before_history_rows_keep_their_history(store_url: str) -> None:
+    """A store written by the first schema (history inside the state) is moved to rows on opening."""
+    store = Store(store_url)
+    with store.transaction() as conn:
+        conn.exec_driver_sql("DROP TABLE session_history")
+        conn.exec_driver_sql("DELETE FROM schema_migrations WHERE component = 'sessions' AND version = 2")
+    old = SessionState.new("v1", "", T0)
+    for text in ("one", "two"):
+        old.add(HistoryEntry(role="user", text=text, timestamp=T0), POLICY)
+    empty = SessionState.new("v1-empty", "", T0)
+    old.revision = empty.revision = 1
+    with store.transaction() as conn:
+        for state in (old, empty):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO sessions (session_id, owner, revision, updated_at, state_json) "
+                    "VALUES (:id, '', 1, :at, :json)"
+                ),
+                {"id": state.session_id, "at": T0.isoformat(), "json": state.model_dump_json(by_alias=True)},
+            )
+    repo = SessionRepository(Store(store_url))  # opening applies version 2
+    moved = repo.load("v1")
+    assert moved is not None and [e.text for e in moved.history] == ["one", "two"] and moved.history_seq == 2
+    assert repo.load("v1-empty") == empty
+    _, state = update_session(repo, "v1", "", _say("three"), POLICY, now=lambda: T0 + timedelta(seconds=1))
+    assert [e.text for e in state.history] == ["one", "two", "three"] and _history_rows(repo.store, "v1") == [0, 1, 2]
 
 
 def test_history_is_bounded() -> None:
