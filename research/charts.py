@@ -14,12 +14,14 @@ import hashlib
 import io
 import re
 from collections.abc import Sequence
+from datetime import date
 from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from core.errors import ConfigError
+from core.files import atomic_write_bytes
 from nlp.values import parse_values
 from research.evidence import EvidencedClaim
 
@@ -68,6 +70,12 @@ def chart_refs(claims: Sequence[EvidencedClaim]) -> list[ChartRef]:
     return refs
 
 
+def period_start(period: str) -> date:
+    """The first day of a period written ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``: where it sits on a time axis."""
+    parts = [int(p) for p in period.split("-")]
+    return date(parts[0], parts[1] if len(parts) > 1 else 1, parts[2] if len(parts) > 2 else 1)
+
+
 @cache
 def cjk_font() -> str:
     """Path of an installed CJK font, or ConfigError naming the package to install."""
@@ -95,13 +103,13 @@ def render_png(ref: ChartRef) -> bytes:
     font = font_manager.FontProperties(fname=cjk_font())
     figure, axes = plt.subplots(figsize=(6.4, 3.6), dpi=100)
     try:
-        periods = [p for p, _, _ in ref.points]
+        # A time axis: six months apart look twice as far apart as three months, unlike category labels.
+        when = [period_start(p).toordinal() for p, _, _ in ref.points]
         values = [v for _, v, _ in ref.points]
-        axes.plot(periods, values, marker="o", color="#2b6cb0")
-        for period, value, raw in ref.points:
-            axes.annotate(
-                raw, (period, value), textcoords="offset points", xytext=(0, 7), ha="center", fontproperties=font
-            )
+        axes.plot(when, values, marker="o", color="#2b6cb0")
+        axes.set_xticks(when, [p for p, _, _ in ref.points])
+        for at, (_, value, raw) in zip(when, ref.points, strict=True):
+            axes.annotate(raw, (at, value), textcoords="offset points", xytext=(0, 7), ha="center", fontproperties=font)
         axes.set_title(ref.title, fontproperties=font)
         axes.set_xlabel("時点", fontproperties=font)
         axes.set_ylabel("値", fontproperties=font)
@@ -123,10 +131,17 @@ def write_charts(refs: Sequence[ChartRef], out_dir: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for ref in refs:
-        path = folder / ref.file
-        path.write_bytes(render_png(ref))
-        written.append(path)
+        written.append(atomic_write_bytes(folder / ref.file, render_png(ref)))
     return written
 
 
-__all__ = ["CJK_FAMILIES", "MIN_POINTS", "ChartRef", "chart_refs", "cjk_font", "render_png", "write_charts"]
+__all__ = [
+    "CJK_FAMILIES",
+    "MIN_POINTS",
+    "ChartRef",
+    "chart_refs",
+    "cjk_font",
+    "period_start",
+    "render_png",
+    "write_charts",
+]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
-from research.charts import chart_refs, cjk_font, render_png, write_charts
+from research.charts import chart_refs, cjk_font, period_start, render_png, write_charts
 from research.evidence import Citation, EvidencedClaim
 from tests.browser import screenshot_path
 
@@ -43,3 +44,11 @@ def test_png_is_drawn_with_a_cjk_font(tmp_path: Path) -> None:
     written = write_charts(refs, tmp_path)
     assert [p.name for p in written] == [refs[0].file] and written[0].read_bytes() == png
     screenshot_path("research_chart").write_bytes(png)  # for a person to look at
+
+
+def test_periods_sit_on_a_time_axis() -> None:
+    assert [period_start(p) for p in ("2024", "2024-09", "2025-03-15")] == [
+        date(2024, 1, 1),
+        date(2024, 9, 1),
+        date(2025, 3, 15),
+    ]
