@@ -212,7 +212,7 @@ class RouterService:
             state = await asyncio.to_thread(read_session, self._repo, session_id, self._owner(request), self._policy)
         except SessionNotFoundError:
             return _not_found(session_id)
-        return JSONResponse(state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_seq"}))
+        return JSONResponse(state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"}))
 
 
 def build_app(settings: Settings) -> Application:

@@ -59,7 +59,7 @@ class SessionState(CamelModel):
     mode: str | None = None
     attributes: dict[str, Any] = Field(default_factory=dict)
     generated_files: list[str] = Field(default_factory=list)
-    history_seq: int = Field(default=0, description="Store sequence number the next history entry gets.")
+    history_from: int = Field(default=0, description="Store sequence number of the first history entry.")
 
     @classmethod
     def new(cls, session_id: str, owner: str, now: datetime) -> SessionState:

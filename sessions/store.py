@@ -1,9 +1,10 @@
 """Sessions in the project's store (SQLite or PostgreSQL), written on every change.
 
-A session is one row (its small state) plus one row per history entry: a turn that adds two entries
-writes the state row and inserts two rows, instead of rewriting a history of hundreds of entries
-(which cost most of a turn's time). A change that rewrites the history (a summary replacing old
-entries) rewrites its rows; entries trimmed off the front are deleted.
+A session is one row (its small state) plus one row per history entry, numbered: a turn that adds
+two entries writes the state row and inserts two rows, instead of rewriting a history of hundreds of
+entries (which cost most of a turn's time). Entries trimmed off the front stay until
+``TRIM_BATCH`` of them have gathered, then go in one statement (reads skip them); a change that
+rewrites the history (a summary replacing old entries) rewrites its rows.
 
 Writes are optimistic: each row carries a ``revision`` and an update only lands on the revision it
 read, so two writers (an actor and the CLI, or an old actor still dying while its successor starts)
@@ -28,6 +29,7 @@ from sessions.models import HistoryEntry, SessionPolicy, SessionState
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_CONFLICT_RETRIES = 20
+TRIM_BATCH = 32
 
 register_migration(
     "sessions",
@@ -57,9 +59,7 @@ register_migration(
     INSERT INTO session_history (session_id, seq, entry_json)
         SELECT s.session_id, CAST(h.key AS INTEGER), h.value
         FROM sessions s, json_each(s.state_json, '$.history') h;
-    UPDATE sessions SET state_json = json_set(
-        json_remove(state_json, '$.history'), '$.historySeq', COALESCE(json_array_length(state_json, '$.history'), 0)
-    );
+    UPDATE sessions SET state_json = json_remove(state_json, '$.history');
     """,
     variants={
         "postgresql": """
@@ -73,10 +73,7 @@ register_migration(
         SELECT s.session_id, h.ord - 1, h.value::text
         FROM sessions s, jsonb_array_elements(COALESCE(s.state_json::jsonb -> 'history', '[]'::jsonb))
             WITH ORDINALITY h(value, ord);
-    UPDATE sessions SET state_json = (
-        (state_json::jsonb - 'history')
-        || jsonb_build_object('historySeq', jsonb_array_length(COALESCE(state_json::jsonb -> 'history', '[]'::jsonb)))
-    )::text;
+    UPDATE sessions SET state_json = (state_json::jsonb - 'history')::text;
     """
     },
 )
@@ -95,7 +92,7 @@ class SessionRepository:
     def load(self, session_id: str) -> SessionState | None:
         # One statement, so the state and its history come from one snapshot on both backends.
         rows = self.store.query(
-            "SELECT s.state_json, h.entry_json FROM sessions s "
+            "SELECT s.state_json, h.seq, h.entry_json FROM sessions s "
             "LEFT JOIN session_history h ON h.session_id = s.session_id "
             "WHERE s.session_id = :id ORDER BY h.seq",
             {"id": session_id},
@@ -103,16 +100,19 @@ class SessionRepository:
         if not rows:
             return None
         state = SessionState.model_validate_json(rows[0][0])
-        state.history = [HistoryEntry.model_validate_json(row[1]) for row in rows if row[1] is not None]
+        first = state.history_from  # rows before it were trimmed and wait for a batch delete
+        state.history = [
+            HistoryEntry.model_validate_json(row[2]) for row in rows if row[1] is not None and row[1] >= first
+        ]
         return state
 
     def save(self, state: SessionState, previous: SessionState | None) -> bool:
         """Write ``state`` if the stored revision is still ``previous``'s (None: the session must not
-        exist yet); False when another writer got there first. Sets ``state.history_seq``."""
+        exist yet); False when another writer got there first. Sets ``state.history_from``."""
         appended = _appended(previous.history if previous is not None else [], state.history)
-        base = previous.history_seq if previous is not None else 0
+        next_seq = previous.history_from + len(previous.history) if previous is not None else 0
         added = state.history if appended is None else state.history[len(state.history) - appended :]
-        state.history_seq = base + len(added)
+        state.history_from = next_seq + len(added) - len(state.history)
         values = {
             "id": state.session_id,
             "owner": state.owner,
@@ -144,17 +144,16 @@ class SessionRepository:
                 )
                 if done.rowcount != 1:
                     return False
-                first_kept = state.history_seq - len(state.history)
-                if first_kept > previous.history_seq - len(previous.history):  # trimmed or rewritten
+                if state.history_from // TRIM_BATCH > previous.history_from // TRIM_BATCH or appended is None:
                     conn.execute(
                         sa.text("DELETE FROM session_history WHERE session_id = :id AND seq < :seq"),
-                        {"id": state.session_id, "seq": first_kept},
+                        {"id": state.session_id, "seq": state.history_from},
                     )
             if added:
                 conn.execute(
                     sa.text("INSERT INTO session_history (session_id, seq, entry_json) VALUES (:id, :seq, :json)"),
                     [
-                        {"id": state.session_id, "seq": base + i, "json": entry.model_dump_json(by_alias=True)}
+                        {"id": state.session_id, "seq": next_seq + i, "json": entry.model_dump_json(by_alias=True)}
                         for i, entry in enumerate(added)
                     ],
                 )
@@ -193,7 +192,7 @@ def current_state(
     if stored.expired(now, policy):
         log.info("session %s expired (last used %s); starting it again", session_id, stored.updated_at)
         fresh = SessionState.new(session_id, owner, now)
-        fresh.revision, fresh.history_seq = stored.revision, stored.history_seq
+        fresh.revision = stored.revision
         return fresh
     # History entries are frozen, so the copy shares them; only the containers a change may edit are new.
     return stored.model_copy(
@@ -242,6 +241,7 @@ def read_session(
 
 __all__ = [
     "MAX_CONFLICT_RETRIES",
+    "TRIM_BATCH",
     "SessionRepository",
     "current_state",
     "read_session",

@@ -17,7 +17,7 @@ from core.settings import load_settings
 from core.store import Store
 from sessions.ids import SessionNotFoundError, owner_of, validate_session_id
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
-from sessions.store import SessionRepository, read_session, update_session
+from sessions.store import TRIM_BATCH, SessionRepository, read_session, update_session
 
 POLICY = SessionPolicy(ttl_s=3600, previous_ttl_s=60, history_limit=100)
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -99,11 +99,16 @@ def test_a_turn_appends_history_rows_and_trims_the_oldest(store_url: str) -> Non
         return lambda state, now: state.add(HistoryEntry(role="user", text=text, timestamp=now), policy)
 
     state = None
-    for i in range(7):
+    turns = TRIM_BATCH + 8
+    for i in range(turns):
         _, state = update_session(repo, "rows", "", say(f"m{i}"), policy, cached=state)
-    assert _history_rows(store, "rows") == [3, 4, 5, 6]  # one row per kept entry, the oldest deleted
+        if i == 6:
+            assert _history_rows(store, "rows") == list(range(7))  # trimmed rows wait for a batch
+            assert [e.text for e in repo.load("rows").history] == ["m3", "m4", "m5", "m6"]  # type: ignore[union-attr]
+    # the batch went when the first kept entry passed TRIM_BATCH; the newest trimmed ones wait for the next
+    assert _history_rows(store, "rows") == list(range(TRIM_BATCH, turns))
     loaded = SessionRepository(Store(store_url)).load("rows")
-    assert loaded is not None and [e.text for e in loaded.history] == ["m3", "m4", "m5", "m6"]
+    assert loaded is not None and [e.text for e in loaded.history] == [f"m{i}" for i in range(turns - 4, turns)]
     assert loaded == state
 
 
@@ -148,7 +153,7 @@ def test_sessions_stored_before_history_rows_keep_their_history(store_url: str) 
             )
     repo = SessionRepository(Store(store_url))  # opening applies version 2
     moved = repo.load("v1")
-    assert moved is not None and [e.text for e in moved.history] == ["one", "two"] and moved.history_seq == 2
+    assert moved is not None and [e.text for e in moved.history] == ["one", "two"] and moved.history_from == 0
     assert repo.load("v1-empty") == empty
     _, state = update_session(repo, "v1", "", _say("three"), POLICY, now=lambda: T0 + timedelta(seconds=1))
     assert [e.text for e in state.history] == ["one", "two", "three"] and _history_rows(repo.store, "v1") == [0, 1, 2]
