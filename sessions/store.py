@@ -46,29 +46,27 @@ register_migration(
     """,
 )
 # Version 2 moves each session's history out of its state into rows (existing sessions keep theirs).
-register_migration(
-    "sessions",
-    2,
-    """
+_HISTORY_TABLE = """
     CREATE TABLE session_history (
         session_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
         entry_json TEXT NOT NULL,
         PRIMARY KEY (session_id, seq)
     );
+"""
+register_migration(
+    "sessions",
+    2,
+    _HISTORY_TABLE
+    + """
     INSERT INTO session_history (session_id, seq, entry_json)
         SELECT s.session_id, CAST(h.key AS INTEGER), h.value
         FROM sessions s, json_each(s.state_json, '$.history') h;
     UPDATE sessions SET state_json = json_remove(state_json, '$.history');
     """,
     variants={
-        "postgresql": """
-    CREATE TABLE session_history (
-        session_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        entry_json TEXT NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    );
+        "postgresql": _HISTORY_TABLE
+        + """
     INSERT INTO session_history (session_id, seq, entry_json)
         SELECT s.session_id, h.ord - 1, h.value::text
         FROM sessions s, jsonb_array_elements(COALESCE(s.state_json::jsonb -> 'history', '[]'::jsonb))
