@@ -28,7 +28,6 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
@@ -38,7 +37,8 @@ from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
 from core.settings import Settings, load_settings
 from core.validation import printable
 from deployments.security import guard
-from sessions.ids import ID_PATTERN, LOCAL_OWNER, SessionNotFoundError, owner_of, validate_session_id
+from deployments.validation import answer_invalid_requests
+from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
 
 log = logging.getLogger(__name__)
 APP_NAME = "advisor"
@@ -58,15 +58,7 @@ api = FastAPI(
 GUARD = guard(api, open_paths=("/",))
 
 
-@api.exception_handler(RequestValidationError)
-async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    problems, detail = [], []
-    for err in exc.errors():
-        loc = [printable(p) if isinstance(p, str) else p for p in err["loc"]]
-        msg = printable(str(err["msg"]))
-        problems.append(f"{'.'.join(str(p) for p in loc if p != 'body') or 'body'}: {msg}")
-        detail.append({"loc": loc, "msg": msg, "type": err["type"]})
-    return JSONResponse({"error": "invalid request: " + "; ".join(problems), "detail": detail}, status_code=422)
+answer_invalid_requests(api)
 
 
 class ChatBody(BaseModel):
@@ -158,10 +150,7 @@ class AdvisorService:
             await asyncio.sleep(PURGE_EVERY_S)
 
     def _owner(self, request: Request) -> str:
-        if not self._keys:
-            return LOCAL_OWNER
-        scheme, _, token = (request.headers.get("authorization") or "").strip().partition(" ")
-        return owner_of(token.strip()) if scheme.lower() == "bearer" else LOCAL_OWNER
+        return owner_of_bearer(request.headers.get("authorization"), self._keys)
 
     def _llm_orchestrator(self) -> Any:
         if self._orchestrator is None:

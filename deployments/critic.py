@@ -15,8 +15,7 @@ that many ideas are judged at once and no request pays for starting them again.
 import logging
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
@@ -24,13 +23,13 @@ from ray.serve import Application
 
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
 from core.settings import Settings, load_settings
-from core.validation import printable
 from critic.errors import CriticError
 from critic.models import MAX_IDEAS, BusinessIdea, CriticInput
 from critic.options import OPTION_NAMES, CriticOptions, apply_options
 from critic.settings import CriticSettings
 from deployments.research import without_server_paths
 from deployments.security import guard
+from deployments.validation import answer_invalid_requests
 
 log = logging.getLogger(__name__)
 APP_NAME = "critic"
@@ -66,13 +65,7 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-@api.exception_handler(RequestValidationError)
-async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    problems = []
-    for err in exc.errors():  # names and messages only, never the input
-        loc = ".".join(printable(str(p)) for p in err["loc"] if p != "body") or "body"
-        problems.append(f"{loc}: {printable(str(err['msg']))}")
-    return _error(422, "invalid request: " + "; ".join(problems[:5]))
+answer_invalid_requests(api)
 
 
 @serve.deployment(

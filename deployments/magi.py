@@ -16,8 +16,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
@@ -27,6 +26,7 @@ from core.errors import ConfigError, InputError, MagiError, first_line
 from core.settings import Settings, load_settings
 from core.validation import printable
 from deployments.security import guard
+from deployments.validation import answer_invalid_requests
 
 log = logging.getLogger(__name__)
 APP_NAME = "magi"
@@ -57,13 +57,7 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-@api.exception_handler(RequestValidationError)
-async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    problems = []
-    for err in exc.errors():
-        field = ".".join(printable(str(p)) for p in err["loc"] if p != "body") or "body"
-        problems.append(f"{field}: {printable(str(err['msg']))}")
-    return _error(422, "invalid request: " + "; ".join(problems))
+answer_invalid_requests(api)
 
 
 def _sse(kind: str, data: Any) -> bytes:

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
@@ -44,6 +43,7 @@ from core.validation import bounded_int, invalid_unicode_at, printable
 from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
 from deployments.security import guard
 from deployments.settings import ServeSettings, corpus_roots
+from deployments.validation import answer_invalid_requests
 from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
@@ -118,17 +118,7 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-@api.exception_handler(RequestValidationError)
-async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    problems = []
-    detail = []
-    for err in exc.errors():  # names and messages only, never the input; a hostile key name is made printable
-        loc = [printable(p) if isinstance(p, str) else p for p in err["loc"]]
-        msg = printable(str(err["msg"]))
-        field = ".".join(str(p) for p in loc if p != "body") or "body"
-        problems.append(f"{field}: {msg}")
-        detail.append({"loc": loc, "msg": msg, "type": err["type"]})
-    return _error(422, "invalid request: " + "; ".join(problems), detail=detail)
+answer_invalid_requests(api)
 
 
 def without_server_paths(message: str) -> str:

@@ -20,7 +20,6 @@ import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
@@ -31,11 +30,12 @@ from core.errors import InputError, MagiError, first_line
 from core.settings import Settings, load_settings
 from core.validation import printable
 from deployments.security import guard
+from deployments.validation import answer_invalid_requests
 from router.answers import unavailable_answer
 from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
 from router.options import session_policy
 from router.settings import RouterSettings
-from sessions.ids import ID_PATTERN, LOCAL_OWNER, SessionNotFoundError, owner_of, validate_session_id
+from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
 from sessions.store import SessionRepository, read_session
 
 log = logging.getLogger(__name__)
@@ -49,16 +49,7 @@ api = FastAPI(
 GUARD = guard(api)
 
 
-@api.exception_handler(RequestValidationError)
-async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    """422 naming each bad field (never echoing its value)."""
-    problems, detail = [], []
-    for err in exc.errors():
-        loc = [printable(p) if isinstance(p, str) else p for p in err["loc"]]
-        msg = printable(str(err["msg"]))
-        problems.append(f"{'.'.join(str(p) for p in loc if p != 'body') or 'body'}: {msg}")
-        detail.append({"loc": loc, "msg": msg, "type": err["type"]})
-    return JSONResponse({"error": "invalid request: " + "; ".join(problems), "detail": detail}, status_code=422)
+answer_invalid_requests(api)
 
 
 class RouteBody(BaseModel):
@@ -111,11 +102,7 @@ class RouterService:
         shared_router(self._section.confidence_threshold).route("warm up")  # rules and tokenizer loaded now
 
     def _owner(self, request: Request) -> str:
-        """The session owner: a fingerprint of the caller's API key (the guard already checked it)."""
-        if not self._keys:
-            return LOCAL_OWNER
-        scheme, _, token = (request.headers.get("authorization") or "").strip().partition(" ")
-        return owner_of(token.strip()) if scheme.lower() == "bearer" else LOCAL_OWNER
+        return owner_of_bearer(request.headers.get("authorization"), self._keys)
 
     def _query(self, body: RouteBody) -> str | JSONResponse:
         if len(body.query) > self._section.max_query_chars:

@@ -15,7 +15,7 @@ from core.errors import InputError
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from core.store import Store
-from sessions.ids import SessionNotFoundError, owner_of, validate_session_id
+from sessions.ids import LOCAL_OWNER, SessionNotFoundError, owner_of, owner_of_bearer, validate_session_id
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 from sessions.store import TRIM_BATCH, SessionRepository, read_session, update_session
 
@@ -189,3 +189,10 @@ async def test_fifty_concurrent_writers_through_the_actor_lose_nothing() -> None
     again = await runtime.get_or_create(SessionActor, settings, "busy", POLICY, 300.0, key="busy")
     assert again is not handle
     assert len((await again.call(SessionActor.read, "")).history) == 50
+
+
+def test_an_http_caller_owns_sessions_by_its_key() -> None:
+    assert owner_of_bearer("Bearer key-alice", keyed=True) == owner_of("key-alice")
+    assert owner_of_bearer("bearer  key-alice ", keyed=True) == owner_of("key-alice")
+    assert owner_of_bearer("Bearer key-alice", keyed=False) == LOCAL_OWNER  # a keyless service has one client
+    assert owner_of_bearer(None, keyed=True) == owner_of_bearer("Basic abc", keyed=True) == LOCAL_OWNER

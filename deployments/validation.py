@@ -1,0 +1,40 @@
+"""The 422 every Serve app gives for a body or path that does not fit its request model.
+
+It names each bad field and says why, and never echoes the value sent (a secret pasted in the wrong
+field must not come back in a response or a log); a hostile key name is made printable first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from core.validation import printable
+
+
+def invalid_request(exc: RequestValidationError) -> JSONResponse:
+    """``{"error": "invalid request: field: why; ...", "detail": [{loc, msg, type}, ...]}`` with status 422."""
+    problems: list[str] = []
+    detail: list[dict[str, Any]] = []
+    for err in exc.errors():
+        loc = [printable(p) if isinstance(p, str) else p for p in err["loc"]]
+        msg = printable(str(err["msg"]))
+        problems.append(f"{'.'.join(str(p) for p in loc if p != 'body') or 'body'}: {msg}")
+        detail.append({"loc": loc, "msg": msg, "type": err["type"]})
+    return JSONResponse({"error": "invalid request: " + "; ".join(problems), "detail": detail}, status_code=422)
+
+
+def answer_invalid_requests(api: FastAPI) -> None:
+    """Make ``api`` answer validation failures with :func:`invalid_request`."""
+
+    async def handler(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return invalid_request(exc)
+
+    api.add_exception_handler(RequestValidationError, handler)
+
+
+__all__ = ["answer_invalid_requests", "invalid_request"]
