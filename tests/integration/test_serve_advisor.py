@@ -4,7 +4,6 @@ the shared Ray, and its chat page in headless Chromium (one full exchange that p
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,17 +14,12 @@ from playwright.async_api import Page
 
 from core.settings import Settings, load_settings
 from tests.browser import screenshot_path
+from tests.ports import free_port
 
 KEY = "advisor-key-7"
 OTHER = "someone-else-9"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 SCRIPTED = "python:advisor.scripted:respond"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +35,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             "llm": {"provider": SCRIPTED},
         }
     )
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
