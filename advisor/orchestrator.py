@@ -2,9 +2,10 @@
 
 One turn: open the session; answer a pending consent question, or detect the message's mode
 (keywords, else the LLM); a change of mode asks for consent and keeps the current mode until it is
-given; compress a long history; delegate to the mode's agent; write the turn to the session. It
-holds no state of its own: everything lives in the session (its actor and the store), so any
-replica can serve any turn, and a session whose actor died continues from the store.
+given; compress a long history; delegate to the mode's agent (each file it makes is listed in the
+session before the client hears of it); write the turn to the session. It holds no state of its
+own: everything lives in the session (its actor and the store), so any replica can serve any turn,
+and a session whose actor died continues from the store.
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ class Orchestrator:
             history = [compression.summary, *history[compression.cutoff_index :]]
             yield {"type": "compressed", "entries": compression.cutoff_index, "by": compression.summary.metadata["by"]}
         result: AgentResult | None = None
+        listed: list[dict[str, Any]] = []  # files already written to the session during the turn
         if mode == "mode1":
             agent = mode1(self.llm, self.settings, history, message, user, self.section.web_results)
         else:
@@ -162,8 +164,13 @@ class Orchestrator:
         async for event in agent:
             if isinstance(event, AgentResult):
                 result = event
-            else:
-                yield event
+                continue
+            if event["type"] == "file":
+                # Listed in the session before it is announced: a client fetches a file as soon as it
+                # hears of it (the chat page does), and the file endpoint serves only listed files.
+                await self.sessions.update(session_id, owner, Commit([], self.policy, files=[event["file"]]))
+                listed.append(event["file"])
+            yield event
         assert result is not None
         text = (prefix + "\n\n" + result.text) if prefix else result.text
         offset = len(entries)
@@ -178,7 +185,7 @@ class Orchestrator:
                 self.policy,
                 mode=mode,
                 attributes=attributes,
-                files=result.files,
+                files=[f for f in result.files if f not in listed],
                 tool_results=result.tool_results,
                 negotiation=result.negotiation,
                 summary=compression.summary if compression else None,

@@ -10,12 +10,12 @@ stays one word and does not contain ネット), each token known by its surface,
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
+
+from scrapers.search.tokenize import sudachi_tokenizer
 
 _SPACES = re.compile(r"\s+")
 _LATIN_WORD = re.compile(r"[a-z0-9]+(?:['’\-][a-z0-9]+)*")
@@ -25,7 +25,6 @@ _KANJI = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]")
 _RUNS = re.compile(r"[a-z0-9]+(?:['’\-][a-z0-9]+)*|[^\sa-z0-9]+")
 _DASHES = str.maketrans({"ー": "ー", "－": "-", "‐": "-", "–": "-", "—": "-", "’": "'"})
 _KATAKANA_OFFSET = ord("ァ") - ord("ぁ")
-_local = threading.local()
 
 
 def normalise(text: str) -> str:
@@ -52,24 +51,6 @@ class Token:
     pos: str = ""
 
 
-@cache
-def _dictionary() -> Any:
-    from sudachipy import Dictionary
-
-    return Dictionary(dict="core")
-
-
-def _tokenizer() -> Any:
-    """One Sudachi tokenizer per thread: a tokenizer must not be shared between threads."""
-    found = getattr(_local, "tokenizer", None)
-    if found is None:
-        from sudachipy import SplitMode
-
-        found = _dictionary().create(mode=SplitMode.C)
-        _local.tokenizer = found
-    return found
-
-
 def _japanese(run: str, offset: int) -> list[Token]:
     """Sudachi's long units (mode C), except that a unit with kanji is split into its middle units
     (mode A): アクセス方法 holds アクセス, 天神駅 holds 駅. Katakana loanwords stay whole, because their
@@ -77,7 +58,7 @@ def _japanese(run: str, offset: int) -> list[Token]:
     from sudachipy import SplitMode
 
     tokens = []
-    for unit in _tokenizer().tokenize(run):
+    for unit in sudachi_tokenizer("C").tokenize(run):
         parts = (list(unit.split(SplitMode.A)) if _KANJI.search(unit.surface()) else []) or [unit]
         for m in parts:
             surface = m.surface()

@@ -18,7 +18,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -27,14 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
+
 PG_BIN = Path(os.environ.get("MAGI_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PG_USER = "postgres"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PostgresServer:
@@ -43,7 +38,7 @@ class PostgresServer:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.data = root / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.admin_url = self.url("postgres")
 
     def url(self, database: str) -> str:

@@ -15,7 +15,7 @@ import re
 import threading
 import unicodedata
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 # Sudachi rejects input over 49,149 bytes; 12,000 characters are at most 48,000 bytes in UTF-8.
 MAX_CHUNK_CHARS = 12_000
@@ -34,24 +34,35 @@ _STOP_EN = frozenset(_STOP_EN_WORDS.split())
 _STOP_JA = frozenset(_STOP_JA_WORDS.split())
 
 _local = threading.local()
+SplitModeName = Literal["A", "B", "C"]
 
 
 @cache
 def _dictionary() -> Any:
+    """Sudachi's core dictionary, loaded once per process and shared by every tokenizer."""
     from sudachipy import Dictionary
 
     return Dictionary(dict="core")
 
 
-def _tokenizer() -> Any:
-    """One tokenizer per thread: a Sudachi tokenizer must not be used by two threads at once."""
-    tok = getattr(_local, "tokenizer", None)
-    if tok is None:
+def sudachi_tokenizer(mode: SplitModeName) -> Any:
+    """The calling thread's Sudachi tokenizer for split ``mode`` (A short, B middle, C long units).
+
+    A Sudachi tokenizer must not be used by two threads at once, so each thread gets its own, one
+    per mode; all of them share the one loaded dictionary (search and the router use mode B and C).
+    """
+    tokenizers: dict[str, Any] | None = getattr(_local, "tokenizers", None)
+    if tokenizers is None:
+        tokenizers = _local.tokenizers = {}
+    found = tokenizers.get(mode)
+    if found is None:
         from sudachipy import SplitMode
 
-        tok = _dictionary().create(mode=SplitMode.B)
-        _local.tokenizer = tok
-    return tok
+        split = {"A": SplitMode.A, "B": SplitMode.B, "C": SplitMode.C}.get(mode)
+        if split is None:
+            raise ValueError(f"sudachi_tokenizer: split mode {mode!r} is not one of A, B, C")
+        found = tokenizers[mode] = _dictionary().create(mode=split)
+    return found
 
 
 @cache
@@ -92,7 +103,7 @@ def _chunks(text: str) -> list[str]:
 def _japanese(chunk: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     content = _pos_is_content
-    for m in _tokenizer().tokenize(chunk):
+    for m in sudachi_tokenizer("B").tokenize(chunk):
         if not content(m.part_of_speech_id()):
             continue
         surface = m.surface()
@@ -128,7 +139,9 @@ def is_japanese(text: str) -> bool:
 
 __all__ = [
     "MAX_CHUNK_CHARS",
+    "SplitModeName",
     "is_japanese",
+    "sudachi_tokenizer",
     "token_pairs",
     "tokenize",
 ]

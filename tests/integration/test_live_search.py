@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.ddgs import DdgsSearchProvider
 from scrapers.search.searxng import SearxngSearchProvider
+from tests.ports import free_port
 
 
 @pytest.mark.network
@@ -28,9 +27,7 @@ async def test_duckduckgo_news_results_are_dated() -> None:
 
 @pytest.mark.network
 async def test_fallback_chain_moves_past_a_dead_searxng_to_duckduckgo() -> None:
-    with socket.socket() as sock:  # a loopback port where nothing listens
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     chain = FallbackSearchProvider([SearxngSearchProvider(dead, attempts=1), DdgsSearchProvider()])
     results = await chain.search("価格転嫁 中小企業", max_results=5)
     assert results and {r.provider for r in results} == {"ddgs"}

@@ -12,13 +12,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from jobs.research_batch import (
 )
 from research.engine import run_research
 from research.result import ConsensusResearchResult
+from tests.ports import free_ports
 from tests.unit.test_engine_in_process import write_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -155,14 +155,6 @@ def test_a_half_written_marker_does_not_count(tmp_path: Path) -> None:
 # --- the real job ------------------------------------------------------------------------------------
 
 
-def _free_ports(n: int) -> list[int]:
-    with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-
-
 def _stop_head(head: subprocess.Popen[bytes]) -> None:
     """SIGTERM ``ray start --block`` (it kills the processes it started), then SIGKILL any descendant
     still alive, all by pid: the job driver runs in its own session, so a process-group kill misses it."""
@@ -189,7 +181,7 @@ def _stop_head(head: subprocess.Popen[bytes]) -> None:
 def start_head(temp_dir: str, env: dict[str, str], log: Any) -> tuple[subprocess.Popen[bytes], str]:
     """``ray start --head --block`` with the dashboard (Jobs API) and every port free on loopback, in its
     own session; returns the process and the dashboard URL."""
-    gcs, dash, client, agent_http, agent_grpc, rt_env, node_mgr, obj_mgr, metrics = _free_ports(9)
+    gcs, dash, client, agent_http, agent_grpc, rt_env, node_mgr, obj_mgr, metrics = free_ports(9)
     head = subprocess.Popen(
         [
             str(VENV_BIN / "ray"),

@@ -10,7 +10,6 @@ every call (corpus list, run, event stream, result, charts): ``research_page_key
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,15 +20,10 @@ from playwright.async_api import Page
 from core.settings import load_settings
 from tests.browser import screenshot_path
 from tests.conftest import CORPUS_DIR
+from tests.ports import free_port
 
 TOPIC = "中小企業の価格転嫁の現状"
 KEY = "page-key-for-tests"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +33,7 @@ def base_url(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
     from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
 
     data_dir = tmp_path_factory.mktemp("page-data")
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         settings = load_settings(overrides={"data_dir": data_dir, "serve": {"corpus_roots": [CORPUS_DIR]}})

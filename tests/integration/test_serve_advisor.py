@@ -4,7 +4,6 @@ the shared Ray, and its chat page in headless Chromium (one full exchange that p
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,20 +11,19 @@ from typing import Any
 import httpx
 import pytest
 from playwright.async_api import Page
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from core.settings import Settings, load_settings
 from tests.browser import screenshot_path
+from tests.ports import free_port
 
 KEY = "advisor-key-7"
 OTHER = "someone-else-9"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 SCRIPTED = "python:advisor.scripted:respond"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# A page turn may start the session's actor, load the search corpus or draw the first chart in the
+# replica: generous on a loaded 2-core machine, and only ever reached when a turn hangs.
+TURN_MS = 120_000
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +39,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             "llm": {"provider": SCRIPTED},
         }
     )
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
@@ -52,16 +50,25 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def chat(client: httpx.Client, body: dict[str, Any], headers: dict[str, str] = AUTH) -> list[dict[str, Any]]:
-    """The SSE events of one turn, parsed."""
+    """The SSE events of one turn, parsed as they arrive. Each announced file is fetched at once, as the
+    chat page does: the event must not come before the file can be served."""
+    events = []
     with client.stream("POST", "/advisor/chat", json=body, headers=headers) as response:
         assert response.status_code == 200, response.read().decode()
         assert response.headers["content-type"].startswith("text/event-stream")
-        text = "".join(response.iter_text())
-    events = []
-    for frame in text.split("\n\n"):
-        data = [line[6:] for line in frame.splitlines() if line.startswith("data: ")]
-        if data:
-            events.append(json.loads("\n".join(data)))
+        buffer = ""
+        for text in response.iter_text():
+            buffer += text
+            *frames, buffer = buffer.split("\n\n")
+            for frame in frames:
+                data = [line[6:] for line in frame.splitlines() if line.startswith("data: ")]
+                if not data:
+                    continue
+                events.append(json.loads("\n".join(data)))
+                if events[-1]["type"] == "file":
+                    href = events[-1]["file"]["href"]
+                    got = client.get(href, headers=headers)
+                    assert got.status_code == 200, f"{href} announced mid-turn but answers {got.status_code}"
     return events
 
 
@@ -162,6 +169,30 @@ async def test_a_session_continues_after_its_actor_is_killed(ray_cluster: None, 
     assert state.attributes["tool_results"][-1]["input"]["include_cost_table"] is True
 
 
+async def finish_turn(page: Page, service: httpx.Client, index: int) -> None:
+    """Wait until the page's assistant bubble ``index`` (0-based) is over, whether it ended well or not,
+    and fail with what went wrong: the page's error (the server's ``error`` event, a file it could not
+    fetch), the tools run so far and the files the server lists for the session. Waiting for one
+    element that a failed turn never shows would only say "timeout"."""
+    bubble = page.locator(".msg.assistant").nth(index)
+    over = (
+        "i => { const b = document.querySelectorAll('.msg.assistant')[i]; return !!b && !b.hasAttribute('aria-busy'); }"
+    )
+    try:
+        await page.wait_for_function(over, arg=index, timeout=TURN_MS)
+        errors = await bubble.locator(".error").all_text_contents()
+    except PlaywrightTimeoutError:
+        errors = [f"the turn was still running after {TURN_MS // 1000} s"]
+    if errors:
+        session = await page.evaluate("sessionStorage.getItem('advisor.session')")
+        listed = service.get(f"/advisor/sessions/{session}", headers=AUTH).json() if session else {}
+        pytest.fail(
+            f"chat turn {index} failed: {errors}; the bubble shows {await bubble.inner_text()!r}; "
+            f"the server lists files {[f['name'] for f in listed.get('files', [])]} for session {session}",
+            pytrace=False,
+        )
+
+
 async def test_the_chat_page_in_chromium_produces_a_chart(service: httpx.Client, page: Page) -> None:
     await page.goto(str(service.base_url) + "/advisor/")
     await page.fill("#input", "こんにちは。相談に乗ってください")
@@ -172,16 +203,19 @@ async def test_the_chat_page_in_chromium_produces_a_chart(service: httpx.Client,
     await page.keyboard.press("Enter")  # 保存
     await page.fill("#input", "最近、資金繰りが不安です")
     await page.keyboard.press("Enter")
-    await page.wait_for_selector(".msg.assistant[data-done='true']")
+    await finish_turn(page, service, 1)  # bubble 0 asked for the key
     assert await page.text_content("#mode") == "よろず相談"
     await page.fill("#input", "原材料高騰で値上げしたい。試算してグラフにしてください")
     await page.keyboard.press("Enter")
-    await page.wait_for_selector(".consent button")
+    await finish_turn(page, service, 2)
+    assert await page.is_visible(".consent button")
     assert await page.evaluate("document.activeElement.textContent") == "「価格転嫁専門」に切り替える"
     await page.keyboard.press("Enter")  # the focused consent button
-    await page.wait_for_selector(".attachments img", timeout=120_000)
+    await finish_turn(page, service, 3)
+    assert await page.locator(".msg.assistant[data-done='true']").count() == 3
+    chart = page.locator(".msg.assistant").nth(3).locator(".attachments img")
+    assert await chart.count() == 1, f"no chart in {await page.locator('.msg.assistant').nth(3).inner_text()!r}"
     await page.wait_for_function("document.querySelector('.attachments img').naturalWidth > 0")
-    await page.wait_for_selector(".msg.assistant[data-done='true'] >> nth=2")
     assert await page.text_content("#mode") == "価格転嫁専門"
     assert await page.evaluate("document.querySelector('.attachments img').naturalWidth") == 800
     link = await page.text_content(".attachments a")

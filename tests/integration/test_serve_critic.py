@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,16 +11,11 @@ import pytest
 
 from core.resources import data_path
 from core.settings import load_settings
+from tests.ports import free_port
 
 KEY = "critic-key-42"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 IDEAS = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +31,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             "llm": {"provider": "python:critic.scripted:judge"},
         }
     )
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)

@@ -21,7 +21,8 @@ from core.settings import load_settings
 from deployments.research import OUTSIDE_ROOTS
 from deployments.security import UNAUTHORIZED
 from tests.conftest import CORPUS_DIR
-from tests.integration.test_serve_research import TOPIC, _free_port, _read_sse
+from tests.integration.test_serve_research import TOPIC, _read_sse
+from tests.ports import free_port
 
 KEY = "test-key-7f3a9c"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -38,7 +39,7 @@ def guarded_service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory)
     (data_dir / "corpora").mkdir()
     (data_dir / "corpora" / "escape").symlink_to("/etc")  # a link inside an allowed root, pointing out
     settings = load_settings(overrides={"data_dir": data_dir, "api_keys": [KEY], "serve": {"queue_size": 10}})
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,16 +10,11 @@ import httpx
 import pytest
 
 from core.settings import load_settings
+from tests.ports import free_port
 
 KEY = "magi-test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 QUESTION = "Adopt a four-day week?\nmagi-script: melchior=APPROVE balthasar=DENY casper=APPROVE"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +26,7 @@ def client(ray_cluster: None) -> Iterator[httpx.Client]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MAGI_API_KEYS", KEY)
         settings = load_settings(overrides={"llm": {"provider": "python:magi.scripted:respond"}})
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,21 +15,16 @@ import pytest
 from core.store import Store
 from research import runs
 from tests.integration.test_cli_end_to_end import REPO
+from tests.ports import free_port
 
 TOPIC = "中小企業の価格転嫁の現状"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.slow
 def test_serve_keeps_runs_and_events_in_the_database_named_by_magi_store_url(
     tmp_path: Path, postgres_url: str, isolated_settings: Path
 ) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "MAGI_STORE_URL": postgres_url}
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(

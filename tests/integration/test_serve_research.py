@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,14 +18,9 @@ from research import runs
 from research.events import ResearchStarted
 from research.result import ConsensusResearchResult
 from tests.conftest import CORPUS_DIR
+from tests.ports import free_port
 
 TOPIC = "中小企業の価格転嫁の現状"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _deploy(data_dir: Path) -> None:
@@ -60,7 +54,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     from ray import serve
 
     data_dir = tmp_path_factory.mktemp("serve-data")
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         _deploy(data_dir)

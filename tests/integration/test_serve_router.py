@@ -3,22 +3,16 @@ API keys, and strict input (422 naming the field, 413 for long queries)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from core.settings import load_settings
+from tests.ports import free_port
 
 KEY_A = "router-test-key-a"
 KEY_B = "router-test-key-b"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +30,7 @@ def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
             "llm": {"provider": "python:router.scripted:answer"},
         }
     )
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)

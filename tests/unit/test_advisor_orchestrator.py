@@ -229,3 +229,17 @@ async def test_a_broken_classifier_keeps_the_current_mode(tmp_path: Path) -> Non
         "confidence": None,
     }
     assert first(events, "done")["mode"] == "mode2"
+
+
+async def test_a_file_is_listed_in_the_session_before_its_event_announces_it(tmp_path: Path) -> None:
+    """A client fetches a file the moment it hears of it and the file endpoint serves listed files
+    only, so the session must list each file before its ``file`` event, not at the end of the turn."""
+    o, repo = make(tmp_path)
+    announced: list[str] = []
+    async for event in o.turn("s1", "", "値上げの試算をして、グラフと申入書も作ってください"):
+        if event["type"] == "file":
+            announced.append(event["file"]["key"])
+            assert state(repo).generated_files == announced, f"{event['file']['name']} announced before it was listed"
+    assert len(announced) == 3
+    assert state(repo).generated_files == announced  # each listed once, also after the turn's own write
+    assert [f["key"] for f in state(repo).attributes["files"]] == announced

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +18,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
+
+from tests.ports import free_port
 
 
 @dataclass(frozen=True)
@@ -130,10 +131,7 @@ def serving(*replies: Reply) -> Iterator[SearxngServer]:
 
 def closed_port_url() -> str:
     """A loopback URL where nothing listens (connection refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def test_server_answers_json_and_records_params() -> None:
