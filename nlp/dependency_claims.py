@@ -151,7 +151,7 @@ def sentence_figures(sentence: str) -> list[Value]:
             for f in figures
             if not any(d.start < f.end and f.start < d.end for d in dates)
             and not words.is_reference(sentence, f)
-            and not (f.kind == "number" and f.unit is None and not re.fullmatch(r"\d[\d,]*", f.raw))  # 3.0, 2.9-3
+            and not (f.kind == "number" and f.unit is None and re.search(r"\d\.\d", f.raw))  # 3.0, 2.9-3: versions
             and not re.match(r"-\d|\s?\(", sentence[f.end :])  # a version (2.9-3) or a format name (3.0 (quilt))
             and not f.raw.endswith("日")  # 29日: a day of the month more often than a duration
             and not (f.raw.endswith("分") and sentence[f.end : f.end + 1] == "の")  # 3分の2: a fraction

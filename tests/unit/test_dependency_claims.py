@@ -76,6 +76,7 @@ def test_ja_no_claim_without_a_real_subject() -> None:
             "詳細は第3章を参照してください。",  # a reference, not a figure
             "同社は4月に従業員22人の賃金を平均4%上げた。",  # two figures: left to the shapes and vocabulary
             "これは30秒かかる。",  # a pronoun subject
+            "1 文字目はパッケージの現在の状態を表す。",  # a position, not a figure
             "中小企業価格動向調査センターは29日、調査の結果を公表した。",  # 29日 is a day of the month
         ],
         "ja",
