@@ -39,7 +39,9 @@ _UNIT = (
     r"|h|hours?|days?|characters?|chars?|lines?|columns?|bits?|files?|entries|items?|times|"
     r"文字|バイト|秒間|秒|分間|分|時間|日間|日|行|桁|個|件|回)"
 )
-_FIGURE = re.compile(rf"(?<![A-Za-z0-9_.])(?P<num>{_NUMBER})\s?(?P<unit>{_UNIT})?(?![A-Za-z0-9_])")
+# A unit may run into Japanese text (30秒です), not into 目 (1文字目 is a position); a bare number may not
+# (2月, 3つ: a date or an unknown counter).
+_FIGURE = re.compile(rf"(?<![A-Za-z0-9_.])(?P<num>{_NUMBER})(?:\s?(?P<unit>{_UNIT})(?![A-Za-z0-9_目])|(?![\w]))")
 _SIZE = {"kb": 1e3, "kib": 1024, "mb": 1e6, "mib": 1024**2, "gb": 1e9, "gib": 1024**3, "tb": 1e12, "tib": 1024**4}
 _TIME = {"ms": 1e-3, "millisecond": 1e-3, "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600}
 _TIME |= {
