@@ -47,6 +47,7 @@ RULES_PATH = data_path("rules", "dependency_claims.yaml")
 MAX_SENTENCE_CHARS = 200  # longer sentences hold several clauses: a wrong subject gets likelier
 _FINISHED = re.compile(r"[.!?。！？][\"'”’)）」』\]]*$")
 _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
+_DIGIT = re.compile(r"[0-9０-９]")
 _WORDISH = re.compile(r"^[\w./%#@$+-]+$")
 _SUBJECT_DEPS = frozenset({"nsubj", "nsubj:pass", "nsubjpass", "csubj"})
 _MODIFIER_DEPS = frozenset({"nmod", "compound", "nummod", "amod"})
@@ -140,10 +141,11 @@ def sentence_figures(sentence: str) -> list[Value]:
     """The figures of a sentence that a claim can hold: :func:`nlp.values.parse_values` (not dates),
     plus numbers with a size, time or count unit that it leaves out (``512MB``, ``7日間``, ``30s``)."""
     figures = unit_figures(sentence)
-    for v in parse_values(sentence):
+    values = parse_values(sentence)
+    for v in values:
         if v.kind != "date" and v.value is not None and not any(v.start < f.end and f.start < v.end for f in figures):
             figures.append(v)
-    dates = [v for v in parse_values(sentence) if v.kind == "date"]
+    dates = [v for v in values if v.kind == "date"]
     words = load_words()
     return sorted(
         (
@@ -174,7 +176,7 @@ def open_figures(s: Sentence, claims: Sequence[Claim]) -> list[Value]:
     """The figure of a parseable one-figure sentence when no claim with a subject or attribute holds it
     (sentence offsets). Sentences with several figures are enumerations and comparisons, which a
     subject per figure misreads; the explicit shapes and the vocabulary read those."""
-    if not _parseable(s.text):
+    if not _DIGIT.search(s.text) or not _parseable(s.text):
         return []
     figures = sentence_figures(s.text)
     if len(figures) != 1:
