@@ -15,7 +15,7 @@ from core.errors import ConfigError
 from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.claims import Claim
 from nlp.conflicts import PARSED_FACTOR, detect_conflicts, sourced
-from nlp.dependency_claims import en_parser_installed, load_words, sentence_figures
+from nlp.dependency_claims import Word, en_parser_installed, load_words, sentence_figures, tree_readings
 from research.retrieval import claim_confidence
 
 pytestmark = pytest.mark.skipif(not spacy.util.is_package("ja_ginza"), reason="GiNZA (ja_ginza) is not installed")
@@ -129,6 +129,45 @@ def test_en_parser_subjects() -> None:
     found = _claims(["The server keeps 10 backups.", "Logs are kept for 7 days."], "en")
     assert ("server", "backups", ("10",), True) in _keys(found[0])
     assert any(c.subject == "logs" and c.parsed for c in found[1])
+
+
+def test_en_tree_walk_on_a_given_parse() -> None:
+    """The walk the en_core_web_sm branch takes, on the parse that model gives these sentences (written
+    out here because the model is not installed): nsubj / nsubjpass, the counted noun, the verb's lemma."""
+
+    def words(sentence: str, rows: list[tuple[str, str, str, str, int]]) -> list[Word]:
+        out, pos = [], 0
+        for text, lemma, tag, dep, head in rows:
+            start = sentence.index(text, pos)
+            out.append(Word(text, lemma, tag, dep, head, start, start + len(text)))
+            pos = start + len(text)
+        return out
+
+    keeps = "The server keeps 10 backups."
+    parse_keeps = [
+        ("The", "the", "DET", "det", 1),
+        ("server", "server", "NOUN", "nsubj", 2),
+        ("keeps", "keep", "VERB", "ROOT", 2),
+        ("10", "10", "NUM", "nummod", 4),
+        ("backups", "backup", "NOUN", "dobj", 2),
+        (".", ".", "PUNCT", "punct", 2),
+    ]
+    kept = "Rotated logs are kept for 7 days."
+    parse_kept = [
+        ("Rotated", "rotate", "VERB", "amod", 1),
+        ("logs", "log", "NOUN", "nsubjpass", 3),
+        ("are", "be", "AUX", "auxpass", 3),
+        ("kept", "keep", "VERB", "ROOT", 3),
+        ("for", "for", "ADP", "prep", 3),
+        ("7", "7", "NUM", "nummod", 6),
+        ("days", "day", "NOUN", "pobj", 4),
+        (".", ".", "PUNCT", "punct", 3),
+    ]
+    found = [
+        [(s, a, v.raw) for s, a, v, _ in tree_readings(text, words(text, rows), sentence_figures(text), "en")]
+        for text, rows in ((keeps, parse_keeps), (kept, parse_kept))
+    ]
+    assert found == [[("server", "backups", "10")], [("rotated logs", "keep", "7 days")]]
 
 
 def test_figures_skip_references_and_dates() -> None:
