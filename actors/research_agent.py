@@ -345,7 +345,9 @@ class ResearchAgent:
         for (item, claim), rel in zip(claims, relevance, strict=True):
             preferred = by_url[item.url].source_type in self.strategy.preferred_sources
             structured = bool(claim.values and claim.subject and claim.attribute)
-            score = rel * claim_confidence(structured, bool(claim.values)) + (0.2 if preferred else 0.0)
+            score = rel * claim_confidence(structured, bool(claim.values), parsed=claim.parsed) + (
+                0.2 if preferred else 0.0
+            )
             if claim.text in known:
                 score *= KNOWN_FINDING_WEIGHT  # the consensus already states it: new findings first
             candidates.append(

@@ -20,11 +20,12 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from nlp.claims import VOCABULARY_PATH, Claim, candidate_spans, extract_claims
+from nlp.dependency_claims import RULES_PATH, add_parsed_claims
 from nlp.entities import Entity, extract_entities_batch
 from nlp.language import detect_language
 from nlp.pipelines import EN_RULES_PATH
 
-ANALYSER_VERSION = 3  # raise when a code change alters what an analysis contains
+ANALYSER_VERSION = 4  # raise when a code change alters what an analysis contains
 
 
 class AnalysisInput(NamedTuple):
@@ -55,7 +56,7 @@ def fingerprint(version: int, rule_files: Sequence[Path]) -> str:
 @cache
 def analyser_fingerprint() -> str:
     """This analyser's fingerprint (the rule files are read once per process)."""
-    return fingerprint(ANALYSER_VERSION, (VOCABULARY_PATH, EN_RULES_PATH))
+    return fingerprint(ANALYSER_VERSION, (VOCABULARY_PATH, EN_RULES_PATH, RULES_PATH))
 
 
 def analysis_key(text: str, lang: str, published: date | None = None) -> str:
@@ -81,6 +82,18 @@ def analyse_texts(raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -
     for lang, refs in by_lang.items():
         for (i, offset), found in zip(refs, extract_entities_batch(pieces[lang], lang=lang), strict=True):
             entities[i].extend(e.model_copy(update={"start": e.start + offset, "end": e.end + offset}) for e in found)
+    claims = add_parsed_claims(
+        [
+            (
+                item.text,
+                lang,
+                extract_claims(item.text, entities[i], lang, reference_date=item.published)
+                if lang in ("ja", "en")
+                else [],
+            )
+            for i, (item, lang) in enumerate(zip(items, langs, strict=True))
+        ]
+    )
     return [
         TextAnalysis(
             content_hash=analysis_key(item.text, lang, item.published),
@@ -88,9 +101,7 @@ def analyse_texts(raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -
             chars=len(item.text),
             analysed_chars=sum(end - start for start, end in spans[i]),
             entities=entities[i],
-            claims=extract_claims(item.text, entities[i], lang, reference_date=item.published)
-            if lang in ("ja", "en")
-            else [],
+            claims=claims[i],
         )
         for i, (item, lang) in enumerate(zip(items, langs, strict=True))
     ]

@@ -132,6 +132,7 @@ class Claim(BaseModel):
     polarity: Polarity
     entities: list[str]
     lang: str
+    parsed: bool = False  # subject and attribute read from the parse (nlp.dependency_claims): less sure
 
 
 # --- vocabulary -------------------------------------------------------------------------------

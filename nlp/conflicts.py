@@ -56,7 +56,8 @@ attribute is a ``headline_attributes`` entry about a population (not a sector or
 Confidence (0..1): the product of 0.9 per side whose subject is not named in its sentence, 0.9 per side
 whose period is not named in it (0.7 once when neither has a period), 0.85 per approximate or bounded
 figure (約, 強, 以上, ranges), 0.8 for changes, 0.8 for a generic key, 0.8 for a polarity-only
-contradiction; rounded to 2 decimals.
+contradiction, 0.85 per side whose subject and attribute were read from the dependency parse (a
+parsed claim, :mod:`nlp.dependency_claims`); rounded to 2 decimals.
 
 The resolution is a suggestion in English that ranks sources by type only (reliability scoring comes
 later). ``conflict_id`` is a hash of type, key, origins and figures, so reruns give the same ids.
@@ -90,6 +91,7 @@ _NEGATION = {
     "ja": re.compile(r"ない|なかった|ず(?:[、。]|$)|ません"),
     "en": re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE),
 }
+PARSED_FACTOR = 0.85  # per side whose subject came from the dependency parse (nlp.dependency_claims)
 _NEGATION_JA_CHARS = 8  # the predicate right after a Japanese figure: に達していない
 _NEGATION_EN_CHARS = 40  # the words before an English figure, within its clause: "did not reach"
 
@@ -622,6 +624,9 @@ def _confidence(a: Figure, b: Figure, attribute: str, polar: bool) -> float:
         score *= 0.8
     if polar:
         score *= 0.8
+    for f in (a, b):
+        if f.item.claim.parsed:
+            score *= PARSED_FACTOR
     return round(score, 2)
 
 
@@ -653,6 +658,7 @@ def _resolution(
 
 
 __all__ = [
+    "PARSED_FACTOR",
     "POLICY_PATH",
     "Conflict",
     "ConflictPolicy",

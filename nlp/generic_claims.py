@@ -27,7 +27,7 @@ import unicodedata
 
 from nlp.values import Value, parse_number, parse_values
 
-_ARTICLES = re.compile(r"^(?:the|a|an|this|that|its|their|each|every)\s+", re.IGNORECASE)
+_ARTICLES = re.compile(r"^(?:(?:the|a|an|this|that|its|their|each|every)\s+|(?:この|その|あの)\s*)", re.IGNORECASE)
 _QUOTES = re.compile(r"[\"'“”‘’`「」『』]")
 _TRAIL = re.compile(r"[\s.,;:!?。、，：]+$")
 _SPACE = re.compile(r"\s+")
@@ -37,12 +37,26 @@ _NUMBER = r"[-+]?\d+(?:[.,]\d+)*"
 _UNIT = (
     r"(?:%|[kKMGT]i?B|bytes?|kilobytes?|megabytes?|gigabytes?|ms|milliseconds?|s|sec|seconds?|min|minutes?"
     r"|h|hours?|days?|characters?|chars?|lines?|columns?|bits?|files?|entries|items?|times|"
-    r"文字|バイト|秒|分|時間|日|行|桁|個|件|回)"
+    r"文字|バイト|秒間|秒|分間|分|時間|日間|日|行|桁|個|件|回)"
 )
-_FIGURE = re.compile(rf"(?<![\w.])(?P<num>{_NUMBER})\s?(?P<unit>{_UNIT})?(?![\w])")
+# A unit may run into Japanese text (30秒です), not into 目 (1文字目 is a position); a bare number may not
+# (2月, 3つ: a date or an unknown counter).
+_FIGURE = re.compile(rf"(?<![A-Za-z0-9_.])(?P<num>{_NUMBER})(?:\s?(?P<unit>{_UNIT})(?![A-Za-z0-9_目])|(?![\w]))")
 _SIZE = {"kb": 1e3, "kib": 1024, "mb": 1e6, "mib": 1024**2, "gb": 1e9, "gib": 1024**3, "tb": 1e12, "tib": 1024**4}
 _TIME = {"ms": 1e-3, "millisecond": 1e-3, "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600}
-_TIME |= {"hour": 3600, "day": 86400, "秒": 1, "分": 60, "時間": 3600, "日": 86400}
+_TIME |= {
+    "hour": 3600,
+    "day": 86400,
+    "秒": 1,
+    "分": 60,
+    "時間": 3600,
+    "日": 86400,
+    "秒間": 1,
+    "分間": 60,
+    "日間": 86400,
+}
+# In running text: a Japanese word may follow the unit directly (512MBに設定, 7日間保存)
+_FIGURE_IN_TEXT = re.compile(rf"(?<![A-Za-z0-9_.])(?P<num>{_NUMBER})\s?(?P<unit>{_UNIT})(?![A-Za-z0-9_])")
 
 _NP = r"[\w./:%#@$+-]+(?:\s[\w./:%#@$+-]+){0,5}?"
 _EN_DEFAULT = (
@@ -81,9 +95,11 @@ _JA_COMPARE = re.compile(
 )
 _JA_DEFAULT = re.compile(r"(?P<subject>[^、。\s「」]{1,30}?)の(?:デフォルト|既定|初期)値?は\s*(?P<value>[^、。]+)")
 _JA_OF = re.compile(
-    r"(?P<subject>[^、。\s「」は]{1,30}?)の(?P<attribute>[^、。\sのは]{0,14}[^、。\sのはでにとがもを])は\s*(?P<value>[^、。]+)"
+    r"(?P<subject>(?![こそあど]の|の)[^、。\s「」は]{1,30}?)の(?P<attribute>[^、。\sのは]{0,14}[^、。\sのはでにとがもを])は\s*(?P<value>[^、。]+)"
 )
 _JA_COPULA = re.compile(r"(?P<subject>[^、。\s「」は]{1,30}?)は\s*(?P<value>[^、。]+?)(?:です|である|となる|になる)")
+_DEFAULT_PREFIX = re.compile(r"^(?:default\s+|(?:既定|デフォルト|初期)の?)(?P<rest>\S.*)$", re.IGNORECASE)
+_DEFAULT_WORDS = frozenset({"default", "既定", "デフォルト", "初期"})
 _RECORD_PAIR = re.compile(r"^(?P<key>[^:;]{1,80}):\s(?P<value>.*)$")
 _GENERIC_SUBJECTS = frozenset({"it", "this", "that", "there", "which", "what", "they", "these", "those", "he", "she"})
 MAX_VALUE_CHARS = 40
@@ -141,6 +157,24 @@ def figure(text: str, offset: int = 0) -> Value | None:
         start=match.start() + offset,
         end=match.end() + offset,
     )
+
+
+def unit_figures(text: str) -> list[Value]:
+    """Every number with a size, time or count unit in running text (``512 MB``, ``512MBに``, ``7日間``,
+    ``30s``), which :func:`nlp.values.parse_values` reads without the unit or not at all."""
+    found = []
+    for m in _FIGURE_IN_TEXT.finditer(text):
+        fig = figure(m.group(), m.start())
+        if fig is not None and fig.unit is not None and fig.start == m.start():
+            found.append(fig)
+    return found
+
+
+def _default_of(subject: str) -> tuple[str, str]:
+    """ "the default timeout is 30s", 既定のタイムアウトは30秒です: the default of the timeout, as the
+    "X defaults to Y" shape reads it; any other copula subject has the attribute ``value``."""
+    match = _DEFAULT_PREFIX.match(subject)
+    return (match.group("rest"), "default") if match and _subject_ok(match.group("rest")) else (subject, "value")
 
 
 def _subject_ok(subject: str) -> bool:
@@ -228,6 +262,8 @@ def _pattern_readings(sentence: str, offset: int = 0, default_subject: str | Non
             fig = figure(value, start + offset)
             subject = normalise(match.group("subject"))
             attribute = normalise(match.group("attribute")) if "attribute" in pattern.groupindex else "value"
+            if subject in _DEFAULT_WORDS:  # 既定のタイムアウトは30秒: the timeout's default
+                subject, attribute = attribute, "default"
             if fig is not None and _subject_ok(subject) and attribute:
                 return [(subject, attribute, fig, False)]
     for pattern in (_EN_COPULA, _JA_COPULA):
@@ -236,9 +272,9 @@ def _pattern_readings(sentence: str, offset: int = 0, default_subject: str | Non
             if not re.match(r"\s*(?:about\s+|approximately\s+)?[-+]?\d", value, re.IGNORECASE):
                 continue  # the value phrase must open with the figure: "X is 8", not "X is used by 3 tools"
             fig = figure(value, start + offset)
-            subject = normalise(match.group("subject"))
+            subject, attribute = _default_of(normalise(match.group("subject")))
             if fig is not None and _subject_ok(subject):
-                return [(subject, "value", fig, False)]
+                return [(subject, attribute, fig, False)]
     return []
 
 
@@ -254,4 +290,5 @@ __all__ = [
     "generic_readings",
     "normalise",
     "record_readings",
+    "unit_figures",
 ]

@@ -16,7 +16,8 @@ How agents differ (``AgentStrategy.reading``), so they do not all read the same 
 
 Claims are ranked by ``relevance x confidence``: relevance is the passage's BM25 score scaled to the
 best passage's (0..1); confidence is higher for a claim whose figure has a subject and an attribute
-(a structured claim) than for a bare sentence.
+(a structured claim; a little lower when the subject came from the dependency parse) than for a bare
+sentence.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PAGE_SHARE: dict[Reading, float] = {"depth": 0.34, "keywords": 0.45, "feedback":
 PASSAGES_PER_PAGE: dict[Reading, int] = {"depth": 5, "keywords": 3, "feedback": 3}
 FEEDBACK_RESULTS, FEEDBACK_TERMS = 5, 4
 EXACT_BONUS = 0.5
+PARSED_CLAIM_CONFIDENCE = 0.9  # subject read from the dependency parse: less sure than an explicit shape
 CONTEXT_BLOCKS, HEADING_CHARS = 6, 80
 _END = re.compile(r"[.!?。！？;；]$")
 
@@ -125,9 +127,12 @@ def context_of(text: str, start: int, lookback: int = CONTEXT_BLOCKS) -> str:
     return ""
 
 
-def claim_confidence(structured: bool, has_figures: bool) -> float:
-    """Prior trust in a claim's form: a figure with subject and attribute > a sentence with figures > none."""
-    return 1.0 if structured else 0.8 if has_figures else 0.6
+def claim_confidence(structured: bool, has_figures: bool, *, parsed: bool = False) -> float:
+    """Prior trust in a claim's form: a figure with subject and attribute (read from an explicit shape 1.0,
+    from the dependency parse :data:`PARSED_CLAIM_CONFIDENCE`) > a sentence with figures > none."""
+    if structured:
+        return PARSED_CLAIM_CONFIDENCE if parsed else 1.0
+    return 0.8 if has_figures else 0.6
 
 
 def question_coverage(question: str, texts: Sequence[str]) -> float:
@@ -148,6 +153,7 @@ __all__ = [
     "FEEDBACK_TERMS",
     "HEADING_CHARS",
     "PAGE_SHARE",
+    "PARSED_CLAIM_CONFIDENCE",
     "PASSAGES_PER_PAGE",
     "READINGS",
     "PassageRanker",
