@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -35,51 +36,56 @@ RETRY_DELAY_S = 0.1
 
 
 class SessionActor:
+    """Plain (not async) methods on purpose: Ray runs them one at a time on the actor's main thread,
+    and a call to such an actor returned in 0.75 ms against 0.93 ms for an async actor's event loop
+    (an empty method called from an async actor, 2-core machine); the lock serialises them where
+    threads run them side by side (the in-process runtime)."""
+
     def __init__(self, settings: Settings, session_id: str, policy: SessionPolicy, idle_s: float = 300.0) -> None:
         self.session_id = validate_session_id(session_id)
         self._repo = SessionRepository(open_store(settings))
         self._policy = policy
         self._idle_s = idle_s
-        self._lock = asyncio.Lock()
+        self._lock = threading.Lock()
         self._cached: SessionState | None = None
         self._last_used = time.monotonic()
-        self._reaper: asyncio.Task[None] | None = None
+        self._reaper: threading.Thread | None = None
 
     def _touch(self) -> None:
         self._last_used = time.monotonic()
         if self._reaper is None and _inside_ray_actor():
-            self._reaper = asyncio.get_running_loop().create_task(self._release_when_idle())
+            self._reaper = threading.Thread(target=self._release_when_idle, name="session-reaper", daemon=True)
+            self._reaper.start()
 
-    async def update(self, owner: str, change: Callable[[SessionState, datetime], T]) -> T:
+    def update(self, owner: str, change: Callable[[SessionState, datetime], T]) -> T:
         """Apply ``change`` to the session (created on first use) and store it before answering."""
-        async with self._lock:
+        with self._lock:
             self._touch()
-            # Written before answering, on the actor's own loop: it serves this one session, whose next
-            # change waits for the lock anyway, and a thread hop would cost more than the write.
             value, state = update_session(self._repo, self.session_id, owner, change, self._policy, cached=self._cached)
             self._cached = state
             self._touch()
             return value
 
-    async def read(self, owner: str) -> SessionState:
+    def read(self, owner: str) -> SessionState:
         """The stored session for ``owner``; SessionNotFoundError when missing, expired or not theirs."""
-        async with self._lock:
+        with self._lock:
             self._touch()
-            return await asyncio.to_thread(read_session, self._repo, self.session_id, owner, self._policy)
+            return read_session(self._repo, self.session_id, owner, self._policy)
 
-    async def where(self) -> dict[str, Any]:
+    def where(self) -> dict[str, Any]:
         """Node and process of this actor (for tests and diagnostics)."""
         return {"node": current_node_id(), "pid": os.getpid()}
 
-    async def _release_when_idle(self) -> None:
+    def _release_when_idle(self) -> None:
         import ray
 
         while True:
-            await asyncio.sleep(min(self._idle_s, 5.0))
-            if time.monotonic() - self._last_used >= self._idle_s and not self._lock.locked():
-                log.info("session %s idle for %.0f s: releasing its actor", self.session_id, self._idle_s)
-                ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
-                return
+            time.sleep(min(self._idle_s, 5.0))
+            with self._lock:  # no change is half done when the actor goes
+                if time.monotonic() - self._last_used >= self._idle_s:
+                    log.info("session %s idle for %.0f s: releasing its actor", self.session_id, self._idle_s)
+                    ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+                    return
 
 
 def _inside_ray_actor() -> bool:
