@@ -13,6 +13,7 @@ out, before it is killed.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import time
@@ -209,13 +210,18 @@ class ResearchAgent:
         own = set(sub_questions(topic, reading))
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
-        widened = 0
         expanded: str | None = None
-        for query in queries:
+
+        async def search(query: str) -> tuple[list[SearchResult], bool]:
             hits = await provider.search(query, max_results=budget, time_range=time_range)
             if time_range and len(hits) < budget // 2:  # too narrow: widen rather than starve
-                widened += 1
-                hits += await provider.search(query, max_results=budget)
+                return hits + await provider.search(query, max_results=budget), True
+            return hits, False
+
+        # The queries are independent: sent at once (a search is mostly waiting), merged in query order.
+        answers = await asyncio.gather(*(search(q) for q in queries))
+        widened = sum(w for _, w in answers)
+        for query, (hits, _) in zip(queries, answers, strict=True):
             weight = 1.0 if query in own else SIDE_QUERY_WEIGHT
             if reading == "feedback" and query == topic and expanded is None:
                 expanded = feedback_query(topic, hits)
