@@ -158,7 +158,8 @@ def _newest(answer: EvidencedClaim, verified: Sequence[EvidencedClaim]) -> Evide
 
 
 def _earlier(answer: EvidencedClaim, verified: Sequence[EvidencedClaim]) -> tuple[str, str] | None:
-    """(period, figure) of the answer's figure at the latest date before the answer's, to mention."""
+    """(period, figure) of the answer's figure at the latest date before the answer's, to mention;
+    None when there is none or the answer's sentence already states it."""
     dated = _series(answer)
     if dated is None:
         return None
@@ -167,7 +168,10 @@ def _earlier(answer: EvidencedClaim, verified: Sequence[EvidencedClaim]) -> tupl
         for c in verified
         if c.values and (k := _series(c)) is not None and k[0] == dated[0] and k[1] < dated[1]
     ]
-    return max(before, key=lambda pair: pair[0]) if before else None
+    if not before:
+        return None
+    period, figure = max(before, key=lambda pair: pair[0])
+    return None if figure in answer.text else (period, figure)  # the answer may state it already
 
 
 def _extractive(

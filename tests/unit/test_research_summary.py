@@ -354,6 +354,14 @@ def test_answer_uses_the_newest_dated_value_and_mentions_the_earlier_one() -> No
     assert answer.endswith("前回値: 49.7%（2024-09）")
 
 
+def test_earlier_value_is_not_repeated_when_the_answer_states_it() -> None:
+    rose = claim(
+        "c11", "価格転嫁率は52.4%となり、前回の49.7%から上昇した。", key="価格転嫁率@2025-03", values=["52.4%"]
+    )
+    answer = extractive_summary("中小企業の価格転嫁率の現状", [RATE, rose]).splitlines()[0]
+    assert answer.startswith("回答: 価格転嫁率は52.4%となり") and "前回値" not in answer
+
+
 def test_answer_keeps_the_date_the_question_names() -> None:
     text = extractive_summary("2024年9月の中小企業の価格転嫁率", [RATE, RATE_2025])
     assert text.splitlines()[0].startswith("回答: 2024年9月調査の価格転嫁率は49.7%だった。")
