@@ -67,6 +67,13 @@ TIME_RANGES = {"day": "d", "week": "w", "month": "m", "year": "y"}
 CATEGORIES = {"news": "news", "academic": "science"}  # what the searxng client maps back to source types
 
 
+class Server(ThreadingHTTPServer):
+    """A listen backlog like a real web or SearXNG server's (socketserver's default is 5: a burst of
+    concurrent searches then loses SYNs, and each lost one costs a 1 s TCP retransmission)."""
+
+    request_queue_size = 128
+
+
 class SlowHandler(QuietHandler):
     latency_s = 0.0
 
@@ -77,7 +84,7 @@ class SlowHandler(QuietHandler):
 
 @contextmanager
 def serve(handler: Any, host: str = "127.0.0.1") -> Iterator[str]:
-    httpd = ThreadingHTTPServer((host, 0), handler)
+    httpd = Server((host, 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://{host}:{httpd.server_address[1]}"
