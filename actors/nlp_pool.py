@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from actors.nlp_worker import AnalysedBatch, NlpWorker
-from core.runtime import Call, Handle, Runtime
+from core.runtime import Handle, Runtime
 from nlp.analysis import AnalysisInput, TextAnalysis
 
 BATCH_CHARS = 2500  # ~0.6 s of NLP: small enough to balance 2-8 workers, large enough to amortise calls
@@ -45,13 +45,6 @@ class NlpPool:
     def start(cls, runtime: Runtime, size: int) -> NlpPool:
         """``size`` workers of one CPU each, spread over the cluster's nodes."""
         return cls([runtime.spawn(NlpWorker, num_cpus=1, spread=True, max_concurrency=1) for _ in range(size)])
-
-    def preload(self, langs: Sequence[str]) -> list[Call[list[str]]]:
-        """Ask every worker to load ``langs``' models now. Loading GiNZA takes seconds; started when a
-        run starts, it overlaps the agents' start-up and searches instead of waiting for the first
-        batch. A worker takes one call at a time, so batches sent meanwhile queue behind the load they
-        need anyway. The calls are returned to be awaited (or left to finish) by the caller."""
-        return [worker.call(NlpWorker.preload, list(langs)) for worker in self.workers]
 
     async def analyse(self, raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -> list[TextAnalysis]:
         """Analyses in the order of ``items``; batches run in parallel across the workers."""

@@ -2,8 +2,7 @@
 
 Loading GiNZA costs ~2 s and 450-700 MB, so workers live for a whole run (or job, or a Serve replica's
 life) and are fed batches; one worker per CPU, spread across nodes. Models load on the first batch that
-needs them, or earlier when the engine knows a run will need them (``preload``): a run whose analyses
-all come from the cache never starts GiNZA. Each call is single-threaded (GiNZA is not
+needs them: a run whose analyses all come from the cache never starts GiNZA. Each call is single-threaded (GiNZA is not
 thread-safe), so the pool spawns workers with ``max_concurrency=1``.
 """
 
@@ -15,7 +14,7 @@ from pydantic import BaseModel
 
 from core.runtime import current_node_id
 from nlp.analysis import AnalysisInput, TextAnalysis, analyse_texts
-from nlp.pipelines import load_pipeline, loaded_pipelines
+from nlp.pipelines import loaded_pipelines
 
 
 class AnalysedBatch(BaseModel):
@@ -30,13 +29,6 @@ class NlpWorker:
 
     def loaded(self) -> list[str]:
         """Languages whose models this worker has loaded."""
-        return loaded_pipelines()
-
-    def preload(self, langs: list[str]) -> list[str]:
-        """Load ``langs``' models now, ahead of the first batch (see :meth:`NlpPool.preload`); returns
-        the languages loaded."""
-        for lang in langs:
-            load_pipeline(lang)
         return loaded_pipelines()
 
     def analyse(self, items: list[AnalysisInput]) -> AnalysedBatch:

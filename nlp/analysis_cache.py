@@ -38,10 +38,6 @@ class AnalysisCache:
                 found[key] = TextAnalysis.model_validate_json(blob)
         return found
 
-    def is_empty(self) -> bool:
-        """True when nothing was ever analysed with this store: a run then certainly needs the models."""
-        return not self._store.query("SELECT 1 FROM nlp_analyses LIMIT 1")
-
     def put_many(self, analyses: list[TextAnalysis]) -> None:
         if not analyses:
             return

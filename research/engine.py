@@ -36,9 +36,7 @@ from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
 from core.runtime import Handle, Outcome, Runtime, current_node_id
 from core.settings import Settings
-from core.store import open_store
 from core.validation import clean_text
-from nlp.analysis_cache import AnalysisCache
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
 from research.charts import chart_refs
@@ -437,17 +435,6 @@ def _stop_reason(consistencies: list[float]) -> str:
     )
 
 
-def needs_models(settings: Settings) -> bool:
-    """Whether a run will certainly analyse text: nothing was ever analysed with this store (a new data
-    directory). The engine then has the NLP workers load the topic's model while its agents start; a run
-    that may find every analysis cached leaves loading to the first batch, so it may never start GiNZA."""
-    store = open_store(settings)
-    try:
-        return AnalysisCache(store).is_empty()
-    finally:
-        store.close()
-
-
 def start_pool(runtime: Runtime, settings: Settings) -> NlpPool:
     """The NLP pool of a run: ``nlp.workers`` workers, else one per CPU of the cluster."""
     return NlpPool.start(runtime, NlpSettings.of(settings).workers or max(1, int(runtime.total_cpus())))
@@ -479,7 +466,6 @@ async def run_research(
     own_pool = pool is None
     if pool is None:
         pool = start_pool(runtime, settings)
-    preloading = pool.preload([_lang(topic)]) if await asyncio.to_thread(needs_models, settings) else []
     # The collector reads the local corpus (for itself and for the agents' searches), so it runs on this
     # node, the one where the folder was named and checked; agents and NLP workers may go anywhere.
     here = current_node_id() if uses_local_corpus(settings) else None
@@ -509,8 +495,6 @@ async def run_research(
         events.emit(ResearchFailed(run_id=run.run_id, error=str(error)))
         raise error from exc
     finally:
-        # a failed preload needs no report here: the batches that need the model fail with its error
-        await asyncio.gather(*(call.future for call in preloading), return_exceptions=True)
         run.retire(list(run.agents))
         if own_pool:
             for worker in pool.workers:
@@ -594,7 +578,6 @@ __all__ = [
     "SUMMARY_ROLE",
     "agent_name",
     "build_config",
-    "needs_models",
     "preflight",
     "root_cause",
     "run_research",
