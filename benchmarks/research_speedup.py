@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -317,7 +318,9 @@ def main() -> None:
         serve_s: tuple[float, float, float] | None = None
         if not args.no_serve:
             serve_settings = bench_settings(Path(tmp) / "serve", searxng, args.agents, args.iterations, args.cpus)
-            serve_s = serve_runs(serve_settings, args.topic, args.agents, args.iterations)
+            with contextlib.redirect_stdout(sys.stderr):  # Ray's own messages (raylet, Serve) stay off the JSON
+                serve_s = serve_runs(serve_settings, args.topic, args.agents, args.iterations)
+                stop_ray()
         stop_ray()  # before the baseline, so that it has the CPUs to itself
 
         plan = urls_by_iteration(result)
