@@ -13,7 +13,6 @@ out, before it is killed.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 import time
@@ -60,7 +59,6 @@ from scrapers.settings import SearchSettings
 MAX_FINDINGS, MAX_FINDINGS_PER_SOURCE = 15, 3
 PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types up, already-read sources down
 MAX_FOCUS_QUERIES = 4
-SEARCH_CONCURRENCY = 3  # an agent's searches in flight at once
 MAX_LLM_PAGES = 6  # pages whose best passages the model reads for notes
 SIDE_QUERY_WEIGHT = 0.5  # hits of modifier, focus and cross-language queries count half an own sub-question's
 KNOWN_FINDING_WEIGHT = 0.5
@@ -211,22 +209,13 @@ class ResearchAgent:
         own = set(sub_questions(topic, reading))
         time_range = None if self.strategy.time_range == "all" else self.strategy.time_range
         best: dict[str, tuple[float, SearchResult]] = {}
+        widened = 0
         expanded: str | None = None
-
-        slots = asyncio.Semaphore(SEARCH_CONCURRENCY)
-
-        async def search(query: str) -> tuple[list[SearchResult], bool]:
-            async with slots:
-                hits = await provider.search(query, max_results=budget, time_range=time_range)
-                if time_range and len(hits) < budget // 2:  # too narrow: widen rather than starve
-                    return hits + await provider.search(query, max_results=budget), True
-                return hits, False
-
-        # The queries are independent: a few at a time (a search is mostly waiting on the engine; web
-        # engines rate-limit bursts), merged in query order, so the result does not depend on timing.
-        answers = await asyncio.gather(*(search(q) for q in queries))
-        widened = sum(w for _, w in answers)
-        for query, (hits, _) in zip(queries, answers, strict=True):
+        for query in queries:
+            hits = await provider.search(query, max_results=budget, time_range=time_range)
+            if time_range and len(hits) < budget // 2:  # too narrow: widen rather than starve
+                widened += 1
+                hits += await provider.search(query, max_results=budget)
             weight = 1.0 if query in own else SIDE_QUERY_WEIGHT
             if reading == "feedback" and query == topic and expanded is None:
                 expanded = feedback_query(topic, hits)
@@ -454,7 +443,6 @@ def render_agent_report(
 
 __all__ = [
     "MAX_FOCUS_QUERIES",
-    "SEARCH_CONCURRENCY",
     "CollectorSearch",
     "ResearchAgent",
     "render_agent_report",
