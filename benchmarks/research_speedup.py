@@ -18,16 +18,26 @@ address (127.0.0.2, 127.0.0.3, ...), so per-host fetch limits apply as they woul
    with the analyses of the first run cached: ``warm_engine_s``, ``warm_speedup_vs_baseline``, and
    ``warm_nlp_batches`` (0: no text reached GiNZA; workers load models only on their first batch).
 
+4. Serve over HTTP: the research Serve app (``deployments/research.py``) on 127.0.0.1 with its own
+   data directory; the run is POSTed to ``/research`` as the research page does and ``GET
+   /research/{id}`` is polled until it completes, twice: ``cold_serve_http_s`` (the replica starts
+   its NLP pool), then ``warm_serve_http_s`` (kept pool, every analysis cached) and its ratio to the
+   baseline, ``warm_serve_http_speedup_vs_baseline``. Deployment (``serve_deploy_s``) is not timed.
+
 Prints JSON with ``speedup_vs_baseline`` (baseline seconds / engine seconds).
-Usage: .venv/bin/python benchmarks/research_speedup.py [--agents 3] [--iterations 3] [--latency-ms 150] [--cpus N]
+Usage: .venv/bin/python benchmarks/research_speedup.py [--agents 3] [--iterations 3] [--latency-ms 150]
+       [--cpus N] [--no-serve] [--timeline]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import socket
+import sys
 import tempfile
 import threading
 import time
@@ -41,6 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
+import httpx
 from collect import CORPUS, QuietHandler  # benchmarks/collect.py: this script's directory is sys.path[0]
 
 from core.errors import MagiError
@@ -57,6 +68,13 @@ TIME_RANGES = {"day": "d", "week": "w", "month": "m", "year": "y"}
 CATEGORIES = {"news": "news", "academic": "science"}  # what the searxng client maps back to source types
 
 
+class Server(ThreadingHTTPServer):
+    """A listen backlog like a real web or SearXNG server's (socketserver's default is 5: a burst of
+    concurrent searches then loses SYNs, and each lost one costs a 1 s TCP retransmission)."""
+
+    request_queue_size = 128
+
+
 class SlowHandler(QuietHandler):
     latency_s = 0.0
 
@@ -67,7 +85,7 @@ class SlowHandler(QuietHandler):
 
 @contextmanager
 def serve(handler: Any, host: str = "127.0.0.1") -> Iterator[str]:
-    httpd = ThreadingHTTPServer((host, 0), handler)
+    httpd = Server((host, 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://{host}:{httpd.server_address[1]}"
@@ -206,15 +224,76 @@ async def engine(topic: str, settings: Settings) -> tuple[Any, float, Any, float
     pool = start_pool(runtime, settings)
     try:
         started = time.perf_counter()
-        cold = await run_research(topic, settings, runtime, ListSink(), pool=pool)
+        sink = ListSink()
+        cold = await run_research(topic, settings, runtime, sink, pool=pool)
         cold_s = time.perf_counter() - started
+        timeline("cold", sink)
         started = time.perf_counter()
-        warm = await run_research(topic, settings, runtime, ListSink(), pool=pool)
+        sink = ListSink()
+        warm = await run_research(topic, settings, runtime, sink, pool=pool)
+        timeline("warm", sink)
         return cold, cold_s, warm, time.perf_counter() - started
     finally:
         for worker in pool.workers:
             runtime.kill(worker)
         await runtime.close()
+
+
+SHOW_TIMELINE = False  # --timeline
+
+
+def timeline(label: str, sink: ListSink) -> None:
+    """With --timeline: each event of a run with its second since the run started, on stderr (where the
+    time goes: actor start-up before an agent's first stage, search, collection, scoring)."""
+    if not SHOW_TIMELINE:
+        return
+    first = sink.events[0].ts
+    for e in sink.events:
+        d = e.model_dump()
+        extra = {k: d[k] for k in ("iteration", "agent_id", "stage", "done", "total") if k in d}
+        print(f"{label} {(e.ts - first).total_seconds():7.2f} {e.type:20s} {extra}", file=sys.stderr)
+
+
+def serve_runs(settings: Settings, topic: str, agents: int, iterations: int) -> tuple[float, float, float]:
+    """The research Serve app over HTTP on 127.0.0.1, as the research page uses it: POST /research,
+    then GET /research/{id} until the run is done, twice. Its replica keeps one NLP pool between runs,
+    and the second run finds every analysis in the cache of the first (its own data directory).
+
+    Returns (deploy seconds, first run seconds, second run seconds); deployment is not in the runs."""
+    from ray import serve
+
+    from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    started = time.perf_counter()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        deploy_s = time.perf_counter() - started
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            first = http_run(client, topic, agents, iterations)
+            second = http_run(client, topic, agents, iterations)
+            return deploy_s, first, second
+    finally:
+        serve.shutdown()
+
+
+def http_run(client: httpx.Client, topic: str, agents: int, iterations: int) -> float:
+    """Seconds from the POST to the run's completed status (polled every 50 ms)."""
+    started = time.perf_counter()
+    answer = client.post("/research", json={"topic": topic, "agents": agents, "iterations": iterations})
+    if answer.status_code != 202:
+        raise SystemExit(f"research app refused the run: HTTP {answer.status_code} {answer.text[:300]}")
+    run_id = answer.json()["runId"]
+    while True:
+        body = client.get(f"/research/{run_id}").json()
+        if body["status"] == "completed":
+            return time.perf_counter() - started
+        if body["status"] == "failed":
+            raise SystemExit(f"research run {run_id} failed in the Serve app: {body.get('error')}")
+        time.sleep(0.05)
 
 
 def main() -> None:
@@ -224,7 +303,11 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=150.0, help="simulated latency of each page")
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 1, help="CPUs of the local Ray")
     parser.add_argument("--topic", default="中小企業の価格転嫁の現状")
+    parser.add_argument("--no-serve", action="store_true", help="skip the two runs through the Serve app")
+    parser.add_argument("--timeline", action="store_true", help="print each engine run's events with times")
     args = parser.parse_args()
+    global SHOW_TIMELINE
+    SHOW_TIMELINE = args.timeline
 
     with tempfile.TemporaryDirectory() as tmp, web(args.latency_ms / 1000) as searxng:
         settings = bench_settings(Path(tmp) / "engine", searxng, args.agents, args.iterations, args.cpus)
@@ -232,6 +315,12 @@ def main() -> None:
         start_ray(settings)
         ray_start_s = time.perf_counter() - started
         result, engine_s, warm, warm_s = asyncio.run(engine(args.topic, settings))
+        serve_s: tuple[float, float, float] | None = None
+        if not args.no_serve:
+            serve_settings = bench_settings(Path(tmp) / "serve", searxng, args.agents, args.iterations, args.cpus)
+            with contextlib.redirect_stdout(sys.stderr):  # Ray's own messages (raylet, Serve) stay off the JSON
+                serve_s = serve_runs(serve_settings, args.topic, args.agents, args.iterations)
+                stop_ray()
         stop_ray()  # before the baseline, so that it has the CPUs to itself
 
         plan = urls_by_iteration(result)
@@ -251,6 +340,10 @@ def main() -> None:
                 "warm_nlp_batches": sum(
                     n.get("batches", 0) for n in (warm.collection.nlp_usage_by_node if warm.collection else {}).values()
                 ),
+                "cold_serve_http_s": round(serve_s[1], 2) if serve_s else None,
+                "warm_serve_http_s": round(serve_s[2], 2) if serve_s else None,
+                "warm_serve_http_speedup_vs_baseline": round(baseline_s / serve_s[2], 2) if serve_s else None,
+                "serve_deploy_s": round(serve_s[0], 2) if serve_s else None,
                 "baseline_s": round(baseline_s, 2),
                 "ray_start_s": round(ray_start_s, 2),
                 "agents": args.agents,

@@ -152,6 +152,14 @@ class _Run:
         self.documents: dict[str, SourceDocument] = {}
         self.collector: Handle[Collector] | None = None
         self.agents: dict[int, Handle[ResearchAgent]] = {}
+        self._agent_events: EventSink | None = None  # one event channel for all of the run's agents
+
+    def agent_events(self) -> EventSink:
+        """The sink the run's agents emit into: one for the run (on Ray each sink is a queue actor,
+        i.e. a process to start; one per agent cost a process each on the run's critical path)."""
+        if self._agent_events is None:
+            self._agent_events = self.runtime.event_sink(self.tracker)
+        return self._agent_events
 
     def progress(self, iteration: int, fraction: float) -> float:
         done = (iteration - 1 + fraction) / self.config.iteration_count
@@ -163,14 +171,13 @@ class _Run:
         """The agent's actor: kept across iterations (agents hold no research state between runs, and a
         new process costs seconds), replaced after it failed, timed out or died."""
         if agent_id not in self.agents:
-            sink = self.runtime.event_sink(self.tracker)
             self.agents[agent_id] = self.runtime.spawn(
                 ResearchAgent,
                 agent_id,
                 strategy_for(agent_id),
                 self.settings,
                 self.collector,
-                sink,
+                self.agent_events(),
                 self.run_id,
                 num_cpus=0,
                 max_concurrency=4,

@@ -127,10 +127,59 @@ def _answer(topic: str, claims: Sequence[EvidencedClaim]) -> EvidencedClaim | No
         )
 
     best = max(range(len(verified)), key=lambda i: (weight(i), -i))
-    return verified[best] if relevance[best] > 0 else None
+    if relevance[best] <= 0:
+        return None
+    return verified[best] if _names_a_year(topic) else _newest(verified[best], verified)
 
 
-def _extractive(topic: str, picked: Sequence[EvidencedClaim], answer: EvidencedClaim | None = None) -> str:
+def _names_a_year(topic: str) -> bool:
+    """Whether the question asks about a dated moment (2024年9月, FY2023): then its own date decides."""
+    return any(_has_year(v) for v in parse_values(topic))
+
+
+def _series(claim: EvidencedClaim) -> tuple[str, str] | None:
+    """(subject/attribute, period) of a dated claim key such as ``価格転嫁率@2025-03``; None when undated."""
+    series, _, period = (claim.key or "").partition("@")
+    return (series, period) if series and period[:4].isdigit() else None
+
+
+def _newest(answer: EvidencedClaim, verified: Sequence[EvidencedClaim]) -> EvidencedClaim:
+    """For a question about the present, the same figure at its newest date: a survey's latest round
+    answers "what is the rate" better than an earlier one, however well the earlier sentence matches.
+    Among claims of that date an undisputed one comes first, then confidence (``verified``'s order)."""
+    dated = _series(answer)
+    if dated is None:
+        return answer
+    same = [(p, c) for c in verified if (k := _series(c)) is not None and k[0] == dated[0] for p in [k[1]]]
+    newest = max(p for p, _ in same)
+    if newest <= dated[1]:
+        return answer
+    return next(c for disputed in (False, True) for p, c in same if p == newest and c.disputed == disputed)
+
+
+def _earlier(answer: EvidencedClaim, verified: Sequence[EvidencedClaim]) -> tuple[str, str] | None:
+    """(period, figure) of the answer's figure at the latest date before the answer's, to mention;
+    None when there is none or the answer's sentence already states it."""
+    dated = _series(answer)
+    if dated is None:
+        return None
+    before = [
+        (k[1], c.values[0])
+        for c in verified
+        if c.values and (k := _series(c)) is not None and k[0] == dated[0] and k[1] < dated[1]
+    ]
+    if not before:
+        return None
+    period, figure = max(before, key=lambda pair: pair[0])
+    return None if figure in answer.text else (period, figure)  # the answer may state it already
+
+
+def _extractive(
+    topic: str,
+    picked: Sequence[EvidencedClaim],
+    answer: EvidencedClaim | None = None,
+    earlier: tuple[str, str] | None = None,
+) -> str:
     japanese = detect_language(topic) == "ja"
     if not picked and answer is None:
         return "検証済みの主張はありません。" if japanese else "No verified claims are available."
@@ -138,7 +187,11 @@ def _extractive(topic: str, picked: Sequence[EvidencedClaim], answer: EvidencedC
     if answer is None:
         lead = f"「{topic}」について検証済みの主な事実:" if japanese else f"Key verified facts on {topic}:"
         return "\n".join([lead, *(_bullet(c) for c in rest)])
-    lines = [("回答: " if japanese else "Answer: ") + _bullet(answer)[2:]]
+    line = ("回答: " if japanese else "Answer: ") + _bullet(answer)[2:]
+    if earlier is not None:
+        period, figure = earlier
+        line += f" 前回値: {figure}（{period}）" if japanese else f" Earlier: {figure} ({period})."
+    lines = [line]
     if rest:
         lines.append("裏付けとなる事実:" if japanese else "Supporting facts:")
         lines += [_bullet(c) for c in rest]
@@ -151,11 +204,15 @@ def extractive_summary(
     """A deterministic, LLM-free summary: the answer first, then the best verified claims as bullets.
 
     The answer is the verified claim most relevant to the question (passage BM25 x confidence); it is
-    left out when no claim shares a term with the question. The bullets keep one claim per key, so the
+    left out when no claim shares a term with the question. When the question names no year (it asks
+    about the present) and the answer's figure is stated for several dates (its key
+    ``subject/attribute@period``), the newest date's claim answers and the previous date's figure is
+    mentioned after it. The bullets keep one claim per key, so the
     list is not several variants of one figure; disputed claims come after undisputed ones and are labelled.
     """
     answer = _answer(topic, claims) if answer_first else None
-    return _extractive(topic, _pick(claims, max_sentences), answer)
+    earlier = _earlier(answer, _verified(claims)) if answer else None
+    return _extractive(topic, _pick(claims, max_sentences), answer, earlier)
 
 
 def _norm(text: str) -> str:
@@ -282,9 +339,10 @@ def _join(sentences: Sequence[str], lang: str) -> str:
 def _fallback(topic: str, claims: Sequence[EvidencedClaim], note: str, removed: list[str]) -> ExecutiveSummary:
     picked = _pick(claims, 5)
     answer = _answer(topic, claims)
+    earlier = _earlier(answer, _verified(claims)) if answer else None
     used = list(dict.fromkeys([*([answer.claim_id] if answer else []), *(c.claim_id for c in picked)]))
     return ExecutiveSummary(
-        text=_extractive(topic, picked, answer),
+        text=_extractive(topic, picked, answer, earlier),
         written_by="extractive",
         sentences_kept=len(used),
         sentences_removed=removed,

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import pytest
 
 from core.errors import FetchError
+from scrapers import net_guard
 from scrapers.fetch import FetchedPage, Fetcher, FetchPolicy
 
 JAPANESE = "価格転嫁の現状：中小企業の価格転嫁率は四十九・七パーセントとなり、前回から上昇した。"
@@ -693,7 +693,7 @@ async def test_https_uses_the_name_for_sni_and_certificate(
         asyncio.start_server(server._handle, "127.0.0.1", 0, ssl=server_ctx), server.loop
     ).result(timeout=5)
     port = tls.sockets[0].getsockname()[1]
-    monkeypatch.setattr(httpx, "create_ssl_context", lambda **_: client_ctx)
+    monkeypatch.setattr(net_guard, "tls_context", lambda: client_ctx)  # trusts the test's own CA
     dns = FakeDNS({"secure.test": [["127.0.0.1"]], "impostor.test": [["127.0.0.1"]]})
     try:
         page = await fetch(f"https://secure.test:{port}/host", dns)

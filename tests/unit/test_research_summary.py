@@ -332,3 +332,50 @@ def test_a_bound_supports_only_a_bound() -> None:
     over_half = claim("b1", "令和7年3月の調査では価格転嫁率が初めて5割を超えた。", values=["5割を超えた"])
     kept, removed = check_sentences("価格転嫁率は5割を超えた。価格転嫁率は99.9%だった。", [over_half])
     assert kept == ["価格転嫁率は5割を超えた。"] and removed == ["価格転嫁率は99.9%だった。"]
+
+
+# --- the newest dated value answers a question about the present -----------------------------------
+
+RATE_2025 = claim(
+    "c9",
+    "令和7年3月の調査では、価格転嫁率は52.4%に上昇した。",
+    key="価格転嫁率@2025-03",
+    values=["52.4%"],
+    confidence=0.55,
+    sources=2,
+)
+
+
+def test_answer_uses_the_newest_dated_value_and_mentions_the_earlier_one() -> None:
+    # the 2024-09 sentence matches the question better and is more confident, but 2025-03 is newer
+    text = extractive_summary("中小企業の価格転嫁率の現状", [RATE, RATE_2025])
+    answer = text.splitlines()[0]
+    assert answer.startswith("回答: 令和7年3月の調査では、価格転嫁率は52.4%に上昇した。")
+    assert answer.endswith("前回値: 49.7%（2024-09）")
+
+
+def test_earlier_value_is_not_repeated_when_the_answer_states_it() -> None:
+    rose = claim(
+        "c11", "価格転嫁率は52.4%となり、前回の49.7%から上昇した。", key="価格転嫁率@2025-03", values=["52.4%"]
+    )
+    answer = extractive_summary("中小企業の価格転嫁率の現状", [RATE, rose]).splitlines()[0]
+    assert answer.startswith("回答: 価格転嫁率は52.4%となり") and "前回値" not in answer
+
+
+def test_answer_keeps_the_date_the_question_names() -> None:
+    text = extractive_summary("2024年9月の中小企業の価格転嫁率", [RATE, RATE_2025])
+    assert text.splitlines()[0].startswith("回答: 2024年9月調査の価格転嫁率は49.7%だった。")
+    assert "前回値" not in text
+
+
+def test_newest_value_is_not_taken_from_another_figure() -> None:
+    other = claim("c10", "令和7年3月の回答企業数は38,951社だった。", key="回答企業数@2025-03", values=["38,951社"])
+    answer = extractive_summary("中小企業の価格転嫁率の現状", [RATE, other]).splitlines()[0]
+    assert answer.startswith("回答: 2024年9月調査の価格転嫁率は49.7%だった。")
+    assert "前回値" not in answer
+
+
+async def test_fallback_summary_answers_with_the_newest_value() -> None:
+    summary = await write_summary("中小企業の価格転嫁率の現状", [RATE, RATE_2025], None)
+    assert "52.4%" in summary.text.splitlines()[0]
+    assert summary.claims_used[0] == "c9"
