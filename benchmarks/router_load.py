@@ -9,6 +9,10 @@
    over ``--sessions`` sessions (each one actor). A third app routes the same queries without
    sessions (``stateless_router``): the share of the cost that is the session actor.
 
+Two measurements explain the gap between the router and the echo: ``session_update`` (one turn routed
+and written through the store in process, at a full history) and ``actor_call`` (an empty call from an
+async caller to a threaded actor, as the session actor is, and to an async actor).
+
 Prints JSON: per level and app, requests, errors, throughput (req/s), p50/p99 (ms), and the ratio
 router p50 / echo p50 (target <= 1.5), plus the total errors (target 0 in 10,000 router requests).
 Usage: .venv/bin/python benchmarks/router_load.py [--requests 1000,4000,5000] [--sessions 8]
@@ -70,6 +74,51 @@ def in_process(queries: list[str], rounds: int) -> dict[str, Any]:
         "max_ms": round(max(times), 4),
         "mean_ms": round(statistics.fmean(times), 4),
     }
+
+
+def session_update(rounds: int, history_limit: int = 200) -> dict[str, Any]:
+    """p50 of one turn (route + store write) on a session whose history is full, SQLite in a temp dir."""
+    from core.settings import load_settings
+    from core.store import open_store
+    from router.conversation import Turn
+    from sessions.models import SessionPolicy
+    from sessions.store import SessionRepository, update_session
+
+    repo = SessionRepository(open_store(load_settings(overrides={"data_dir": Path(tempfile.mkdtemp())})))
+    policy = SessionPolicy(history_limit=history_limit)
+    queries = ("Wi-Fiは何時まで使えますか", "what about Saturday?")
+    state, times = None, []
+    for i in range(history_limit + rounds):
+        start = time.perf_counter()
+        _, state = update_session(repo, "bench", "", Turn(queries[i % 2], 0.5, policy), policy, cached=state)
+        if i >= history_limit:  # measured once the history is full (each turn then also trims)
+            times.append((time.perf_counter() - start) * 1000)
+    return {"history_entries": history_limit, "turns": rounds, "p50_ms": round(_percentile(times, 0.5), 3)}
+
+
+async def actor_call(rounds: int) -> dict[str, Any]:
+    """p50 of an empty call to a threaded and to an async actor, from an async caller (a Serve replica's case)."""
+    import ray
+
+    class Threaded:
+        def ping(self) -> None:
+            return None
+
+    class Async:
+        async def ping(self) -> None:
+            return None
+
+    report = {}
+    for name, cls in (("threaded_actor_ms", Threaded), ("async_actor_ms", Async)):
+        actor = ray.remote(num_cpus=0)(cls).remote()
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            await actor.ping.remote()
+            times.append((time.perf_counter() - start) * 1000)
+        report[name] = round(_percentile(times[rounds // 5 :], 0.5), 3)
+        ray.kill(actor)
+    return report
 
 
 def echo_app() -> Any:
@@ -201,6 +250,7 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
                 }
             )
         return {
+            "actor_call": await actor_call(args.inprocess_rounds * 50),
             "levels": levels,
             "router_requests": sum(level["router"]["requests"] for level in levels),
             "router_errors": sum(level["router"]["errors"] for level in levels),
@@ -220,6 +270,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     queries = _queries()
     report: dict[str, Any] = {"queries": len(queries), "in_process": in_process(queries, args.inprocess_rounds)}
+    report["session_update"] = session_update(args.inprocess_rounds * 50)
     with contextlib.redirect_stdout(sys.stderr):  # Ray's own messages (raylet, Serve) stay off the JSON
         report["http"] = asyncio.run(over_http(args, queries))
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
