@@ -34,8 +34,9 @@ from ray import serve
 from ray.serve import Application
 
 from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
-from core.settings import Settings, load_settings
+from core.settings import Settings
 from core.validation import printable
+from deployments.app_args import settings_from_args
 from deployments.security import guard
 from deployments.validation import answer_invalid_requests
 from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
@@ -313,8 +314,7 @@ def build_app(settings: Settings) -> Application:
 
 def app(args: dict[str, Any]) -> Application:
     """Application builder for ``serve.yaml`` (``import_path: deployments.advisor:app``)."""
-    args = dict(args or {})
-    return build_app(load_settings(args.pop("config", None), args, origin="serve.yaml argument"))
+    return build_app(settings_from_args(args))
 
 
 __all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "AdvisorService", "ChatBody", "app", "build_app", "file_href"]

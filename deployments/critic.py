@@ -22,11 +22,12 @@ from ray import serve
 from ray.serve import Application
 
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
-from core.settings import Settings, load_settings
+from core.settings import Settings
 from critic.errors import CriticError
 from critic.models import MAX_IDEAS, BusinessIdea, CriticInput
 from critic.options import OPTION_NAMES, CriticOptions, apply_options
 from critic.settings import CriticSettings
+from deployments.app_args import settings_from_args
 from deployments.research import without_server_paths
 from deployments.security import guard
 from deployments.validation import answer_invalid_requests
@@ -128,8 +129,7 @@ def build_app(settings: Settings) -> Application:
 def app(args: dict[str, Any]) -> Application:
     """Application builder for ``serve.yaml`` (``import_path: deployments.critic:app``); ``args`` are
     settings in ``magi.yaml`` shape over ``magi.yaml`` and the environment."""
-    args = dict(args or {})
-    return build_app(load_settings(args.pop("config", None), args, origin="serve.yaml argument"))
+    return build_app(settings_from_args(args))
 
 
 __all__ = [

@@ -38,8 +38,9 @@ from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, ResearchError, first_line
 from core.resources import data_path
-from core.settings import Settings, load_settings
+from core.settings import Settings
 from core.validation import bounded_int, invalid_unicode_at, printable
+from deployments.app_args import settings_from_args
 from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
 from deployments.security import guard
 from deployments.settings import ServeSettings, corpus_roots
@@ -412,8 +413,7 @@ def app(args: dict[str, Any]) -> Application:
     ``args`` are settings in ``magi.yaml`` shape (``data_dir``, ``research: {agents: 2}``, ...) over
     ``magi.yaml`` and the environment; ``config`` names another settings file.
     """
-    args = dict(args or {})
-    return build_app(load_settings(args.pop("config", None), args, origin="serve.yaml argument"))
+    return build_app(settings_from_args(args))
 
 
 __all__ = [

@@ -27,8 +27,9 @@ from ray.serve import Application
 
 from actors.session import SessionActor, SessionHandles, session_call
 from core.errors import InputError, MagiError, first_line
-from core.settings import Settings, load_settings
+from core.settings import Settings
 from core.validation import printable
+from deployments.app_args import settings_from_args
 from deployments.security import guard
 from deployments.validation import answer_invalid_requests
 from router.answers import unavailable_answer
@@ -212,8 +213,7 @@ def build_app(settings: Settings) -> Application:
 def app(args: dict[str, Any]) -> Application:
     """Application builder for ``serve.yaml`` (``import_path: deployments.router:app``); ``args`` are
     settings in ``magi.yaml`` shape over ``magi.yaml`` and the environment, ``config`` another file."""
-    args = dict(args or {})
-    return build_app(load_settings(args.pop("config", None), args, origin="serve.yaml argument"))
+    return build_app(settings_from_args(args))
 
 
 __all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "RouteBody", "RouterService", "app", "build_app"]
