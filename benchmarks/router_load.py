@@ -5,8 +5,9 @@
 2. Over HTTP on 127.0.0.1 (one local Ray, one Serve): the ``router`` app (``POST /router/route``,
    sessions in actors written through the store) and an ``echo`` app (FastAPI, returns the body it
    gets: the floor any Serve app pays) are driven by async httpx at concurrency 1, 16 and 64, each
-   level bounded by a request count and a time limit. Queries come from the evaluation set, spread
-   over ``--sessions`` sessions (each one actor). A third app routes the same queries without
+   level bounded by a request count and a time limit and run in ``--rounds`` rounds in which the apps
+   take turns (a slow spell of the machine then falls on all of them). Queries come from the
+   evaluation set, spread over ``--sessions`` sessions (each one actor). A third app routes the same queries without
    sessions (``stateless_router``): the share of the cost that is the session actor.
 
 Two measurements explain the gap between the router and the echo: ``session_update`` (one turn routed
@@ -37,7 +38,6 @@ from fastapi import FastAPI, Request  # module level: FastAPI resolves the handl
 from fastapi.responses import JSONResponse, Response
 
 SET_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "router"
-LEVELS = (1, 16, 64)
 
 
 def _free_port() -> int:
@@ -168,11 +168,33 @@ def stateless_app() -> Any:
     return Stateless.bind()  # type: ignore[attr-defined]
 
 
+class Sample:
+    """Requests one app answered over one or more rounds: latencies and errors pooled."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.issued = 0
+        self.seconds = 0.0
+
+    def report(self) -> dict[str, Any]:
+        ok = len(self.latencies)
+        return {
+            "requests": self.issued,
+            "ok": ok,
+            "errors": sum(self.errors.values()),
+            "errorKinds": self.errors,
+            "seconds": round(self.seconds, 3),
+            "throughput_rps": round(ok / self.seconds, 1) if self.seconds else None,
+            "p50_ms": round(_percentile(self.latencies, 0.5), 3),
+            "p99_ms": round(_percentile(self.latencies, 0.99), 3),
+        }
+
+
 async def drive(
-    url: str, queries: list[str], sessions: int, concurrency: int, count: int, limit_s: float, tag: str
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    errors: dict[str, int] = {}
+    url: str, queries: list[str], sessions: int, concurrency: int, count: int, limit_s: float, tag: str, sample: Sample
+) -> None:
+    """``count`` requests (at most ``limit_s`` seconds) from ``concurrency`` workers, added to ``sample``."""
     issued = 0
     deadline = time.monotonic() + limit_s
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -189,26 +211,17 @@ async def drive(
                 try:
                     response = await client.post(url, json=body)
                     if response.status_code != 200:
-                        errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
+                        sample.errors[str(response.status_code)] = sample.errors.get(str(response.status_code), 0) + 1
                         continue
                 except httpx.HTTPError as exc:
-                    errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+                    sample.errors[type(exc).__name__] = sample.errors.get(type(exc).__name__, 0) + 1
                     continue
-                latencies.append((time.perf_counter() - start) * 1000)
+                sample.latencies.append((time.perf_counter() - start) * 1000)
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(w) for w in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    return {
-        "requests": issued,
-        "ok": len(latencies),
-        "errors": sum(errors.values()),
-        "errorKinds": errors,
-        "seconds": round(elapsed, 3),
-        "throughput_rps": round(len(latencies) / elapsed, 1) if elapsed else None,
-        "p50_ms": round(_percentile(latencies, 0.5), 3),
-        "p99_ms": round(_percentile(latencies, 0.99), 3),
-    }
+        sample.seconds += time.perf_counter() - started
+    sample.issued += issued
 
 
 async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
@@ -219,6 +232,7 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
     from deployments.router import build_app
 
     counts = [int(c) for c in args.requests.split(",")]
+    concurrencies = [int(c) for c in args.levels.split(",")]
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     port = _free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="router-load-"))
@@ -228,25 +242,28 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
         serve.run(echo_app(), name="echo", route_prefix="/echo")
         serve.run(stateless_app(), name="stateless", route_prefix="/stateless")
         base = f"http://127.0.0.1:{port}"
-        # warm both apps (and the session actors) before measuring
-        await drive(f"{base}/router/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "r")
-        await drive(f"{base}/echo/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "e")
-        await drive(f"{base}/stateless/route", queries, args.sessions, args.sessions, 4 * args.sessions, 120, "s")
+        apps = {"router": "r", "echo": "e", "stateless_router": "s"}
+        paths = {"router": "/router/route", "echo": "/echo/route", "stateless_router": "/stateless/route"}
+        for app, tag in apps.items():  # warm every app (and the session actors) before measuring
+            await drive(base + paths[app], queries, args.sessions, args.sessions, 4 * args.sessions, 120, tag, Sample())
         levels = []
-        for concurrency, count in zip(LEVELS, counts, strict=True):
-            echo = await drive(f"{base}/echo/route", queries, args.sessions, concurrency, count, args.limit_s, "e")
-            router = await drive(f"{base}/router/route", queries, args.sessions, concurrency, count, args.limit_s, "r")
-            stateless = await drive(
-                f"{base}/stateless/route", queries, args.sessions, concurrency, count, args.limit_s, "s"
-            )
+        for concurrency, count in zip(concurrencies, counts, strict=True):
+            # The apps take turns in rounds, so a slow spell of the machine falls on all of them alike.
+            samples = {app: Sample() for app in apps}
+            for _ in range(args.rounds):
+                for app, tag in apps.items():
+                    share = count // args.rounds
+                    await drive(
+                        base + paths[app], queries, args.sessions, concurrency, share, args.limit_s, tag, samples[app]
+                    )
+            reports = {app: sample.report() for app, sample in samples.items()}
+            echo_p50 = reports["echo"]["p50_ms"]
             levels.append(
                 {
                     "concurrency": concurrency,
-                    "router": router,
-                    "echo": echo,
-                    "stateless_router": stateless,
-                    "p50_ratio_router_over_echo": round(router["p50_ms"] / echo["p50_ms"], 3),
-                    "p50_ratio_stateless_over_echo": round(stateless["p50_ms"] / echo["p50_ms"], 3),
+                    **reports,
+                    "p50_ratio_router_over_echo": round(reports["router"]["p50_ms"] / echo_p50, 3),
+                    "p50_ratio_stateless_over_echo": round(reports["stateless_router"]["p50_ms"] / echo_p50, 3),
                 }
             )
         return {
@@ -263,9 +280,11 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--requests", default="1000,4000,5000", help="requests per level (concurrency 1,16,64)")
+    parser.add_argument("--levels", default="1,16,64", help="concurrency levels")
+    parser.add_argument("--requests", default="1000,4000,5000", help="requests per level, in the order of --levels")
     parser.add_argument("--sessions", type=int, default=8, help="sessions (actors) the requests are spread over")
-    parser.add_argument("--limit-s", type=float, default=120.0, help="time limit of one level and app")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per level; the apps take turns in each")
+    parser.add_argument("--limit-s", type=float, default=60.0, help="time limit of one round of one app")
     parser.add_argument("--inprocess-rounds", type=int, default=20)
     args = parser.parse_args(argv)
     queries = _queries()
