@@ -25,6 +25,7 @@ _KANJI = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]")
 _RUNS = re.compile(r"[a-z0-9]+(?:['’\-][a-z0-9]+)*|[^\sa-z0-9]+")
 _DASHES = str.maketrans({"ー": "ー", "－": "-", "‐": "-", "–": "-", "—": "-", "’": "'"})
 _KATAKANA_OFFSET = ord("ァ") - ord("ぁ")
+TYPO_MIN_LETTERS = 4  # shorter words get no typo allowance: one slip makes another word too often
 
 
 def normalise(text: str) -> str:
@@ -111,7 +112,7 @@ def typo_of(word: str, keyword: str) -> bool:
     """True when ``word`` is ``keyword`` with one typing slip: a letter missed or doubled, two letters
     swapped (adress, wifii, pirce), or, for keywords of 7+ letters, one letter wrong. Short words are
     not allowed a wrong letter: it makes another real word too often (there/where, pride/price)."""
-    if word == keyword or len(word) < 4 or len(keyword) < 4 or abs(len(word) - len(keyword)) > 1:
+    if word == keyword or min(len(word), len(keyword)) < TYPO_MIN_LETTERS or abs(len(word) - len(keyword)) > 1:
         return False
     if len(word) == len(keyword):
         diffs = [i for i in range(len(word)) if word[i] != keyword[i]]
@@ -176,20 +177,30 @@ def _part_matches(token: Token, part: str, prefix: bool, latin: bool, fuzzy: boo
     return False, False
 
 
+@lru_cache(maxsize=4096)
+def _one_deletion_keys(word: str) -> frozenset[str]:
+    """``word`` and every string one letter shorter: two words one typing slip apart (a letter missed,
+    doubled, swapped or wrong) always share one of these keys, so an index on them finds the
+    candidates of :func:`typo_of` without comparing the word with every term."""
+    return frozenset([word, *(word[:i] + word[i + 1 :] for i in range(len(word)))])
+
+
 class TermSet:
     """Terms indexed by their first word, so a query is compared with the few terms that can match."""
 
     def __init__(self, terms: Iterable[Term]) -> None:
         self.terms = tuple(dict.fromkeys(terms))
         self._first: dict[str, list[Term]] = {}
-        self._prefixed: list[Term] = []
-        self._latin: list[Term] = []
-        for t in self.terms:
-            self._first.setdefault(t.parts[0], []).append(t)
+        self._prefixed: dict[str, list[Term]] = {}  # by the first letter of the prefix
+        self._by_slip_key: dict[str, list[tuple[int, Term]]] = {}  # Latin terms, for typos
+        for position, t in enumerate(self.terms):
+            first = t.parts[0]
+            self._first.setdefault(first, []).append(t)
             if t.prefix[0]:
-                self._prefixed.append(t)
-            if t.latin[0]:
-                self._latin.append(t)
+                self._prefixed.setdefault(first[:1], []).append(t)
+            if t.latin[0] and len(first) >= TYPO_MIN_LETTERS:
+                for key in _one_deletion_keys(first):
+                    self._by_slip_key.setdefault(key, []).append((position, t))
 
     def __iter__(self) -> Iterator[Term]:
         return iter(self.terms)
@@ -203,15 +214,19 @@ class TermSet:
     def __contains__(self, item: object) -> bool:
         return item in self.terms
 
-    def starting_at(self, token: Token, fuzzy: bool) -> list[Term]:
-        found = list(self._first.get(token.lemma, ()))
-        if token.surface != token.lemma:
-            found += self._first.get(token.surface, ())
-        if token.latin:
-            found += [t for t in self._prefixed if token.surface.startswith(t.parts[0])]
-            if fuzzy:
-                found += [t for t in self._latin if typo_of(token.surface, t.parts[0])]
-        return list(dict.fromkeys(found))
+    def starting_at(self, token: Token, fuzzy: bool) -> Sequence[Term]:
+        """Terms whose first word may be ``token``: the caller checks the rest of each term."""
+        found: Sequence[Term] = self._first.get(token.lemma, ())
+        if token.surface != token.lemma and token.surface in self._first:
+            found = [*found, *self._first[token.surface]]
+        if not token.latin:  # most tokens of a Japanese query: two lookups and done
+            return found if len(found) < 2 else list(dict.fromkeys(found))
+        word = token.surface
+        more = [t for t in self._prefixed.get(word[:1], ()) if word.startswith(t.parts[0])]
+        if fuzzy and len(word) >= TYPO_MIN_LETTERS:
+            near = {c for key in _one_deletion_keys(word) for c in self._by_slip_key.get(key, ())}
+            more += [t for _, t in sorted(near, key=lambda c: c[0]) if typo_of(word, t.parts[0])]
+        return list(dict.fromkeys([*found, *more])) if more else found
 
 
 def find(tokens: Sequence[Token], terms: TermSet, *, fuzzy: bool = True) -> list[Hit]:

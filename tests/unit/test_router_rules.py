@@ -10,7 +10,7 @@ from core.errors import ConfigError
 from core.resources import data_path
 from router.route import Router
 from router.rules import load_rules
-from router.text import normalise, tokenize
+from router.text import normalise, tokenize, typo_of
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +163,26 @@ def test_context_inheritance_is_logged_as_the_spec_says(router: Router, caplog: 
     with caplog.at_level("INFO", logger="router.route"):
         router.route("平日も同じですか？", previous_request_type="hours")
     assert "[RouterAgent] Context inheritance: 平日も同じですか？ -> hours" in caplog.text
+
+
+def test_the_typo_index_finds_what_comparing_every_term_finds() -> None:
+    """Each slip of each Latin keyword (letter missed, doubled, swapped, wrong) is looked up through
+    the index and compared with checking :func:`typo_of` against every term of the set."""
+    rules = load_rules()
+    terms = rules.topic_vocabulary
+    latin = [t for t in terms if t.latin[0]]
+    words = set()
+    for t in latin:
+        w = t.parts[0]
+        for i in range(len(w)):
+            words |= {w[:i] + w[i + 1 :], w[:i] + w[i] + w[i:], w[:i] + "x" + w[i + 1 :]}
+            if i + 1 < len(w):
+                words.add(w[:i] + w[i + 1] + w[i] + w[i + 2 :])
+    assert len(words) > 500
+    for word in sorted(words):
+        tokens = tokenize(word)
+        if len(tokens) != 1 or not tokens[0].latin or tokens[0].surface != word:
+            continue
+        token = tokens[0]
+        found = {t for t in terms.starting_at(token, fuzzy=True) if typo_of(word, t.parts[0])}
+        assert found == {t for t in latin if typo_of(word, t.parts[0])}, word
