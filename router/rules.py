@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.policy import PolicyModel, load_policy
 from core.resources import data_path
@@ -44,28 +44,32 @@ def _regexes(patterns: list[str]) -> tuple[re.Pattern[str], ...]:
     return tuple(out)
 
 
+def _checked_words(words: list[str]) -> list[str]:
+    _terms(words)
+    return words
+
+
+def _checked_patterns(patterns: list[str]) -> list[str]:
+    _regexes(patterns)
+    return patterns
+
+
+# A policy field of keywords (each must make a term) or of patterns (each must compile), checked
+# while the file is validated so that the error carries its file, line and key.
+Words = Annotated[list[str], AfterValidator(_checked_words)]
+Patterns = Annotated[list[str], AfterValidator(_checked_patterns)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
 
 class RequestTypeRule(_Strict):
     kind: Kind
-    questions: list[str] = Field(default_factory=list)
-    keywords: list[str] = Field(min_length=1)
-    patterns: list[str] = Field(default_factory=list)
-    qualifiers: list[str] = Field(default_factory=list)
-
-    @field_validator("questions", "keywords", "qualifiers")
-    @classmethod
-    def _compile(cls, words: list[str]) -> list[str]:
-        _terms(words)
-        return words
-
-    @field_validator("patterns")
-    @classmethod
-    def _patterns(cls, patterns: list[str]) -> list[str]:
-        _regexes(patterns)
-        return patterns
+    questions: Words = Field(default_factory=list)
+    keywords: Words = Field(min_length=1)
+    patterns: Patterns = Field(default_factory=list)
+    qualifiers: Words = Field(default_factory=list)
 
 
 class RequestTypesPolicy(PolicyModel):
@@ -83,70 +87,33 @@ class RequestTypesPolicy(PolicyModel):
 
 class CategoriesPolicy(PolicyModel):
     policy_name: ClassVar[str] = "router categories"
-    events: list[str] = Field(min_length=1)
-    calendar: list[str] = Field(min_length=1)
-    saino: list[str] = Field(min_length=1)
-    engineer_cafe: list[str] = Field(min_length=1)
-    generic_cafe: list[str] = Field(min_length=1)
-    cafe_items: list[str] = Field(default_factory=list)
-    current_time: list[str] = Field(min_length=1)
-
-    @field_validator("events", "calendar", "saino", "engineer_cafe", "generic_cafe", "cafe_items")
-    @classmethod
-    def _compile(cls, words: list[str]) -> list[str]:
-        _terms(words)
-        return words
-
-    @field_validator("current_time")
-    @classmethod
-    def _patterns(cls, patterns: list[str]) -> list[str]:
-        _regexes(patterns)
-        return patterns
+    events: Words = Field(min_length=1)
+    calendar: Words = Field(min_length=1)
+    saino: Words = Field(min_length=1)
+    engineer_cafe: Words = Field(min_length=1)
+    generic_cafe: Words = Field(min_length=1)
+    cafe_items: Words = Field(default_factory=list)
+    current_time: Patterns = Field(min_length=1)
 
 
 class MemoryCue(_Strict):
     weight: float = Field(gt=0, le=10)
-    words: list[str] = Field(min_length=1)
-
-    @field_validator("words")
-    @classmethod
-    def _compile(cls, words: list[str]) -> list[str]:
-        _terms(words)
-        return words
+    words: Words = Field(min_length=1)
 
 
 class MemoryPolicy(PolicyModel):
     policy_name: ClassVar[str] = "router memory cues"
     threshold: float = Field(gt=0, le=10)
     cues: list[MemoryCue] = Field(min_length=1)
-    exclusions: list[list[str]] = Field(default_factory=list)
-
-    @field_validator("exclusions")
-    @classmethod
-    def _compile(cls, groups: list[list[str]]) -> list[list[str]]:
-        for words in groups:
-            _terms(words)
-        return groups
+    exclusions: list[Words] = Field(default_factory=list)
 
 
 class FollowupPolicy(PolicyModel):
     policy_name: ClassVar[str] = "router follow-up patterns"
-    patterns: list[str] = Field(min_length=1)
+    patterns: Patterns = Field(min_length=1)
     # Words an elliptical follow-up may carry besides the pattern (days, people, pronouns); a query
     # with another content word starts a new topic (「明日の天気は？」 is not about opening hours).
-    context_words: list[str] = Field(default_factory=list)
-
-    @field_validator("patterns")
-    @classmethod
-    def _patterns(cls, patterns: list[str]) -> list[str]:
-        _regexes(patterns)
-        return patterns
-
-    @field_validator("context_words")
-    @classmethod
-    def _compile(cls, words: list[str]) -> list[str]:
-        _terms(words)
-        return words
+    context_words: Words = Field(default_factory=list)
 
 
 class AgentsPolicy(PolicyModel):
@@ -270,10 +237,12 @@ __all__ = [
     "Kind",
     "MemoryCue",
     "MemoryPolicy",
+    "Patterns",
     "RequestTypeRule",
     "RequestTypesPolicy",
     "RouterRules",
     "TypeRule",
+    "Words",
     "default_rules",
     "load_rules",
 ]
