@@ -11,7 +11,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = REPO_ROOT / "data" / "corpus"
 
-pytest_plugins = ["tests.postgres", "tests.browser"]  # postgres_server, postgres_url, store_url; browser, page
+# postgres_server, postgres_url, store_url; browser, page; three_nodes
+pytest_plugins = ["tests.postgres", "tests.browser", "tests.three_nodes"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

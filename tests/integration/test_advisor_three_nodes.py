@@ -1,61 +1,28 @@
 """An advisor session on a 3-node cluster with PostgreSQL as the store: its session actor is killed until
 a successor lands on ANOTHER node, and the conversation continues there with its mode, history and the
-earlier tool results. Runs its own cluster (``own_cluster``); the session's single-node Ray is stopped
-meanwhile."""
+earlier tool results. Runs its own cluster (``three_nodes`` from tests/three_nodes.py); the session's
+single-node Ray is stopped meanwhile."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from actors.session import SessionActor, session_actor
+from actors.session import SessionActor
 from advisor.conversation import ActorSessions
 from advisor.options import session_policy
 from advisor.orchestrator import Orchestrator
 from core.runtime import RayRuntime
-from core.settings import load_settings
-from tests.integration.conftest import own_cluster
-
-MAX_RESTARTS = 30
+from tests.three_nodes import ThreeNodes, move_to_another_node
 
 
-@pytest.fixture(scope="module")
-def three_nodes() -> Iterator[Any]:
-    with own_cluster(3) as cluster:
-        yield cluster
-
-
-async def test_an_advisor_session_continues_on_another_node(
-    three_nodes: Any, postgres_server: Any, tmp_path: Path
-) -> None:
-    import ray
-
-    settings = load_settings(
-        overrides={
-            "data_dir": tmp_path,
-            "store_url": postgres_server.create_database(),
-            "llm": {"provider": "python:advisor.scripted:respond"},
-        }
-    )
+async def test_an_advisor_session_continues_on_another_node(three_nodes: ThreeNodes, tmp_path: Path) -> None:
+    settings = three_nodes.settings(tmp_path, llm={"provider": "python:advisor.scripted:respond"})
     policy = session_policy(settings)
     runtime = RayRuntime()
     orchestrator = Orchestrator(settings, ActorSessions(runtime, settings, policy, 300.0))
     first = [e async for e in orchestrator.turn("roaming-advice", "", "値上げの試算をお願いします")]
     assert first[-1]["mode"] == "mode2"
-    handle = await session_actor(runtime, settings, "roaming-advice", policy, 300.0)
-    nodes = {(await handle.call(SessionActor.where))["node"]}
-    for _ in range(MAX_RESTARTS):  # placement is the scheduler's: kill until a successor lands elsewhere
-        ray.kill(handle.target, no_restart=True)
-        await asyncio.sleep(0.2)
-        handle = await session_actor(runtime, settings, "roaming-advice", policy, 300.0)
-        nodes.add((await handle.call(SessionActor.where))["node"])
-        if len(nodes) > 1:
-            break
-    assert len(nodes) > 1, "every restart landed on the same node"
+    handle = await move_to_another_node(runtime, settings, "roaming-advice", policy, 300.0)
     second = [e async for e in orchestrator.turn("roaming-advice", "", "申入書を作ってください")]
     assert second[-1]["mode"] == "mode2" and [f["type"] for f in second[-1]["files"]] == ["pdf"]
     state = await handle.call(SessionActor.read, "")
