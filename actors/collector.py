@@ -49,7 +49,7 @@ class Collected(BaseModel):
     page: ExtractedPage | None = None
     analysis: TextAnalysis | None = None
     failure: SourceFailure | None = None
-    duplicate_of: str | None = None  # the earlier page this one is a near-copy of
+    duplicate_of: str | None = None  # the page this one is a near-copy of (smallest URL of the group)
     from_cache: bool = False
 
 
@@ -121,7 +121,14 @@ class Collector:
                 self._tasks[url] = asyncio.create_task(self._collect_one(url, (lang_hints or {}).get(url)))
         # Shielded: when one agent's call is cancelled (its timeout), the shared work goes on for the others.
         done = await asyncio.gather(*(asyncio.shield(self._tasks[u]) for u in urls))
-        return [c.model_copy() for c in done]
+        return [self._current(c) for c in done]
+
+    def _current(self, item: Collected) -> Collected:
+        """A copy of ``item`` naming its original as of now: the group's smallest URL, whatever came first."""
+        copy = item.model_copy()
+        if copy.page is not None:
+            copy.duplicate_of = self._duplicates.original_of(copy.url)
+        return copy
 
     async def _collect_one(self, url: str, lang_hint: str | None) -> Collected:
         """Fetch (or reuse), extract, then queue the text for analysis as soon as it is ready."""
@@ -154,7 +161,6 @@ class Collector:
     def _register(self, item: Collected) -> Collected:
         assert item.page is not None
         item.duplicate_of = self._duplicates.add(item.url, item.page.text)
-        self._stats.near_duplicates += item.duplicate_of is not None
         return item
 
     def _failed(self, url: str, failure: SourceFailure) -> Collected:
@@ -206,14 +212,15 @@ class Collector:
         """The pages already collected among ``urls`` (with text and claims), for scoring and citation checks."""
         done = {u: self._tasks[u] for u in dict.fromkeys(urls) if u in self._tasks and self._tasks[u].done()}
         return {
-            u: t.result()
-            for u, t in done.items()
+            u: self._current(t.result())
+            for u, t in sorted(done.items())
             if not t.cancelled() and t.exception() is None and t.result().page is not None
         }
 
     def stats(self) -> CollectionStats:
         stats = self._stats.model_copy()
         stats.unique_urls = len(self._tasks)
+        stats.near_duplicates = sum(1 for url in self._tasks if self._duplicates.original_of(url) is not None)
         stats.fetches = sum(self._fetch_counts.values())
         stats.urls_fetched_more_than_once = sum(1 for n in self._fetch_counts.values() if n > 1)
         stats.analyses = sum(self._analysis_counts.values())

@@ -48,23 +48,44 @@ class _Entry:
 
 
 class NearDuplicateIndex:
-    """Pages seen so far; ``add`` says which earlier page a new one copies, if any."""
+    """Pages seen so far, grouped into near-copies of each other.
+
+    The original of a group is its smallest URL, not the first page that arrived, so which page counts
+    as the origin does not depend on which agent's fetch finished first (results must be a function of
+    the inputs, not of timing). ``add`` and ``original_of`` give the group's original, or None for it.
+    """
 
     def __init__(self) -> None:
-        self._entries: list[_Entry] = []
+        self._entries: list[_Entry] = []  # one per group: the first member seen, used for matching
+        self._group_of: dict[str, int] = {}  # url -> index of its group in _entries
+        self._members: list[set[str]] = []
 
     def add(self, url: str, text: str) -> str | None:
-        parts = shingles(text)
-        fingerprint = simhash(parts)
-        original = None
-        for entry in self._entries:
-            close = (entry.fingerprint ^ fingerprint).bit_count() <= SCREEN_BITS
-            if close and jaccard(entry.parts, parts) >= MIN_JACCARD:
-                original = entry.url
-                break
-        if original is None:
-            self._entries.append(_Entry(url, fingerprint, parts))
-        return original
+        if url not in self._group_of:
+            parts = shingles(text)
+            fingerprint = simhash(parts)
+            group = None
+            for index, entry in enumerate(self._entries):
+                close = (entry.fingerprint ^ fingerprint).bit_count() <= SCREEN_BITS
+                if close and jaccard(entry.parts, parts) >= MIN_JACCARD:
+                    group = index
+                    break
+            if group is None:
+                group = len(self._entries)
+                self._entries.append(_Entry(url, fingerprint, parts))
+                self._members.append(set())
+            self._group_of[url] = group
+            self._members[group].add(url)
+        return self.original_of(url)
+
+    def original_of(self, url: str) -> str | None:
+        """The original ``url`` is a near-copy of (the smallest URL of its group), None if it is the original
+        or was never added."""
+        group = self._group_of.get(url)
+        if group is None:
+            return None
+        original = min(self._members[group])
+        return None if original == url else original
 
 
 __all__ = [

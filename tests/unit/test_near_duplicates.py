@@ -13,8 +13,9 @@ def test_syndicated_copies_in_the_corpus_are_found_and_nothing_else() -> None:
     index = NearDuplicateIndex()
     found = {}
     for page in manifest["pages"]:  # originals come first in the manifest? not assumed: check both ways
-        text = trafilatura.extract((CORPUS / page["file"]).read_text(encoding="utf-8"))
-        original = index.add(page["url"], text)
+        index.add(page["url"], trafilatura.extract((CORPUS / page["file"]).read_text(encoding="utf-8")))
+    for page in manifest["pages"]:
+        original = index.original_of(page["url"])
         if original:
             found[page["url"]] = original
     expected = {p["url"]: p["duplicate_of"] for p in manifest["pages"] if p.get("duplicate_of")}
@@ -28,3 +29,26 @@ def test_unrelated_and_short_texts() -> None:
     assert index.add("b", "Wage growth in Osaka reached 3.9 percent in spring.") is None
     assert index.add("c", "中小企業の価格転嫁率は49.7%だった。" * 5 + "追記。") == "a"
     assert index.add("d", "") is None
+
+
+def test_the_original_does_not_depend_on_which_page_arrived_first() -> None:
+    text = "中小企業の価格転嫁率は49.7%だった。" * 5
+    pages = [
+        ("https://b.example/copy", text + "転載。"),
+        ("https://a.example/news", text),
+        ("https://c.example/other", "Wage growth in Osaka reached 3.9 percent in spring."),
+        ("https://d.example/copy2", text + "追記。"),
+    ]
+    outcomes = []
+    for order in (pages, pages[::-1], [pages[2], pages[0], pages[3], pages[1]]):
+        index = NearDuplicateIndex()
+        for url, body in order:
+            index.add(url, body)
+        outcomes.append({url: index.original_of(url) for url, _ in pages})
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+    assert outcomes[0] == {
+        "https://b.example/copy": "https://a.example/news",
+        "https://a.example/news": None,
+        "https://c.example/other": None,
+        "https://d.example/copy2": "https://a.example/news",
+    }
