@@ -84,7 +84,9 @@ def feedback_query(question: str, results: Sequence[SearchResult]) -> str | None
     counts: Counter[str] = Counter()
     for hit in results[:FEEDBACK_RESULTS]:
         counts.update(set(tokenize(f"{hit.title} {hit.snippet}")) - asked)
-    extra = [t for t, n in counts.most_common() if n >= 2 and len(t) > 2][:FEEDBACK_TERMS]
+    # ties broken by the term itself: the counts were filled from sets, whose order changes per process
+    ranked = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
+    extra = [t for t, n in ranked if n >= 2 and len(t) > 2][:FEEDBACK_TERMS]
     return f"{question} {' '.join(extra)}" if extra else None
 
 

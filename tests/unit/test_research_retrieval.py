@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from research.retrieval import (
     EXACT_BONUS,
     PassageRanker,
@@ -53,3 +57,33 @@ def test_lead_in_of_a_list_item_or_record() -> None:
     text = "NMU delays\n\nGive the maintainer time. Recommended delays:\n\nOther NMUs: 10 days\n\nUrgent: 2 days"
     assert context_of(text, text.index("Urgent")) == "Give the maintainer time. Recommended delays:"
     assert context_of("Intro sentence.\n\nBody.", 17) == ""
+
+
+FEEDBACK_TIES = "zeta theta kappa delta sigma alpha omega gamma"
+
+
+def test_feedback_breaks_ties_by_the_term_not_by_set_order() -> None:
+    """Eight terms each shared by both hits: the four kept are the alphabetically first, in every process
+    (the counts are filled from sets, whose iteration order changes with PYTHONHASHSEED)."""
+    results = [hit(1, "one", FEEDBACK_TIES), hit(2, "two", FEEDBACK_TIES)]
+    assert feedback_query("question", results) == "question alpha delta gamma kappa"
+    script = (
+        "from research.retrieval import feedback_query\n"
+        "from scrapers.search.base import SearchResult\n"
+        "hits = [SearchResult(url=f'file:///p{r}', title='t', snippet="
+        + repr(FEEDBACK_TIES)
+        + ", provider='l', rank=r)"
+        " for r in (1, 2)]\n"
+        "print(feedback_query('question', hits))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in (1, 2, 3)
+    }
+    assert outputs == {"question alpha delta gamma kappa"}
