@@ -49,7 +49,7 @@ class Collected(BaseModel):
     page: ExtractedPage | None = None
     analysis: TextAnalysis | None = None
     failure: SourceFailure | None = None
-    duplicate_of: str | None = None  # the page this one is a near-copy of (smallest URL of the group)
+    duplicate_of: str | None = None  # the page this one copies: earliest published, then smallest URL
     from_cache: bool = False
 
 
@@ -124,7 +124,7 @@ class Collector:
         return [self._current(c) for c in done]
 
     def _current(self, item: Collected) -> Collected:
-        """A copy of ``item`` naming its original as of now: the group's smallest URL, whatever came first."""
+        """A copy of ``item`` naming its original as of now (earliest published, then smallest URL)."""
         copy = item.model_copy()
         if copy.page is not None:
             copy.duplicate_of = self._duplicates.original_of(copy.url)
@@ -160,7 +160,7 @@ class Collector:
 
     def _register(self, item: Collected) -> Collected:
         assert item.page is not None
-        item.duplicate_of = self._duplicates.add(item.url, item.page.text)
+        item.duplicate_of = self._duplicates.add(item.url, item.page.text, item.page.published)
         return item
 
     def _failed(self, url: str, failure: SourceFailure) -> Collected:

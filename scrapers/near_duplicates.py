@@ -50,17 +50,17 @@ class _Entry:
 class NearDuplicateIndex:
     """Pages seen so far, grouped into near-copies of each other.
 
-    The original of a group is its smallest URL, not the first page that arrived, so which page counts
-    as the origin does not depend on which agent's fetch finished first (results must be a function of
-    the inputs, not of timing). ``add`` and ``original_of`` give the group's original, or None for it.
+    The original of a group is its earliest published page (undated pages last), ties to the smallest
+    URL; not the first page that arrived, so which page counts as the origin does not depend on which
+    agent's fetch finished first. ``add`` and ``original_of`` give the group's original, or None for it.
     """
 
     def __init__(self) -> None:
         self._entries: list[_Entry] = []  # one per group: the first member seen, used for matching
         self._group_of: dict[str, int] = {}  # url -> index of its group in _entries
-        self._members: list[set[str]] = []
+        self._members: list[dict[str, str]] = []  # per group: url -> published date ("" when unknown)
 
-    def add(self, url: str, text: str) -> str | None:
+    def add(self, url: str, text: str, published: str | None = None) -> str | None:
         if url not in self._group_of:
             parts = shingles(text)
             fingerprint = simhash(parts)
@@ -73,18 +73,19 @@ class NearDuplicateIndex:
             if group is None:
                 group = len(self._entries)
                 self._entries.append(_Entry(url, fingerprint, parts))
-                self._members.append(set())
+                self._members.append({})
             self._group_of[url] = group
-            self._members[group].add(url)
+            self._members[group][url] = published or ""
         return self.original_of(url)
 
     def original_of(self, url: str) -> str | None:
-        """The original ``url`` is a near-copy of (the smallest URL of its group), None if it is the original
-        or was never added."""
+        """The original ``url`` is a near-copy of (earliest published, then smallest URL, of its group), None if
+        it is the original or was never added."""
         group = self._group_of.get(url)
         if group is None:
             return None
-        original = min(self._members[group])
+        members = self._members[group]
+        original = min(members, key=lambda member: (members[member] == "", members[member], member))
         return None if original == url else original
 
 
