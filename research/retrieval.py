@@ -83,10 +83,10 @@ def feedback_query(question: str, results: Sequence[SearchResult]) -> str | None
     asked = set(question_terms(question))
     counts: Counter[str] = Counter()
     for hit in results[:FEEDBACK_RESULTS]:
-        counts.update(set(tokenize(f"{hit.title} {hit.snippet}")) - asked)
-    # ties broken by the term itself: the counts were filled from sets, whose order changes per process
-    ranked = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
-    extra = [t for t, n in ranked if n >= 2 and len(t) > 2][:FEEDBACK_TERMS]
+        # each term once per hit, in reading order: a tie in counts goes to the term met first (in the
+        # better-ranked hit), never to a set's order, which changes from process to process
+        counts.update(t for t in dict.fromkeys(tokenize(f"{hit.title} {hit.snippet}")) if t not in asked)
+    extra = [t for t, n in counts.most_common() if n >= 2 and len(t) > 2][:FEEDBACK_TERMS]
     return f"{question} {' '.join(extra)}" if extra else None
 
 
