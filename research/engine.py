@@ -396,7 +396,7 @@ class _Run:
         for url, item in (outcome.value or {}).items():
             if item.page is None or item.analysis is None:
                 continue
-            # The collector's view of the original (smallest URL of a near-copy group), not the agent's.
+            # The collector's view of the original (earliest published, then smallest URL), not the agent's.
             ref = refs[url].model_copy(update={"duplicate_of": item.duplicate_of})
             ref = ref.model_copy(update={"reliability_score": round(reliability_for(ref), 3)})
             self.documents[url] = SourceDocument(source=ref, text=item.page.text, claims=item.analysis.claims)
