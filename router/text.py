@@ -219,8 +219,8 @@ class TermSet:
         found: Sequence[Term] = self._first.get(token.lemma, ())
         if token.surface != token.lemma and token.surface in self._first:
             found = [*found, *self._first[token.surface]]
-        if not token.latin:  # most tokens of a Japanese query: two lookups and done
-            return found if len(found) < 2 else list(dict.fromkeys(found))
+        if not token.latin:  # most tokens of a Japanese query: two lookups and done (buckets share no term)
+            return found
         word = token.surface
         more = [t for t in self._prefixed.get(word[:1], ()) if word.startswith(t.parts[0])]
         if fuzzy and len(word) >= TYPO_MIN_LETTERS:
