@@ -83,6 +83,8 @@ S = TypeVar("S", bound=Section)
 
 
 class RaySettings(Section):
+    """Settings section ``ray:``: which Ray cluster to attach to, or how large a local one to start."""
+
     name: ClassVar[str] = "ray"
 
     address: str | None = Field(None, description="Attach to this Ray cluster (also RAY_ADDRESS); unset: local.")
@@ -99,6 +101,8 @@ class LLMRoleParams(BaseModel):
 
 
 class LLMSettings(Section):
+    """Settings section ``llm:``: the provider, the model per role, retries and the cluster-wide limit."""
+
     name: ClassVar[str] = "llm"
 
     provider: str | None = Field(
