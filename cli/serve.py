@@ -23,7 +23,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
     parser = commands.add_parser(
         "serve",
         parents=[shared],
-        help="serve the HTTP apps (research, magi) with Ray Serve",
+        help="serve the HTTP apps of deployments/serve.yaml with Ray Serve",
         description=f"Deploy the HTTP apps listed in {SERVE_CONFIG} on Ray Serve and block until Ctrl-C.",
     )
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")

@@ -20,6 +20,7 @@ import argparse
 import ast
 import importlib
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -102,7 +103,7 @@ def default_text(field: FieldInfo) -> str:
 def cell(text: str) -> str:
     """Text safe inside a Markdown table cell: one line, pipes and angle brackets escaped, reST-style
     double backticks (docstrings) as Markdown code."""
-    flat = " ".join(text.split()).replace("``", "`")
+    flat = re.sub(r":[a-z]+:`", "`", " ".join(text.split()).replace("``", "`"))  # :class:`X` -> `X`
     return flat.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -379,12 +380,53 @@ def benchmarks_page() -> str:
     return "\n".join(lines + details) + "\n"
 
 
+# --- modules ------------------------------------------------------------------------------------
+
+
+def _packages() -> list[str]:
+    """The top-level import packages the distribution ships (``[tool.setuptools.packages.find]``)."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    return sorted({pattern.split(".")[0].rstrip("*") for pattern in include} - {"data"})
+
+
+def _module_summary(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return doc.strip().split("\n\n")[0].split(". ")[0].replace("\n", " ").rstrip(".")
+
+
+def modules_page() -> str:
+    lines = [
+        GENERATED_NOTE.format(source="the modules' docstrings"),
+        "",
+        "# Modules",
+        "",
+        "Every module of the project's packages with the first sentence of its docstring, as the code",
+        "says it. How the packages are layered: [Layout](layout.md).",
+    ]
+    for package in _packages():
+        root = REPO / package
+        lines += ["", f"## {package}", "", _module_summary(root / "__init__.py") or "", ""]
+        lines += ["| module | what it is for |", "|---|---|"]
+        for path in sorted(root.rglob("*.py")):
+            if path.name == "__init__.py" and path.parent == root:
+                continue
+            name = path.relative_to(REPO).as_posix()
+            if path.name == "__init__.py":
+                name = path.parent.relative_to(REPO).as_posix() + "/"
+            lines.append(f"| `{name}` | {cell(_module_summary(path))} |")
+    return "\n".join(line for i, line in enumerate(lines) if line or lines[i - 1]) + "\n"
+
+
 # --- driver -----------------------------------------------------------------------------------------
 
 PAGES: dict[str, Callable[[], str]] = {
     "reference/settings.md": settings_page,
     "reference/http.md": http_page,
     "reference/system-packages.md": system_packages_page,
+    "reference/modules.md": modules_page,
     "benchmarks.md": benchmarks_page,
 }
 
