@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 DEMO_TOPIC ?= 中小企業の価格転嫁の現状
 DEMO_OUT ?= out/demo
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint docs install clean
 
 install: $(STAMP)
 
@@ -28,7 +28,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+# The documentation site, strictly: a broken link or anchor, a missing path, or a generated page
+# (docs/generate.py) that no longer matches the code fails the build. A few seconds.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: lint docs
 	$(BIN)/python -m pytest -q
 
 clean:

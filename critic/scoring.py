@@ -1,4 +1,4 @@
-"""All of the critic's arithmetic, as pure functions over the LLM's raw judgement (README "Critic").
+"""All of the critic's arithmetic, as pure functions over the LLM's raw judgement (docs/systems/critic.md).
 
 The LLM only judges; every cap, weight and rule is applied here, so it is the same for every model
 and every idea and can be checked by hand:

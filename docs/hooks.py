@@ -40,7 +40,7 @@ def on_pre_build(config: Any) -> None:
     stale = generate.stale_pages()
     if stale:
         names = ", ".join(f"docs/{name}" for name in stale)
-        raise PluginError(f"{names} no longer match the code: run .venv/bin/python docs/generate.py and commit")
+        raise PluginError(f"stale generated page(s) {names}: run .venv/bin/python docs/generate.py and commit")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     for problem in problems(readme):
         log.warning("README.md: %s", problem)

@@ -3,7 +3,7 @@
     RAY_AUTH_MODE=token .venv/bin/ray job submit --working-dir . --
         "$PWD/.venv/bin/python" -m jobs.research_batch topics.txt --out /abs/out
 
-(one command; the README's "Batch research as a Ray job" has it in full and a test runs it as written).
+(one command; docs/operations/ray-jobs.md has it in full and a test runs it as written).
 
 Each topic gets a stable id (readable prefix + short hash of the normalised topic) and a folder
 ``OUT/<id>/`` holding ``report.md`` and ``report.json``, then ``done.json`` written last: a topic is

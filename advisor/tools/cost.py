@@ -1,6 +1,6 @@
 """``calculate_cost_impact``: the cost increase and the 松竹梅 price scenarios, in exact decimals.
 
-Definitions (README "Price pass-through advisor" repeats them):
+Definitions (docs/systems/advisor.md repeats them):
 
 - new cost of an item = amount x (1 + change); the increase and its rate follow from the totals;
 - current price P0: ``current_price``, else the price at ``current_profit_margin``, else at

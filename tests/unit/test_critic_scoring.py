@@ -1,4 +1,4 @@
-"""The critic's arithmetic on hand-worked numbers (the README's worked example is the first test)."""
+"""The critic's arithmetic on hand-worked numbers (the worked example of docs/systems/critic.md is the first test)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The README's batch-job commands, pasted as written into a fresh shell, against a throwaway head.
+"""The documented batch-job commands (docs/operations/ray-jobs.md), pasted as written into a fresh shell,
+against a throwaway head.
 
-The head is started as the README says (a token from ``ray get-auth-token --generate``, then
+The head is started as the page says (a token from ``ray get-auth-token --generate``, then
 ``ray start --head`` with ``RAY_AUTH_MODE`` unset, so Ray's default turns token auth on), on its own
 ports and temp dir, in an environment without the venv on ``PATH`` and without any ``MAGI_*``
-variable. The README's fenced block is then run by ``bash -c`` with only ``PATH``, ``HOME`` and the
+variable. The page's fenced block is then run by ``bash -c`` with only ``PATH``, ``HOME`` and the
 head's ``RAY_ADDRESS``. Before that, the two ways the old command failed are reproduced: a client
 without ``RAY_AUTH_MODE=token`` is refused, and a bare ``python`` entrypoint has no Ray.
 """
@@ -28,15 +29,16 @@ from jobs.research_batch import finished, read_topics
 from tests.integration.test_research_batch_job import REPO_ROOT, SAMPLE_TOPICS, VENV_BIN, _stop_head, start_head
 
 MARKER = "<!-- batch-job-commands:"
+BATCH_JOB_PAGE = REPO_ROOT / "docs" / "operations" / "ray-jobs.md"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # no venv on it
 
 
-def readme_batch_commands() -> str:
-    """The fenced bash block that follows the batch-job marker in README.md, verbatim."""
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    after = readme[readme.index(MARKER) :]
+def documented_batch_commands() -> str:
+    """The fenced bash block that follows the batch-job marker in the Ray-jobs page, verbatim."""
+    page = BATCH_JOB_PAGE.read_text(encoding="utf-8")
+    after = page[page.index(MARKER) :]
     match = re.search(r"```bash\n(.*?)```", after, flags=re.DOTALL)
-    assert match is not None, "README.md: no ```bash block after the batch-job marker"
+    assert match is not None, f"{BATCH_JOB_PAGE}: no ```bash block after the batch-job marker"
     return match.group(1)
 
 
@@ -94,9 +96,9 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_readme_batch_job_commands_run_as_written_on_a_token_auth_head(head: tuple[str, Path, Path]) -> None:
+def test_documented_batch_job_commands_run_as_written_on_a_token_auth_head(head: tuple[str, Path, Path]) -> None:
     url, head_temp_dir, home = head
-    commands = readme_batch_commands()
+    commands = documented_batch_commands()
     assert "ray job submit" in commands and "RAY_AUTH_MODE=token" in commands
     # The old command, reproduced: without RAY_AUTH_MODE=token the client sends no token ...
     refused = fresh_shell(".venv/bin/ray job submit --working-dir . -- python -c 'print(1)'", home, url)
@@ -129,7 +131,7 @@ def test_readme_batch_job_commands_run_as_written_on_a_token_auth_head(head: tup
         rows = sum(db.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables)
     assert rows > 0, tables
     assert unpacked and stray == [], stray  # the working_dir was unpacked there, and no store went into it
-    print({"readme_job_seconds": round(seconds, 1)})
+    print({"documented_job_seconds": round(seconds, 1)})
 
 
 @pytest.mark.slow
@@ -137,7 +139,7 @@ def test_readme_batch_job_commands_run_as_written_on_a_token_auth_head(head: tup
 def test_a_job_given_a_store_url_writes_its_run_data_there(
     head: tuple[str, Path, Path], postgres_url: str, tmp_path: Path
 ) -> None:
-    """The README's cluster variant: the store reaches the job through the runtime env's env_vars."""
+    """The documented cluster variant: the store reaches the job through the runtime env's env_vars."""
     url, _, home = head
     topics = tmp_path / "topics.txt"
     topics.write_text("中小企業の価格転嫁の現状\n", encoding="utf-8")
