@@ -367,7 +367,8 @@ def benchmarks_page() -> str:
         machine = record.get("machine", {})
         details += [
             f"Latest: {record['date']} on commit `{record['commit']}`, "
-            f"{machine.get('cpus', '?')} CPUs, {machine.get('memory_gb', '?')} GB; "
+            f"{machine.get('cpus', '?')} CPUs, {machine.get('memory_gb', '?')} GB, load {machine.get('load_1m', '?')} "
+            f"when it started; {record.get('seconds', '?')} s; "
             f"command `{' '.join(['.venv/bin/python', record['script'], *record.get('args', [])])}`.",
             "",
             "| figure | value |",
