@@ -54,7 +54,8 @@ def commit() -> str:
 def machine() -> dict[str, object]:
     lines = Path("/proc/meminfo").read_text().splitlines()
     memory_kb = next((int(line.split()[1]) for line in lines if line.startswith("MemTotal")), 0)
-    return {"cpus": os.cpu_count(), "memory_gb": round(memory_kb / 1024 / 1024), "load_1m": round(os.getloadavg()[0], 2)}
+    load = round(os.getloadavg()[0], 2)
+    return {"cpus": os.cpu_count(), "memory_gb": round(memory_kb / 1024 / 1024), "load_1m": load}
 
 
 def main(argv: list[str]) -> int:
