@@ -1,0 +1,86 @@
+"""The documentation site stays true to the code: generated pages current, every setting documented,
+and the build hooks refuse paths, scripted models and ``magi.yaml`` examples that no longer exist."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from core.settings import Settings, env_table, registered_sections
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+sys.path.insert(0, str(REPO / "docs"))
+generate = _load("generate", REPO / "docs" / "generate.py")
+hooks = _load("magi_docs_hooks", REPO / "docs" / "hooks.py")
+record = _load("magi_benchmark_record", REPO / "benchmarks" / "record.py")
+
+
+def test_committed_generated_pages_match_a_fresh_generation() -> None:
+    assert generate.stale_pages() == [], "run .venv/bin/python docs/generate.py and commit the pages"
+
+
+def test_settings_reference_has_every_registered_key_with_its_variable() -> None:
+    page = generate.settings_page()
+    variables = dict(env_table())
+    sections = registered_sections()
+    keys = [k for k in Settings.model_fields if k not in sections]
+    keys += [f"{name}.{key}" for name, cls in sections.items() for key in cls.model_fields]
+    for dotted in keys:
+        assert f'<a id="{dotted}"></a>' in page, dotted
+        if dotted not in ("llm.anthropic_api_key",):  # a secret documented under its own variable
+            assert f"`{variables[dotted]}`" in page, dotted
+    for name in sections:
+        assert f"\n## {name}\n" in page
+
+
+def test_http_reference_lists_every_app_of_serve_yaml_with_its_openapi_links() -> None:
+    from deployments.apps import load_serve_config
+
+    page = generate.http_page()
+    for app in load_serve_config().applications:
+        base = app.route_prefix.rstrip("/")
+        assert f"\n## {app.name}\n" in page
+        assert f"`{base}/openapi.json`" in page and f"`{base}/docs`" in page
+
+
+def test_hooks_flag_a_missing_path_and_accept_globs_braces_and_placeholders() -> None:
+    text = (
+        "`research/engine.py` `data/magi/personas/*.yaml` `data/research/{strategies,facets}.yaml` "
+        "`data/critic/industries/NAME.yaml` `out/demo/` `research/no_such_module.py`"
+    )
+    assert hooks.problems(text) == ["no such path `research/no_such_module.py`"]
+
+
+def test_hooks_flag_a_scripted_model_whose_function_is_gone() -> None:
+    good = "python:critic.scripted:judge"
+    assert hooks.problems(f"`{good}` and `python:MODULE_OR_FILE:FUNCTION`") == []
+    assert hooks.problems("`python:critic.scripted:no_such_judge`") == [
+        "`python:critic.scripted:no_such_judge` names no such function"
+    ]
+
+
+def test_hooks_check_magi_yaml_examples_with_the_settings_loader() -> None:
+    accepted = "```yaml\n# magi.yaml\nresearch: {agents: 2}\n```\n"
+    refused = "```yaml\n# magi.yaml\nresearch: {agentz: 2}\n```\n"
+    assert hooks.problems(accepted) == []
+    (problem,) = hooks.problems(refused)
+    assert "magi.yaml example refused" in problem and "research.agentz" in problem
+
+
+def test_record_reads_the_json_document_that_ends_a_scripts_output() -> None:
+    output = 'loading models\n{"not": "this"} trailing\n' + json.dumps({"ratio": 2.5}, indent=2) + "\n"
+    assert record.last_json_document(output) == {"ratio": 2.5}
