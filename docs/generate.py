@@ -5,7 +5,7 @@
   is renamed here by the next run.
 - ``reference/http.md``: every route of every Serve app in ``deployments/serve.yaml``, read from the
   app's own OpenAPI schema, with its request body's fields.
-- ``reference/system-packages.md``: the Debian packages of ``system-packages.txt``.
+- ``reference/system-packages.md``: the Debian packages of ``data/system-packages.txt``.
 - ``benchmarks.md``: each script of ``benchmarks/`` (its docstring) with its latest recorded result
   (``benchmarks/results/<script>.json``, written by ``benchmarks/record.py``).
 
@@ -283,23 +283,22 @@ GROUPS = {
 
 
 def system_packages_page() -> str:
+    from core.system_packages import LIST_FILE, system_packages
+
     rows = ["| package | needed by | what for |", "|---|---|---|"]
-    for raw in (REPO / "system-packages.txt").read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, group, *what = line.split(maxsplit=2)
-        rows.append(f"| `{name}` | {GROUPS.get(group, group)} | {cell(what[0] if what else '')} |")
+    for package in system_packages():
+        rows.append(f"| `{package.name}` | {GROUPS.get(package.group, package.group)} | {cell(package.purpose)} |")
     return (
         "\n".join(
             [
-                GENERATED_NOTE.format(source="system-packages.txt"),
+                GENERATED_NOTE.format(source=f"data/{LIST_FILE}"),
                 "",
                 "# System packages",
                 "",
-                "The Debian packages the project uses from the system, as listed in `system-packages.txt` (the one",
-                "list the Makefile, `magi doctor` and the tests read). `make demo` and `make test` install the",
-                "missing ones of their group, as root or through `sudo -n`.",
+                f"The Debian packages the project uses from the system, as listed in `data/{LIST_FILE}` (the one",
+                "list that `make demo` and `make test`, `magi doctor` and the tests read). `make demo` installs the",
+                "missing ones of the `demo` group, `make test` those of both groups, as root or through `sudo -n`",
+                "(`scripts/install-system-packages.sh`); `magi doctor` shows which are present.",
                 "",
                 *rows,
             ]
