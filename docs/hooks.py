@@ -6,12 +6,16 @@
 - A shipped scripted model named as `python:MODULE:FUNCTION` whose module or function is gone.
 - A fenced `magi.yaml` example (a yaml block whose first line is `# magi.yaml`) that the settings
   loader refuses.
+- A `curl` example against localhost:8000 whose route no app serves, or whose JSON body the route's
+  OpenAPI schema refuses (an unknown or missing field, a wrong type).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
+import json
 import logging
 import re
 import sys
@@ -33,6 +37,10 @@ CODE_SPAN = re.compile(r"`([^`\s]+)`")
 PROVIDER = re.compile(r"python:([A-Za-z_][\w.]*):([A-Za-z_]\w*)")
 YAML_EXAMPLE = re.compile(r"```yaml\n# magi\.yaml\n(.*?)```", re.DOTALL)
 README_LINK = re.compile(r"\]\((docs/[^)#\s]+)")
+CURL = re.compile(r"\bcurl\b((?:[^\n\\]|\\\n)*)")
+CURL_URL = re.compile(r"localhost:8000(/[^\s'\"]*)")
+CURL_METHOD = re.compile(r"-X\s+([A-Z]+)")
+CURL_BODY = re.compile(r"-d\s+'([^']*)'")
 PLACEHOLDER = re.compile(r"<[^>]*>|\b[A-Z][A-Z_]{2,}\b")  # <feature>, NAME, RUN_ID: any name fits
 
 
@@ -62,6 +70,7 @@ def problems(text: str) -> list[str]:
     providers = [(m, f) for m, f in PROVIDER.findall(text) if not PLACEHOLDER.fullmatch(m)]
     found += [f"`python:{m}:{f}` names no such function" for m, f in providers if not _defines(m, f)]
     found += [f"magi.yaml example refused: {err}" for block in YAML_EXAMPLE.findall(text) if (err := _refused(block))]
+    found += [problem for command in CURL.findall(text) if (problem := _curl_problem(command))]
     return found
 
 
@@ -115,4 +124,50 @@ def _refused(block: str) -> str | None:
             load_settings(handle.name)
         except MagiError as err:
             return str(err)
+    return None
+
+
+@functools.cache
+def _routes() -> list[tuple[str, re.Pattern[str], dict[str, Any] | None, dict[str, Any]]]:
+    """(method, path pattern, JSON body schema, components) of every route of every Serve app."""
+    from deployments.apps import load_serve_config
+
+    routes = []
+    for app in load_serve_config().applications:
+        spec = generate._openapi_of(app.import_path, app.name)
+        components = spec.get("components", {})
+        for path, operations in spec["paths"].items():
+            full = generate._joined(app.route_prefix, path)
+            pattern = re.compile("^" + re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(full)) + "/?$")
+            for method, operation in operations.items():
+                content = operation.get("requestBody", {}).get("content", {})
+                schema = content.get("application/json", {}).get("schema")
+                routes.append((method.upper(), pattern, schema, components))
+    return routes
+
+
+def _curl_problem(command: str) -> str | None:
+    from jsonschema import Draft202012Validator
+
+    url = CURL_URL.search(command)
+    if url is None:
+        return None
+    path = url.group(1).split("?")[0]
+    explicit = CURL_METHOD.search(command)
+    method = explicit.group(1) if explicit else ("POST" if CURL_BODY.search(command) else "GET")
+    matches = [r for r in _routes() if r[0] == method and r[1].match(path)]
+    if not matches:
+        return f"`curl` example: no Serve app answers {method} {path}"
+    body = CURL_BODY.search(command)
+    _, _, schema, components = matches[0]
+    if body is None or schema is None:
+        return None
+    try:
+        document = json.loads(body.group(1))
+    except ValueError as err:
+        return f"`curl` example: the body of {method} {path} is not JSON ({err})"
+    validator = Draft202012Validator({**schema, "components": components})
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
+    if errors:
+        return f"`curl` example: {method} {path} refuses its body: {errors[0].message}"
     return None
