@@ -87,9 +87,12 @@ def test_record_reads_the_json_document_that_ends_a_scripts_output() -> None:
 
 
 def test_hooks_check_curl_examples_against_the_apps_openapi() -> None:
-    good = "curl -X POST localhost:8000/router/route -H 'content-type: application/json' \\\n  -d '{\"query\": \"x\", \"sessionId\": \"v-1\"}'"
+    good = (
+        "curl -X POST localhost:8000/router/route -H 'content-type: application/json' \\\n"
+        """  -d '{"query": "x", "sessionId": "v-1"}'"""
+    )
     assert hooks.problems(good) == []
     assert hooks.problems("curl localhost:8000/research/RUN_ID/events") == []
-    (unknown_field,) = hooks.problems("curl -X POST localhost:8000/magi/ask -d '{\"prompt\": \"x\", \"roundz\": 2}'")
+    (unknown_field,) = hooks.problems('curl -X POST localhost:8000/magi/ask -d \'{"prompt": "x", "roundz": 2}\'')
     assert "POST /magi/ask refuses its body" in unknown_field and "roundz" in unknown_field
     assert hooks.problems("curl localhost:8000/nowhere") == ["`curl` example: no Serve app answers GET /nowhere"]
