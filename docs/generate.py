@@ -196,7 +196,7 @@ def _schema_type(schema: dict[str, Any]) -> str:
         kinds = [_schema_type(s) for s in schema["anyOf"] if s.get("type") != "null"]
         return " or ".join(kinds)
     if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[-1]
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
     if "enum" in schema:
         return "one of: " + ", ".join(str(v) for v in schema["enum"])
     if schema.get("type") == "array":
