@@ -8,6 +8,7 @@
   loader refuses.
 - A `curl` example against localhost:8000 whose route no app serves, or whose JSON body the route's
   OpenAPI schema refuses (an unknown or missing field, a wrong type).
+- A `magi` command in a bash block whose subcommand or `--option` the CLI does not have.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import itertools
 import json
 import logging
 import re
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +39,8 @@ CODE_SPAN = re.compile(r"`([^`\s]+)`")
 PROVIDER = re.compile(r"python:([A-Za-z_][\w.]*):([A-Za-z_]\w*)")
 YAML_EXAMPLE = re.compile(r"```yaml\n# magi\.yaml\n(.*?)```", re.DOTALL)
 README_LINK = re.compile(r"\]\((docs/[^)#\s]+)")
+BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
+SHELL_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "(", ")"}
 CURL = re.compile(r"\bcurl\b((?:[^\n\\]|\\\n)*)")
 CURL_URL = re.compile(r"localhost:8000(/[^\s'\"]*)")
 CURL_METHOD = re.compile(r"-X\s+([A-Z]+)")
@@ -71,6 +75,9 @@ def problems(text: str) -> list[str]:
     found += [f"`python:{m}:{f}` names no such function" for m, f in providers if not _defines(m, f)]
     found += [f"magi.yaml example refused: {err}" for block in YAML_EXAMPLE.findall(text) if (err := _refused(block))]
     found += [problem for command in CURL.findall(text) if (problem := _curl_problem(command))]
+    for block in BASH_BLOCK.findall(text):
+        for line in block.replace("\\\n", " ").splitlines():
+            found += _magi_command_problems(line)
     return found
 
 
@@ -171,3 +178,75 @@ def _curl_problem(command: str) -> str | None:
     if errors:
         return f"`curl` example: {method} {path} refuses its body: {errors[0].message}"
     return None
+
+
+@functools.cache
+def _cli() -> tuple[Any, dict[str, Any]]:
+    """The ``magi`` parser and its subcommands' parsers (bundled plugin commands included)."""
+    from cli.main import build_parser
+
+    parser = build_parser([])
+    return parser, _subcommands(parser)
+
+
+def _magi_command_problems(line: str) -> list[str]:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return []  # not a complete shell line (an unmatched quote in an example's comment)
+    start = next((i for i, token in enumerate(tokens) if _runs_magi(tokens, i)), None)
+    if start is None:
+        return []
+    words = []
+    for token in tokens[start + 1 :]:
+        if token in SHELL_OPERATORS:
+            break
+        words.append(token)
+    parser, commands = _cli()
+    top = parser._option_string_actions
+    position = 0
+    while position < len(words) and words[position].startswith("-"):
+        action = top.get(words[position].split("=")[0])
+        if action is None:
+            return [f"`magi {words[position]}`: no such option of magi"]
+        position += 1 + (action.nargs != 0 and "=" not in words[position])
+    if position == len(words):
+        return []
+    name = words[position]
+    if name not in commands:
+        return [f"`magi {name}`: no such command (commands: {', '.join(commands)})"]
+    command, rest = commands[name], words[position + 1 :]
+    for word in rest:  # a command with commands of its own (magi kb ingest)
+        nested = _subcommands(command)
+        if word in nested:
+            command, name = nested[word], f"{name} {word}"
+            continue
+        if not word.startswith("-"):
+            break
+    known = command._option_string_actions
+    return [
+        f"`magi {name} {word}`: no such option of magi {name}"
+        for word in rest
+        if word.startswith("--") and word.split("=")[0] not in known
+    ]
+
+
+def _runs_magi(tokens: list[str], index: int) -> bool:
+    """Whether ``tokens[index]`` is the command being run: first, or after an operator or VAR=value."""
+    if not (tokens[index] == "magi" or tokens[index].endswith("/magi")):
+        return False
+    before = index - 1
+    while before >= 0 and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[before]):
+        before -= 1
+    return before < 0 or tokens[before] in SHELL_OPERATORS
+
+
+def _subcommands(parser: Any) -> dict[str, Any]:
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}

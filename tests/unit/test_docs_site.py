@@ -96,3 +96,19 @@ def test_hooks_check_curl_examples_against_the_apps_openapi() -> None:
     (unknown_field,) = hooks.problems('curl -X POST localhost:8000/magi/ask -d \'{"prompt": "x", "roundz": 2}\'')
     assert "POST /magi/ask refuses its body" in unknown_field and "roundz" in unknown_field
     assert hooks.problems("curl localhost:8000/nowhere") == ["`curl` example: no Serve app answers GET /nowhere"]
+
+
+def test_hooks_check_magi_commands_against_the_cli() -> None:
+    block = (
+        "```bash\n"
+        "MAGI_LLM_PROVIDER=x .venv/bin/magi --format json ask --rounds 2 'a question' | head\n"
+        "magi kb ingest ./folder --category case_study\n"
+        "sudo -u postgres createuser magi\n"
+        "```\n"
+    )
+    assert hooks.problems(block) == []
+    wrong = "```bash\nmagi ask --roundz 2 x\nmagi kb ingest d --categoryz y\nmagi nope\n```\n"
+    option, nested, command = hooks.problems(wrong)
+    assert option == "`magi ask --roundz`: no such option of magi ask"
+    assert nested == "`magi kb ingest --categoryz`: no such option of magi kb ingest"
+    assert command.startswith("`magi nope`: no such command (commands: research, doctor,")
