@@ -121,6 +121,11 @@ def settings_page() -> str:
         foreign.setdefault(f"{section}.{key}", []).append(variable)
     env_only = {f"{s}.{k}" if s else k for s, k in core_settings.ENV_ONLY}
 
+    def variables_of(dotted: str) -> list[str]:
+        # a secret is read from its own variable only when it has one (ANTHROPIC_API_KEY)
+        own = foreign.get(dotted, []) if dotted in env_only else []
+        return own or [env_of[dotted], *foreign.get(dotted, [])]
+
     def table(prefix: str, fields: dict[str, FieldInfo]) -> list[str]:
         rows = ["| key | type | default | environment | description |", "|---|---|---|---|---|"]
         for key, field in fields.items():
@@ -129,10 +134,7 @@ def settings_page() -> str:
                 continue  # a section held as a field of the top level: it has its own table
             kind = type_name(field.annotation)
             limits = bounds(field)
-            # a secret is read from its own variable only when it has one (ANTHROPIC_API_KEY)
-            variables = foreign.get(dotted, []) if dotted in env_only else []
-            variables = variables or [env_of[dotted], *foreign.get(dotted, [])]
-            env = " or ".join(f"`{v}`" for v in variables)
+            env = " or ".join(f"`{v}`" for v in variables_of(dotted))
             note = " Environment only: never read from a file or an option." if dotted in env_only else ""
             anchor = f'<a id="{dotted}"></a>'
             rows.append(
@@ -163,14 +165,34 @@ def settings_page() -> str:
         cls = sections[name]
         module = sys.modules[cls.__module__]
         about = first_paragraph(cls.__doc__) or first_paragraph(module.__doc__)
+        formerly = getattr(cls, "formerly", ())  # earlier section names, still read with a warning
+        former = "".join(
+            f" Formerly `{old}:` (`{core_settings.ENV_PREFIX}{old.upper()}_*`), still read with a warning."
+            for old in formerly
+        )
         lines += [
             "",
             f"## {name}",
             "",
-            cell(f"{about} Declared by `{cls.__module__}.{cls.__qualname__}`.".strip()),
+            cell(f"{about} Declared by `{cls.__module__}.{cls.__qualname__}`.{former}".strip()),
             "",
             *table(name, dict(cls.model_fields)),
         ]
+    lines += [
+        "",
+        "## Renamed keys",
+        "",
+        "Flat keys from before sections, still read from `magi.yaml` and the environment with a warning",
+        "naming the new key. Besides these, any flat `<section>_<key>` (e.g. `research_agents`) is read",
+        "as `<section>.<key>`; its variable did not change.",
+        "",
+        "| before | now | environment now |",
+        "|---|---|---|",
+    ]
+    for flat, (section, key) in sorted(core_settings.RENAMED.items()):
+        dotted = f"{section}.{key}"
+        now = " or ".join(f"`{v}`" for v in variables_of(dotted))
+        lines.append(f"| `{flat}`, `{core_settings.ENV_PREFIX}{flat.upper()}` | [`{dotted}`](#{dotted}) | {now} |")
     return "\n".join(lines) + "\n"
 
 
