@@ -18,9 +18,7 @@ class MagiSettings(Section):
 
     rounds: int = Field(1, ge=0, le=10, description="Debate rounds (0: vote right after Thinking).")
     threshold: Threshold = Field("majority", description="majority | unanimous (how final votes are tallied).")
-    weighted: bool = Field(
-        False, description="Confidence-weighted majority: a side needs over half the votes' summed confidence."
-    )
+    weighted: bool = Field(False, description="Confidence-weighted majority tally (see README for the formula).")
     timeout_s: float = Field(120.0, gt=0, le=3600, description="Timeout of one sage call in seconds.")
     context_budget_tokens: int = Field(
         16000, ge=200, le=1_000_000, description="Per-sage history budget; older turns are summarised near it."
