@@ -381,7 +381,7 @@ def benchmarks_page() -> str:
         record = json.loads(result_file.read_text(encoding="utf-8")) if result_file.is_file() else None
         latest = f"{record['date'][:10]}, `{record['commit'][:10]}`" if record else "none recorded"
         lines.append(f"| [`{script.name}`](#{script.stem}) | {cell(summary)} | {latest} |")
-        details += ["", f"## {script.stem}", "", f"```\n{doc.strip()}\n```", ""]
+        details += ["", f"## {script.stem}", "", doc.strip().replace("``", "`"), ""]
         if record is None:
             details.append(f"No recorded result: `.venv/bin/python benchmarks/record.py {script.name}`.")
             continue
