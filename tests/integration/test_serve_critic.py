@@ -73,3 +73,11 @@ def test_bad_requests_are_422_naming_the_field(service: httpx.Client, body: dict
     assert answer.status_code == 422, answer.text
     assert expected in answer.json()["error"]
     assert str(Path.cwd()) not in answer.text
+
+
+def test_healthz_answers_one_part_per_need(service: httpx.Client) -> None:
+    answer = service.get("/critic/healthz")
+    assert answer.status_code == 200, answer.text
+    parts = answer.json()["parts"]
+    assert set(parts) == {"store", "llm", "workers"} and all(p["ready"] for p in parts.values())
+    assert parts["store"]["detail"] == "reachable (sqlite)" and parts["workers"]["detail"].endswith(" warm")
