@@ -37,7 +37,8 @@ def client(ray_cluster: None) -> Iterator[httpx.Client]:
 
 
 def test_healthz_is_open_and_everything_else_needs_a_key(client: httpx.Client) -> None:
-    assert client.get("/magi/healthz").status_code == 200
+    health = client.get("/magi/healthz")
+    assert health.status_code == 200 and health.json()["parts"]["llm"]["ready"]
     refused = client.post("/magi/ask", json={"prompt": QUESTION})
     assert refused.status_code == 401 and "API key" in refused.json()["error"]
 
@@ -75,3 +76,5 @@ def test_stream_sends_progress_then_the_result(client: httpx.Client) -> None:
     assert kinds[0] == "phase" and events[0][1]["phase"] == "thinking"
     assert "sage" in kinds and "decided" in kinds and kinds[-1] == "result"
     assert events[-1][1]["decision"] == "APPROVE"
+    decided = next(data for kind, data in events if kind == "decided")
+    assert decided["progress"] == 100 and decided["runId"].startswith("s")  # typed events (magi/events.py)
