@@ -36,6 +36,7 @@ from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, ResearchError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
+from core.fonts import find_japanese_font, missing_font_message
 from core.resources import data_path
 from core.settings import Settings
 from core.validation import bounded_int, invalid_unicode_at
@@ -334,7 +335,10 @@ class ResearchService(AppService):
         found = next((ChartRef.model_validate(c) for c in charts if c.get("file") == file), None)
         if found is None:
             return error_answer(404, f"run {run_id!r} has no chart {file!r}")
-        png = await asyncio.to_thread(render_png, found)
+        font = find_japanese_font()
+        if font is None:
+            return error_answer(503, missing_font_message("this chart", "en"))
+        png = await asyncio.to_thread(render_png, found, font)
         return Response(png, media_type="image/png")
 
     @api.get("/research/{run_id}/events")
