@@ -38,7 +38,7 @@ from core.settings import Settings
 from deployments.answers import error_answer, event_stream, failure_text, no_llm
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import Check, llm_check, store_check, task_check
-from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
+from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
 
 log = logging.getLogger(__name__)
 APP_NAME = "advisor"
@@ -105,7 +105,6 @@ class AdvisorService(AppService):
         super().__init__(settings)
         self._section = AdvisorSettings.of(settings)
         self._policy = session_policy(settings)
-        self._keys = bool(settings.api_keys)
         self._sessions = ActorSessions(RayRuntime(), settings, self._policy, self._section.session_idle_s)
         store = open_store(settings)
         self._repo = SessionRepository(store)
@@ -137,9 +136,6 @@ class AdvisorService(AppService):
                 log.warning("retention purge failed: %s", first_line(exc))
             await asyncio.sleep(PURGE_EVERY_S)
 
-    def _owner(self, request: Request) -> str:
-        return owner_of_bearer(request.headers.get("authorization"), self._keys)
-
     def _llm_orchestrator(self) -> Any:
         if self._orchestrator is None:
             from advisor.orchestrator import Orchestrator
@@ -167,7 +163,7 @@ class AdvisorService(AppService):
         except LLMNotConfiguredError:
             return no_llm()
         session_id = body.session_id or f"adv-{uuid.uuid4().hex[:16]}"
-        owner = self._owner(request)
+        owner = self.caller(request)
         events = orchestrator.turn(session_id, owner, body.message, body.consent, body.user_attributes)
         try:
             first = await events.__anext__()
@@ -194,7 +190,7 @@ class AdvisorService(AppService):
         if not ID_PATTERN.fullmatch(session_id):
             return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
         try:
-            state = await asyncio.to_thread(self._state, session_id, self._owner(request))
+            state = await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
         files = [{**f, "href": file_href(session_id, f["name"])} for f in state.attributes.get("files", [])]
@@ -217,7 +213,7 @@ class AdvisorService(AppService):
         if not ID_PATTERN.fullmatch(session_id):
             return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
         try:
-            await asyncio.to_thread(self._state, session_id, self._owner(request))
+            await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
         removed = await asyncio.to_thread(delete_session_files, self.settings, session_id)
@@ -229,7 +225,7 @@ class AdvisorService(AppService):
         if not ID_PATTERN.fullmatch(session_id) or not FILE_NAME.fullmatch(name) or name.startswith("."):
             return error_answer(404, "no such file")
         try:
-            state = await asyncio.to_thread(self._state, session_id, self._owner(request))
+            state = await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
             return error_answer(404, "no such file")
         key = f"advisor/{session_id}/{name}"
@@ -267,7 +263,7 @@ class AdvisorService(AppService):
             return error_answer(
                 422, "invalid request: the body is not JSON; send the tool's input as a JSON object", loc=("body",)
             )
-        owner = self._owner(request)
+        owner = self.caller(request)
         try:
             state = await self._sessions.update(session_id, owner, Begin())
         except SessionNotFoundError:

@@ -32,7 +32,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from core.settings import Settings
@@ -41,6 +41,7 @@ from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
 from deployments.validation import answer_invalid_requests
+from sessions.ids import owner_of_bearer
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -89,6 +90,11 @@ class AppService:
         self.checks: Sequence[Check] = ()
         guard_of(self.http_api).configure(settings)
         route_logs_through_serve()
+
+    def caller(self, request: Request) -> str:
+        """Who is calling, for what they own (sessions, files): their API key's fingerprint, or the one
+        local client when the service has no keys (the guard has checked the key already)."""
+        return owner_of_bearer(request.headers.get("authorization"), bool(self.settings.api_keys))
 
     async def healthz(self) -> JSONResponse:
         """Every readiness check at once: 200 with one part per check, 503 when one is not ready."""

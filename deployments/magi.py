@@ -18,7 +18,7 @@ from typing import Any, Literal
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.errors import ConfigError, InputError, MagiError, first_line
+from core.errors import ConfigError, InputError, first_line
 from core.events import StreamFailed, event_frame, json_frame
 from core.settings import Settings
 from deployments.answers import event_stream, failure_text, invalid_option, no_llm
@@ -94,26 +94,28 @@ class MagiService(AppService):
         finally:
             await runtime.close()
 
-    def _refusal(self, exc: MagiError) -> JSONResponse:
-        if isinstance(exc, ConfigError) and "needs an LLM" in first_line(exc):
-            return no_llm()
-        return invalid_option(exc)
+    def _accepted(self, body: AskRequest) -> tuple[str, Settings] | JSONResponse:
+        """The question and its settings, or the answer refusing the request (422; 503 without an LLM)."""
+        try:
+            return self._prepare(body)
+        except (ConfigError, InputError) as exc:
+            if isinstance(exc, ConfigError) and "needs an LLM" in first_line(exc):
+                return no_llm()
+            return invalid_option(exc)
 
     @api.post("/ask")
     async def ask(self, body: AskRequest) -> JSONResponse:
-        try:
-            prompt, settings = self._prepare(body)
-        except (ConfigError, InputError) as exc:
-            return self._refusal(exc)
-        return JSONResponse(await self._run(prompt, settings))
+        accepted = self._accepted(body)
+        if isinstance(accepted, JSONResponse):
+            return accepted
+        return JSONResponse(await self._run(*accepted))
 
     @api.post("/ask/stream")
     async def ask_stream(self, body: AskRequest) -> Any:
-        try:
-            prompt, settings = self._prepare(body)
-        except (ConfigError, InputError) as exc:
-            return self._refusal(exc)
-        return event_stream(self._stream(prompt, settings))
+        accepted = self._accepted(body)
+        if isinstance(accepted, JSONResponse):
+            return accepted
+        return event_stream(self._stream(*accepted))
 
     async def _stream(self, prompt: str, settings: Settings) -> AsyncIterator[bytes]:
         queue: asyncio.Queue[CouncilEvent] = asyncio.Queue()

@@ -34,7 +34,7 @@ from router.answers import unavailable_answer
 from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
 from router.options import session_policy
 from router.settings import RouterSettings
-from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
+from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
 from sessions.store import SessionRepository, read_session
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,6 @@ class RouterService(AppService):
         super().__init__(settings)
         self._section = RouterSettings.of(settings)
         self._policy = session_policy(settings)
-        self._keys = bool(settings.api_keys)
         self._runtime = RayRuntime()
         self._handles = SessionHandles()
         store = open_store(settings)
@@ -89,9 +88,6 @@ class RouterService(AppService):
         """The routing rules answer (loaded at start, shared by the requests)."""
         result = shared_router(self._section.confidence_threshold).route("warm up")
         return f"loaded (a test query goes to {result.agent})"
-
-    def _owner(self, request: Request) -> str:
-        return owner_of_bearer(request.headers.get("authorization"), self._keys)
 
     def _query(self, body: RouteBody) -> str | JSONResponse:
         if len(body.query) > self._section.max_query_chars:
@@ -120,7 +116,7 @@ class RouterService(AppService):
             return query
         turn = Turn(query, self._section.confidence_threshold, self._policy, answer=answer)
         try:
-            outcome: TurnOutcome = await self._turn(body.session_id, self._owner(request), turn)
+            outcome: TurnOutcome = await self._turn(body.session_id, self.caller(request), turn)
             return outcome
         except SessionNotFoundError:
             return _not_found(body.session_id)
@@ -153,7 +149,7 @@ class RouterService(AppService):
             answered = answer is not None
             if answer is not None:
                 reply = Reply(answer, result.language, result.agent, self._policy)
-                await self._turn(body.session_id, self._owner(request), reply)
+                await self._turn(body.session_id, self.caller(request), reply)
         if answer is None:
             answer = unavailable_answer(result.agent, result.language)
         return JSONResponse(
@@ -171,7 +167,7 @@ class RouterService(AppService):
             message = "session_id: not a session id (1-128 of A-Z a-z 0-9 _ - ., starting with a letter or digit)"
             return error_answer(422, f"invalid request: {message}", loc=("path", "session_id"))
         try:
-            state = await asyncio.to_thread(read_session, self._repo, session_id, self._owner(request), self._policy)
+            state = await asyncio.to_thread(read_session, self._repo, session_id, self.caller(request), self._policy)
         except SessionNotFoundError:
             return _not_found(session_id)
         return JSONResponse(state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"}))
