@@ -102,8 +102,13 @@ class LogSink:
         self._logger = logger
         self._level = level
 
+    @property
+    def enabled(self) -> bool:
+        """Whether an event would be written (skip building one when not)."""
+        return self._logger.isEnabledFor(self._level)
+
     def emit(self, event: Event) -> None:
-        if self._logger.isEnabledFor(self._level):
+        if self.enabled:
             self._logger.log(self._level, "event %s", event.model_dump_json())
 
 

@@ -18,12 +18,14 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
 from actors.critic_worker import ROLE, CriticWorker, JudgeRequest, JudgeResult
 from core.errors import ConfigError, first_line
+from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
@@ -33,6 +35,7 @@ from core.store import Store
 from critic import repository
 from critic.cache import cache_key
 from critic.errors import CriticError
+from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaStatus
 from critic.models import (
     BusinessIdea,
     CriticInput,
@@ -216,6 +219,34 @@ class WorkerPool:
         self.handles.clear()
 
 
+class _Progress:
+    """Counts finished ideas and tells ``sink`` of each, in the order they finish."""
+
+    def __init__(self, sink: EventSink, run_id: str, total: int) -> None:
+        self.sink = sink
+        self.run_id = run_id
+        self.total = total
+        self.done = 0
+
+    def judged(self, idea_id: str, status: IdeaStatus) -> None:
+        self.done += 1
+        percent = round(100 * self.done / max(1, self.total), 1)
+        self.sink.emit(
+            IdeaJudged(
+                idea_id=idea_id, status=status, done=self.done, total=self.total, progress=percent, run_id=self.run_id
+            )
+        )
+
+    def on_done(self, idea_id: str) -> Callable[[asyncio.Task[JudgeResult]], None]:
+        def report(task: asyncio.Task[JudgeResult]) -> None:
+            if task.cancelled():
+                self.judged(idea_id, "timeout")
+            else:
+                self.judged(idea_id, "failed" if task.exception() is not None else "answered")
+
+        return report
+
+
 async def evaluate_ideas(
     ideas: CriticInput,
     settings: Settings,
@@ -224,11 +255,12 @@ async def evaluate_ideas(
     store: Store | None = None,
     run_id: str | None = None,
     pool: WorkerPool | None = None,
+    events: EventSink | None = None,
 ) -> CriticOutput:
     """Evaluate ``ideas`` and select the best; raises CriticError when none can be evaluated.
 
     ``pool`` keeps worker actors between runs (see :class:`WorkerPool`); its settings' LLM section
-    must be that of ``settings``.
+    must be that of ``settings``. ``events`` hears how far the run is (critic/events.py).
     """
     started = time.monotonic()
     section = CriticSettings.of(settings)
@@ -256,6 +288,10 @@ async def evaluate_ideas(
                 evaluations[idea.id] = hit.model_copy(update={"idea_id": idea.id, "title": idea.title, "cached": True})
                 log.info("critic: idea %s taken from the cache (no LLM call)", idea.id)
 
+    progress = _Progress(events or ListSink(), run_id, len(ideas.ideas))
+    progress.sink.emit(EvaluationStarted(ideas=len(ideas.ideas), cached=len(evaluations), run_id=run_id, progress=0))
+    for idea_id in evaluations:
+        progress.judged(idea_id, "cached")
     own_pool = pool is None
     workers = pool or WorkerPool(runtime, settings, section.max_workers)
     tasks: dict[str, asyncio.Task[JudgeResult]] = {}
@@ -270,6 +306,7 @@ async def evaluate_ideas(
             max_tokens=section.max_tokens,
         )
         tasks[idea.id] = asyncio.ensure_future(workers.judge(request))
+        tasks[idea.id].add_done_callback(progress.on_done(idea.id))
     if tasks:
         await asyncio.wait(tasks.values(), timeout=max(0.0, section.timeout_s - (time.monotonic() - started)))
 
@@ -319,6 +356,8 @@ async def evaluate_ideas(
                 samples=section.samples,
             )
     ranked = rank(ordered)
+    selected = ranked[0].idea_id if ranked else None
+    progress.sink.emit(EvaluationCompleted(selected_idea_id=selected, run_id=run_id, progress=100))
     if not ranked:
         raise CriticError.all_failed({e.idea_id: e.error or e.status for e in ordered})
     best = ranked[0]

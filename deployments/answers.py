@@ -8,15 +8,19 @@ the server or ``/proc/<pid>``, so it goes through :func:`without_server_paths` f
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from core.errors import first_line
+from core.events import Event, StreamFailed, event_frame, json_frame
 from core.validation import printable
 
+log = logging.getLogger(__name__)
 _SERVER_PATH = re.compile(r"(?<![\w.:/])/[^\s'\",;)]+")
 INVALID_SETTING = "invalid setting: "  # how a ConfigError about one option starts (core/settings.py)
 NO_LLM = "no LLM is configured on this service; ask its operator"
@@ -66,6 +70,31 @@ def event_stream(frames: AsyncIterator[bytes], headers: Mapping[str, str] | None
     return StreamingResponse(frames, media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})})
 
 
+async def progress_frames(
+    work: Callable[[Callable[[Event], None]], Awaitable[Any]], *, poll_s: float = 0.25
+) -> AsyncIterator[bytes]:
+    """SSE frames of a piece of work that reports events as it goes: each event when it comes, then the
+    work's JSON result as one ``result`` frame, or an ``error`` frame saying why it failed. ``work``
+    gets the function to report with. A client that goes away cancels the work."""
+    queue: asyncio.Queue[Event] = asyncio.Queue()
+    task = asyncio.ensure_future(work(queue.put_nowait))
+    try:
+        while not task.done() or not queue.empty():
+            try:
+                event = await asyncio.wait_for(queue.get(), timeout=poll_s)
+            except TimeoutError:
+                continue
+            yield event_frame(event)
+        try:
+            yield json_frame("result", task.result())
+        except Exception as exc:  # the client sees why; the log keeps the detail
+            log.warning("streamed work failed: %s", first_line(exc))
+            yield event_frame(StreamFailed(message=failure_text(exc)))
+    finally:
+        if not task.done():
+            task.cancel()
+
+
 __all__ = [
     "INVALID_SETTING",
     "NO_LLM",
@@ -75,5 +104,6 @@ __all__ = [
     "failure_text",
     "invalid_option",
     "no_llm",
+    "progress_frames",
     "without_server_paths",
 ]

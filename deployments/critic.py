@@ -4,7 +4,11 @@
   industry?, noCache?}`` -> ``200`` CriticOutput (camelCase, as ``magi critic --format json``).
   Bad fields or options: 422 naming the field; no idea evaluable: 502 with each idea's error;
   no LLM configured: 503.
-- ``GET /critic/healthz`` -> ``{"status": "ok"}`` (open without an API key).
+- ``POST /critic/evaluate/stream`` (same body) -> ``text/event-stream``: ``evaluationStarted``, one
+  ``ideaJudged`` per idea as it finishes, ``evaluationCompleted`` (critic/events.py), then ``result``
+  (the CriticOutput) or ``error``.
+- ``GET /critic/healthz`` -> one part each for the store, the LLM and the warm workers; 503 when one
+  is not ready (open without an API key).
 
 Callers are checked first (deployments/security.py: API keys, body cap). The replica keeps one
 WorkerPool of ``critic.max_workers`` worker actors, shared by the requests it serves, so at most
@@ -13,17 +17,28 @@ that many ideas are judged at once and no request pays for starting them again.
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
+from core.events import CallbackSink, Event, EventSink
 from core.settings import Settings
 from critic.errors import CriticError
-from critic.models import MAX_IDEAS, BusinessIdea, CriticInput
+from critic.models import MAX_IDEAS, BusinessIdea, CriticInput, CriticOutput
 from critic.options import OPTION_NAMES, CriticOptions, apply_options
 from critic.settings import CriticSettings
-from deployments.answers import error_answer, failure_text, invalid_option, no_llm, without_server_paths
+from deployments.answers import (
+    error_answer,
+    event_stream,
+    failure_text,
+    invalid_option,
+    no_llm,
+    progress_frames,
+    without_server_paths,
+)
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import actors_check, llm_check, store_check
 
@@ -74,9 +89,9 @@ class CriticService(AppService):
             actors_check("workers", lambda: self._pool.handles.values()),
         ]
 
-    @api.post("/evaluate")
-    async def evaluate(self, body: CriticRequest) -> JSONResponse:
-        from critic.engine import evaluate_ideas, preflight
+    def _accepted(self, body: CriticRequest) -> Settings | JSONResponse:
+        """The settings of this request, or the answer refusing it (422; 503 without an LLM)."""
+        from critic.engine import preflight
 
         names = {**OPTION_NAMES, "critic.cache": "noCache"}
         try:
@@ -86,10 +101,21 @@ class CriticService(AppService):
             return no_llm()
         except ConfigError as exc:
             return invalid_option(exc)
+        return settings
+
+    async def _evaluate(self, body: CriticRequest, settings: Settings, events: EventSink | None = None) -> CriticOutput:
+        from critic.engine import evaluate_ideas
+
+        ideas = CriticInput(ideas=body.ideas)
+        return await evaluate_ideas(ideas, settings, self._runtime, store=self._store, pool=self._pool, events=events)
+
+    @api.post("/evaluate")
+    async def evaluate(self, body: CriticRequest) -> JSONResponse:
+        settings = self._accepted(body)
+        if isinstance(settings, JSONResponse):
+            return settings
         try:
-            out = await evaluate_ideas(
-                CriticInput(ideas=body.ideas), settings, self._runtime, store=self._store, pool=self._pool
-            )
+            out = await self._evaluate(body, settings)
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
             return error_answer(502, "no idea could be evaluated; see failures", failures=failures)
@@ -97,6 +123,19 @@ class CriticService(AppService):
             log.warning("critic request failed: %s", first_line(exc))
             return error_answer(500, failure_text(exc))
         return JSONResponse(out.model_dump(mode="json", by_alias=True))
+
+    @api.post("/evaluate/stream")
+    async def evaluate_stream(self, body: CriticRequest) -> Any:
+        """The same evaluation as Server-Sent Events: progress idea by idea, then the ``result``."""
+        settings = self._accepted(body)
+        if isinstance(settings, JSONResponse):
+            return settings
+
+        async def work(report: Callable[[Event], None]) -> dict[str, Any]:
+            out = await self._evaluate(body, settings, CallbackSink(report))
+            return out.model_dump(mode="json", by_alias=True)
+
+        return event_stream(progress_frames(work))
 
 
 build_app = binder(CriticService)

@@ -10,21 +10,18 @@
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
-import asyncio
 import logging
-from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import ConfigError, InputError, first_line
-from core.events import StreamFailed, event_frame, json_frame
 from core.settings import Settings
-from deployments.answers import event_stream, failure_text, invalid_option, no_llm
+from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import llm_check
-from magi.events import CouncilEvent, EventCallback
+from magi.events import EventCallback
 
 log = logging.getLogger(__name__)
 APP_NAME = "magi"
@@ -115,26 +112,8 @@ class MagiService(AppService):
         accepted = self._accepted(body)
         if isinstance(accepted, JSONResponse):
             return accepted
-        return event_stream(self._stream(*accepted))
-
-    async def _stream(self, prompt: str, settings: Settings) -> AsyncIterator[bytes]:
-        queue: asyncio.Queue[CouncilEvent] = asyncio.Queue()
-        task = asyncio.ensure_future(self._run(prompt, settings, on_event=queue.put_nowait))
-        try:
-            while not task.done() or not queue.empty():
-                try:
-                    event = await asyncio.wait_for(queue.get(), timeout=0.25)
-                except TimeoutError:
-                    continue
-                yield event_frame(event)
-            try:
-                yield json_frame("result", task.result())
-            except Exception as exc:  # the client sees why; the log keeps the detail
-                log.warning("deliberation failed: %s", exc)
-                yield event_frame(StreamFailed(message=failure_text(exc)))
-        finally:
-            if not task.done():  # the client went away: stop the deliberation
-                task.cancel()
+        prompt, settings = accepted
+        return event_stream(progress_frames(lambda report: self._run(prompt, settings, on_event=report)))
 
 
 build_app = binder(MagiService)

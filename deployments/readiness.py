@@ -43,7 +43,7 @@ class Check:
     name: str
     probe: Probe
     owned: bool = False
-    hint: str = "see the service log"
+    hint: str = "not ready; see the service log"  # the part's detail when not ready
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ async def run_check(check: Check, timeout_s: float = PROBE_TIMEOUT_S) -> Part:
         return Part(check.name, False, f"no answer within {timeout_s:.0f} s; {check.hint}", check.owned)
     except Exception as exc:  # any failure of a probe is "not ready"; the reason goes to the log only
         log.warning("readiness: %s not ready: %s", check.name, first_line(exc))
-        return Part(check.name, False, f"not ready; {check.hint}", check.owned)
+        return Part(check.name, False, check.hint, check.owned)
     return Part(check.name, True, detail, check.owned)
 
 

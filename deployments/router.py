@@ -26,18 +26,21 @@ from ray.serve import Application
 
 from actors.session import SessionActor, SessionHandles, session_call
 from core.errors import InputError, MagiError, first_line
+from core.events import LogSink
 from core.settings import Settings
 from deployments.answers import error_answer
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, store_check
 from router.answers import unavailable_answer
 from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
+from router.events import RouteDecided
 from router.options import session_policy
 from router.settings import RouterSettings
 from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
 from sessions.store import SessionRepository, read_session
 
 log = logging.getLogger(__name__)
+DECISIONS = LogSink(logging.getLogger("router.decisions"))  # one JSON line per routed question
 APP_NAME = "router"
 ROUTE_PREFIX = "/router"
 
@@ -117,12 +120,14 @@ class RouterService(AppService):
         turn = Turn(query, self._section.confidence_threshold, self._policy, answer=answer)
         try:
             outcome: TurnOutcome = await self._turn(body.session_id, self.caller(request), turn)
-            return outcome
         except SessionNotFoundError:
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
-            return TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
+            outcome = TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
+        if DECISIONS.enabled:
+            DECISIONS.emit(RouteDecided.of(outcome.result, body.session_id))
+        return outcome
 
     @api.post("/route")
     async def route(self, body: RouteBody, request: Request) -> Response:
