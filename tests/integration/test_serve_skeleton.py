@@ -116,7 +116,7 @@ def test_the_apps_log_lines_go_to_serves_replica_log(app: Any) -> None:
     assert client.post("/echo", json={"count": 7}, headers=AUTH).status_code == 200
     logs = Path(ray._private.worker._global_node.get_logs_dir_path()) / "serve"
     # Serve's format: level, time, deployment, replica, the request's id, then the app's message.
-    line = re.compile(r"^WARNING .* SkeletonTestService \S+ [0-9a-f-]{36} -- skeleton echo 7$", re.MULTILINE)
+    line = re.compile(rf"^WARNING .* {APP}_SkeletonTestService \S+ [0-9a-f-]{{36}} -- skeleton echo 7$", re.MULTILINE)
     deadline = time.monotonic() + 30
     while not any(line.search(f.read_text(errors="replace")) for f in logs.glob(f"replica_{APP}_*.log")):
         assert time.monotonic() < deadline, sorted(p.name for p in logs.iterdir())
