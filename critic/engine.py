@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import ValidationError
@@ -237,15 +237,6 @@ class _Progress:
             )
         )
 
-    def on_done(self, idea_id: str) -> Callable[[asyncio.Task[JudgeResult]], None]:
-        def report(task: asyncio.Task[JudgeResult]) -> None:
-            if task.cancelled():
-                self.judged(idea_id, "timeout")
-            else:
-                self.judged(idea_id, "failed" if task.exception() is not None else "answered")
-
-        return report
-
 
 async def evaluate_ideas(
     ideas: CriticInput,
@@ -306,37 +297,46 @@ async def evaluate_ideas(
             max_tokens=section.max_tokens,
         )
         tasks[idea.id] = asyncio.ensure_future(workers.judge(request))
-        tasks[idea.id].add_done_callback(progress.on_done(idea.id))
-    if tasks:
-        await asyncio.wait(tasks.values(), timeout=max(0.0, section.timeout_s - (time.monotonic() - started)))
 
     meter = UsageMeter()
     by_id = {idea.id: idea for idea in ideas.ideas}
-    for idea_id, task in tasks.items():
+
+    def settle(idea_id: str, task: asyncio.Task[JudgeResult]) -> None:
+        """The idea's evaluation once its task ended (a cancelled task: the run's timeout), reported at once."""
+        if idea_id in evaluations:
+            return
         idea = by_id[idea_id]
-        if not task.done():
-            task.cancel()
-            evaluations[idea_id] = IdeaEvaluation(
+        if task.cancelled():
+            evaluation = IdeaEvaluation(
                 idea_id=idea_id,
                 title=idea.title,
                 status="timeout",
                 error=f"not evaluated within the run's timeout of {section.timeout_s:g} s (--timeout)",
             )
-            continue
-        error = task.exception() if not task.cancelled() else asyncio.CancelledError("cancelled")
-        if error is not None:
+        elif (error := task.exception()) is not None:
             log.warning("critic: idea %s failed: %s", idea_id, first_line(error))
-            evaluations[idea_id] = IdeaEvaluation(
+            evaluation = IdeaEvaluation(
                 idea_id=idea_id, title=idea.title, status="failed", error=f"{type(error).__name__}: {first_line(error)}"
             )
-            continue
-        result = task.result()
-        for call in result.calls:
-            meter.add(call.usage, call.model)
-        evaluations[idea_id] = evaluation_from(idea, result, profile, weights, section.token_budget)
+        else:
+            result = task.result()
+            for call in result.calls:
+                meter.add(call.usage, call.model)
+            evaluation = evaluation_from(idea, result, profile, weights, section.token_budget)
+        evaluations[idea_id] = evaluation
+        progress.judged(idea_id, evaluation.status)
+
+    for idea_id, task in tasks.items():
+        task.add_done_callback(functools.partial(settle, idea_id))
+    if tasks:
+        await asyncio.wait(tasks.values(), timeout=max(0.0, section.timeout_s - (time.monotonic() - started)))
     pending = [t for t in tasks.values() if not t.done()]
+    for task in pending:
+        task.cancel()
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)  # the cancelled ones give their slots back
+    for idea_id, task in tasks.items():  # callbacks run soon after a task ends; make sure each one did
+        settle(idea_id, task)
     if own_pool:
         workers.close()
 

@@ -7,10 +7,9 @@ from typing import Literal
 
 from core.events import Event
 
-# answered: the worker's judgements are back (scoring follows; an idea whose every sample failed is
-# reported failed in the output); cached: taken from an earlier run; failed: the worker broke;
-# timeout: not done within the run's timeout.
-IdeaStatus = Literal["answered", "cached", "failed", "timeout"]
+# ok: scored; cached: taken from an earlier run; failed: no sample could be scored (or the worker
+# broke); timeout: not done within the run's timeout. As ``status`` in the output's evaluations.
+IdeaStatus = Literal["ok", "cached", "failed", "timeout"]
 
 
 class EvaluationStarted(Event):
