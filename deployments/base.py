@@ -141,6 +141,8 @@ def route_logs_through_serve() -> None:
     Serve configured for this replica, at its level: one format, the replica's log file, the request
     id of the request being served. A replica is a process of its own, so its root logger is ours."""
     serve_logger = logging.getLogger(SERVE_LOGGER)
+    if not serve_logger.handlers:  # not in a replica (a unit test): leave logging as it is
+        return
     root = logging.getLogger()
     for handler in serve_logger.handlers:
         if handler not in root.handlers:
