@@ -81,3 +81,23 @@ def test_healthz_answers_one_part_per_need(service: httpx.Client) -> None:
     parts = answer.json()["parts"]
     assert set(parts) == {"store", "llm", "workers"} and all(p["ready"] for p in parts.values())
     assert parts["store"]["detail"] == "reachable (sqlite)" and parts["workers"]["detail"].endswith(" warm")
+
+
+def test_the_stream_reports_each_idea_then_the_output(service: httpx.Client) -> None:
+    events: list[tuple[str, dict[str, object]]] = []
+    kind = ""
+    body = {"ideas": IDEAS, "weights": "55:45", "noCache": True}
+    with service.stream("POST", "/critic/evaluate/stream", json=body, headers=AUTH) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[6:])))
+    kinds = [k for k, _ in events]
+    assert kinds == ["evaluationStarted", *["ideaJudged"] * len(IDEAS), "evaluationCompleted", "result"]
+    assert [data["done"] for k, data in events if k == "ideaJudged"] == list(range(1, len(IDEAS) + 1))
+    result = events[-1][1]
+    assert result["selectedIdea"] == {"id": events[-2][1]["selectedIdeaId"], "title": result["selectedIdea"]["title"]}
+    refused = service.post("/critic/evaluate/stream", json={"ideas": []}, headers=AUTH)
+    assert refused.status_code == 422
