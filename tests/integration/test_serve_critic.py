@@ -12,6 +12,7 @@ import pytest
 from core.resources import data_path
 from core.settings import load_settings
 from tests.ports import free_port
+from tests.sse import named_events
 
 KEY = "critic-key-42"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -84,16 +85,9 @@ def test_healthz_answers_one_part_per_need(service: httpx.Client) -> None:
 
 
 def test_the_stream_reports_each_idea_then_the_output(service: httpx.Client) -> None:
-    events: list[tuple[str, dict[str, object]]] = []
-    kind = ""
     body = {"ideas": IDEAS, "weights": "55:45", "noCache": True}
     with service.stream("POST", "/critic/evaluate/stream", json=body, headers=AUTH) as response:
-        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                events.append((kind, json.loads(line[6:])))
+        events = named_events(response)
     kinds = [k for k, _ in events]
     assert kinds == ["evaluationStarted", *["ideaJudged"] * len(IDEAS), "evaluationCompleted", "result"]
     assert [data["done"] for k, data in events if k == "ideaJudged"] == list(range(1, len(IDEAS) + 1))
