@@ -8,8 +8,8 @@ An app module writes::
     class CriticService(AppService):
         def __init__(self, settings: Settings) -> None:
             super().__init__(settings)                    # guard configured, logs routed through Serve
-            self.store = open_store(settings)             # what /healthz and Serve's probe test:
-
+            self.store = open_store(settings)
+            # what /healthz and Serve's probe test (deployments/readiness.py)
             self.checks = [store_check(self.store), llm_check(settings, "POST /critic/evaluate")]
 
         @api.post("/evaluate")
@@ -21,8 +21,10 @@ An app module writes::
 What comes with it: API keys and the body cap (deployments/security.py, before any route), a 422 that
 names each bad field (deployments/validation.py), error answers without server paths
 (deployments/answers.py), ``GET /healthz`` answering one part per readiness check and 503 when one
-fails, Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), and
-Serve's logging config (``serve.log_level``, ``serve.log_format``) also for the project's own loggers,
+fails, Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
+caller's identity for what it owns (:meth:`AppService.caller`), Serve events streamed with
+``event_stream`` (deployments/answers.py, frames from core/events.py), and Serve's logging config
+(``serve.log_level``, ``serve.log_format``, ``serve.access_log``) also for the project's own loggers,
 so every line carries the replica and the request id.
 """
 
