@@ -22,7 +22,7 @@ What comes with it: API keys and the body cap (deployments/security.py, before a
 names each bad field (deployments/validation.py), error answers without server paths
 (deployments/answers.py), ``GET /healthz`` answering one part per readiness check and 503 when one
 fails, Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
-caller's identity for what it owns (:meth:`AppService.caller`), Serve events streamed with
+caller's identity for what it owns (:meth:`AppService.caller`), Server-Sent Events streamed with
 ``event_stream`` (deployments/answers.py, frames from core/events.py), and Serve's logging config
 (``serve.log_level``, ``serve.log_format``, ``serve.access_log``) also for the project's own loggers,
 so every line carries the replica and the request id.
