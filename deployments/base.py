@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from core.settings import Settings
-from deployments.app_args import settings_from_args
+from core.settings import Settings, load_settings
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
@@ -168,12 +167,18 @@ def bind(deployment: Any, settings: Settings, **options: Any) -> Application:
     return application
 
 
+def settings_from_args(args: dict[str, Any] | None) -> Settings:
+    """``args`` are settings in ``magi.yaml`` shape, over ``magi.yaml`` and the environment; the key
+    ``config`` names another settings file."""
+    args = dict(args or {})
+    return load_settings(args.pop("config", None), args, origin="serve.yaml argument")
+
+
 def builder(build_app: Callable[[Settings], Application]) -> Callable[[dict[str, Any]], Application]:
     """The application builder ``serve.yaml`` names (``import_path: deployments.x:app``)."""
 
     def app(args: dict[str, Any]) -> Application:
-        """``args`` are settings in ``magi.yaml`` shape over ``magi.yaml`` and the environment; the key
-        ``config`` names another settings file."""
+        """``args``: see :func:`settings_from_args`."""
         return build_app(settings_from_args(args))
 
     return app
@@ -191,4 +196,5 @@ __all__ = [
     "logging_config",
     "route_logs_through_serve",
     "service",
+    "settings_from_args",
 ]
