@@ -86,7 +86,7 @@ class CriticService(AppService):
         self.checks = [
             store_check(self._store),
             llm_check(settings, "POST /critic/evaluate"),
-            actors_check("workers", lambda: self._pool.handles.values()),
+            actors_check("workers", lambda: self._pool.handles),
         ]
 
     def _accepted(self, body: CriticRequest) -> Settings | JSONResponse:

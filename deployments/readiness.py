@@ -2,9 +2,10 @@
 
 An app lists its :class:`Check` s; ``GET /healthz`` runs them all and answers one part per check,
 503 when any part is not ready, so a load balancer stops sending work a replica cannot do. Checks of
-what the replica itself owns (its worker actors, its background tasks) are ``owned``: Serve's own
-health probe (``check_health``) fails on them and Serve replaces the replica. A store or an LLM that
-is missing is not cured by a restart, so those only make ``/healthz`` say "not ready".
+what only a new replica brings back (a background task that ended) are ``owned``: Serve's own health
+probe (``check_health``) fails on them and Serve replaces the replica. A store or an LLM that is
+missing is not cured by a restart, and a dead worker actor is replaced in place (see
+:func:`actors_check`), so those only make ``/healthz`` say "not ready" while they last.
 
 ``/healthz`` is open without a key, so a part says only ready or not and what to look at; the reason
 (which may name hosts or folders) goes to the replica's log.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,26 +126,46 @@ def task_check(name: str, task: Callable[[], asyncio.Task[Any] | None], *, start
     return Check(name, probe, owned=True, hint="a background task of this replica stopped; it will be restarted")
 
 
-def actors_check(name: str, handles: Callable[[], Collection[Handle[Any]]]) -> Check:
-    """The worker actors the replica keeps warm all answer (none started yet is fine: they start on use)."""
+def actors_check(name: str, handles: Callable[[], MutableMapping[Any, Handle[Any]]]) -> Check:
+    """The worker actors the replica keeps warm (``handles``: the app's own table of them) all answer.
+
+    None started yet is ready: they start on use. A dead one makes the part not ready and is taken out
+    of the table, so the app starts a fresh one on its next use (the pools do that for a missing slot):
+    the replica repairs itself without a restart, which would cut the requests it is serving."""
 
     async def probe() -> str:
-        current = list(handles())
+        current = dict(handles())
         if not current:
             return "none started yet (they start with the first request)"
-        answers = await asyncio.gather(*(_ping(h) for h in current), return_exceptions=True)
-        dead = sum(1 for a in answers if isinstance(a, BaseException))
+        answers = await asyncio.gather(*(_ping(h) for h in current.values()), return_exceptions=True)
+        dead = [key for key, answer in zip(current, answers, strict=True) if isinstance(answer, BaseException)]
         if dead:
-            raise NotReady(f"{dead} of {len(current)} {name} do not answer")
+            table = handles()
+            for key in dead:
+                if table.get(key) is current[key]:  # not replaced meanwhile by the app itself
+                    del table[key]
+                    _release(current[key])
+            raise NotReady(f"{len(dead)} of {len(current)} {name} did not answer; taken out of the pool")
         return f"{len(current)} warm"
 
-    return Check(name, probe, owned=True, hint="worker processes of this replica died; it will be restarted")
+    return Check(name, probe, hint="a worker process died; a new one starts with the next request")
 
 
 async def _ping(handle: Handle[Any]) -> None:
     """Wait until the actor answers (Ray's own readiness call on every actor); a local object always does."""
     if handle.remote:
         await handle.target.__ray_ready__.remote()
+
+
+def _release(handle: Handle[Any]) -> None:
+    """Make sure a worker that stopped answering is gone (a hung one would keep its process)."""
+    if handle.remote:
+        import ray
+
+        try:
+            ray.kill(handle.target, no_restart=True)
+        except Exception as exc:  # already gone: nothing to release
+            log.info("readiness: dead worker already gone: %s", first_line(exc))
 
 
 __all__ = [

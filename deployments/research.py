@@ -156,7 +156,7 @@ class ResearchService(AppService):
         self.checks = [
             store_check(self._store),
             task_check("runner", lambda: self._worker, started_lazily=True),
-            Check("nlp", self._nlp_pool_alive, owned=True, hint="the NLP workers died; the next run starts new ones"),
+            Check("nlp", self._nlp_pool_alive, hint="the NLP workers died; the next run starts new ones"),
         ]
 
     async def _nlp_pool_alive(self) -> str:

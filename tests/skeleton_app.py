@@ -10,14 +10,22 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.runtime import Handle, RayRuntime
 from core.settings import Settings
 from core.store import open_store
 from deployments.answers import error_answer, failure_text
 from deployments.base import AppService, binder, builder, http_api, service
-from deployments.readiness import store_check, task_check
+from deployments.readiness import actors_check, store_check, task_check
 
 log = logging.getLogger("tests.skeleton_app")
 api = http_api("Skeleton test app", "Nothing but its routes.", open_paths=("/page",))
+
+
+class Worker:
+    """A warm worker actor as the apps keep them (critic judges, NLP workers)."""
+
+    def pid(self) -> int:
+        return os.getpid()
 
 
 class EchoBody(BaseModel):
@@ -34,7 +42,13 @@ class SkeletonService(AppService):
         super().__init__(settings)
         self.store = open_store(settings)
         self.ticker = asyncio.get_running_loop().create_task(asyncio.sleep(10**9))
-        self.checks = [store_check(self.store), task_check("ticker", lambda: self.ticker)]
+        self.runtime = RayRuntime()
+        self.workers: dict[int, Handle[Worker]] = {}  # started on first use, like the critic's pool
+        self.checks = [
+            store_check(self.store),
+            task_check("ticker", lambda: self.ticker),
+            actors_check("workers", lambda: self.workers),
+        ]
 
     @api.get("/page")
     async def page(self) -> JSONResponse:
@@ -52,6 +66,19 @@ class SkeletonService(AppService):
         except OSError as exc:
             return error_answer(500, f"could not read the token: {failure_text(exc)}")
         return JSONResponse({})  # pragma: no cover - the folder does not exist
+
+    @api.post("/worker")
+    async def worker(self) -> dict[str, Any]:
+        if 0 not in self.workers:
+            self.workers[0] = self.runtime.spawn(Worker, num_cpus=0)
+        return {"pid": await self.workers[0].call(Worker.pid)}
+
+    @api.post("/kill-worker")
+    async def kill_worker(self) -> dict[str, Any]:
+        import ray
+
+        ray.kill(self.workers[0].target, no_restart=True)
+        return {"killed": True}
 
     @api.post("/stop-ticker")
     async def stop_ticker(self) -> dict[str, Any]:

@@ -105,8 +105,22 @@ def test_healthz_answers_one_part_per_need(app: Any) -> None:
         "parts": {
             "store": {"ready": True, "detail": "reachable (postgresql)"},
             "ticker": {"ready": True, "detail": "running"},
+            "workers": {"ready": True, "detail": "none started yet (they start with the first request)"},
         },
     }
+
+
+def test_a_dead_worker_is_not_ready_and_replaced_without_a_restart(app: Any) -> None:
+    client, _, _ = app
+    replica = client.post("/echo", json={"count": 1}, headers=AUTH).json()["pid"]
+    first = client.post("/worker", headers=AUTH).json()["pid"]
+    assert client.get("/healthz").json()["parts"]["workers"] == {"ready": True, "detail": "1 warm"}
+    client.post("/kill-worker", headers=AUTH)
+    dead = client.get("/healthz")
+    assert dead.status_code == 503 and dead.json()["parts"]["workers"]["ready"] is False
+    assert client.get("/healthz").status_code == 200  # taken out of the pool: ready to start a fresh one
+    assert client.post("/worker", headers=AUTH).json()["pid"] != first
+    assert client.post("/echo", json={"count": 1}, headers=AUTH).json()["pid"] == replica  # no restart
 
 
 def test_the_apps_log_lines_go_to_serves_replica_log(app: Any) -> None:

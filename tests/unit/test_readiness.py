@@ -91,10 +91,11 @@ async def test_a_task_check_fails_once_the_task_ended() -> None:
 
 
 async def test_the_workers_check_counts_warm_workers() -> None:
-    handles: list[Handle[object]] = []
+    handles: dict[int, Handle[object]] = {}
     check = actors_check("workers", lambda: handles)
+    assert not check.owned  # a dead worker is replaced in place, not by a new replica
     assert (await run_check(check)).detail == "none started yet (they start with the first request)"
-    handles += [Handle(object(), remote=False), Handle(object(), remote=False)]
+    handles.update({0: Handle(object(), remote=False), 1: Handle(object(), remote=False)})
     assert (await run_check(check)).detail == "2 warm"
 
 
