@@ -9,17 +9,25 @@ it when its settings are known (:meth:`HttpGuard.configure`, in the replica's co
   (:func:`hmac.compare_digest` against every key, no early exit) and never logged.
 - A body above ``serve.max_body_bytes`` gets 413: at once when ``Content-Length`` says so, and as
   soon as the count passes the cap for a chunked body, so a large body is never read in full.
+- Every HTML page gets a Content-Security-Policy: scripts only from the page itself (each inline
+  ``<script>`` allowed by its SHA-256, so nothing a page later puts into its document from data can
+  run: no ``javascript:`` link, no injected handler) and from the origins its own ``<script src>``
+  tags name; no plugins, no framing, no ``<base>``.
 - ``/healthz`` of every app stays open (load balancers and probes carry no key), also under a
   route prefix (``/critic/healthz``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import ipaddress
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -33,6 +41,40 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz"})
 UNAUTHORIZED = "missing or invalid API key; send 'Authorization: Bearer <key>' with a key from the operator"
+
+
+MAX_PAGE_BYTES = 4 * 1024 * 1024  # an HTML page held back to hash its scripts; a larger one gets no script at all
+_INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
+_SCRIPT_SRC = re.compile(rb"<script[^>]*\bsrc=[\"']?([^\"' >]+)", re.IGNORECASE)
+_STYLE_HREF = re.compile(rb"<link[^>]*\bhref=[\"']?([^\"' >]+)", re.IGNORECASE)
+
+
+def _origins(urls: list[bytes]) -> list[str]:
+    found: list[str] = []
+    for raw in urls:
+        parts = urlsplit(raw.decode("ascii", "replace"))
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if parts.scheme == "https" and parts.netloc and origin not in found:
+            found.append(origin)
+    return found
+
+
+def content_security_policy(html: bytes) -> str:
+    """The CSP of one HTML page: its own inline scripts (by hash) and the https origins its tags load."""
+    hashes = [
+        "'sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode() + "'"
+        for body in _INLINE_SCRIPT.findall(html)
+    ]
+    scripts = " ".join(["'self'", *_origins(_SCRIPT_SRC.findall(html)), *hashes])
+    styles = " ".join(["'self'", "'unsafe-inline'", *_origins(_STYLE_HREF.findall(html))])
+    return (
+        f"default-src 'self'; script-src {scripts}; style-src {styles}; img-src 'self' data: blob: https:; "
+        "font-src 'self' data: https:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    )
+
+
+NO_SCRIPT_POLICY = content_security_policy(b"")
 
 
 class KeyCheck:
@@ -137,6 +179,8 @@ class HttpGuard:
         seen = 0
         over = False  # the body passed the cap: the app is told the client left, and its answer replaced
         started = False
+        page: Message | None = None  # the start of an HTML answer, held until its body is known
+        page_body: list[bytes] = []
 
         async def counted_receive() -> Message:
             nonlocal seen, over
@@ -151,7 +195,7 @@ class HttpGuard:
             return message
 
         async def tracked_send(message: Message) -> None:
-            nonlocal started
+            nonlocal started, page
             if over:  # whatever the app makes of the cut body (FastAPI: 400), the caller gets the 413
                 if not started:
                     started = True
@@ -159,6 +203,21 @@ class HttpGuard:
                 return
             if message["type"] == "http.response.start":
                 started = True
+                if _is_html(message):
+                    page = message
+                    return
+            if page is not None and message["type"] == "http.response.body":
+                page_body.append(message.get("body", b""))
+                size = sum(len(b) for b in page_body)
+                if message.get("more_body", False) and size <= MAX_PAGE_BYTES:
+                    return
+                html = b"".join(page_body)
+                policy = content_security_policy(html) if size <= MAX_PAGE_BYTES else NO_SCRIPT_POLICY
+                headers = [(k, v) for k, v in page["headers"] if k.lower() != b"content-security-policy"]
+                await send({**page, "headers": [*headers, (b"content-security-policy", policy.encode())]})
+                page = None
+                page_body.clear()
+                message = {**message, "body": html}
             await send(message)
 
         try:
@@ -168,6 +227,13 @@ class HttpGuard:
                 raise
         if over and not started:
             await _answer(send, 413, too_large, [(b"connection", b"close")])
+
+
+def _is_html(start: Message) -> bool:
+    for key, value in start.get("headers") or []:
+        if key.lower() == b"content-type":
+            return bytes(value).lower().startswith(b"text/html")
+    return False
 
 
 def guard(api: Any, open_paths: Iterable[str] = ()) -> GuardConfig:
@@ -192,12 +258,15 @@ def exposed_without_keys(host: str, settings: Settings) -> bool:
 
 
 __all__ = [
+    "MAX_PAGE_BYTES",
+    "NO_SCRIPT_POLICY",
     "OPEN_PATHS",
     "UNAUTHORIZED",
     "GuardConfig",
     "HttpGuard",
     "KeyCheck",
     "app_path",
+    "content_security_policy",
     "exposed_without_keys",
     "guard",
 ]
