@@ -38,10 +38,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 def run(args: argparse.Namespace) -> int:
     from core.errors import InputError
     from core.store import open_store
-    from router.conversation import Turn, check_query, shared_router
+    from router.conversation import SESSION_NAMESPACE, Turn, check_query, shared_router
     from router.options import RouterOptions, apply_options, session_policy
     from router.settings import RouterSettings
-    from sessions.ids import LOCAL_OWNER, validate_session_id
+    from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository, update_session
 
     if (args.query is None) == (args.batch is None):
@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         repo = SessionRepository(open_store(settings))
         for request in requests:
             turn = Turn(request.query, section.confidence_threshold, policy)
-            outcome, _ = update_session(repo, request.session_id, LOCAL_OWNER, turn, policy)
+            key = session_key(SESSION_NAMESPACE, LOCAL_OWNER, request.session_id)
+            outcome, _ = update_session(repo, key, LOCAL_OWNER, turn, policy)
             sys.stdout.write(outcome.result.model_dump_json(by_alias=True) + "\n")
         return 0
 
@@ -66,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
         session_id = validate_session_id(args.session, "--session")
         repo = SessionRepository(open_store(settings))
         outcome, _ = update_session(
-            repo, session_id, LOCAL_OWNER, Turn(query, section.confidence_threshold, policy), policy
+            repo,
+            session_key(SESSION_NAMESPACE, LOCAL_OWNER, session_id),
+            LOCAL_OWNER,
+            Turn(query, section.confidence_threshold, policy),
+            policy,
         )
         result = outcome.result
     else:

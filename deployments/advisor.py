@@ -37,14 +37,22 @@ from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
 from core.settings import Settings
 from core.validation import printable
 from deployments.app_args import settings_from_args
-from deployments.security import guard
+from deployments.security import ClientBusyError, InFlightLimit, guard, too_many
 from deployments.validation import answer_invalid_requests
-from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
+from sessions.ids import (
+    ID_PATTERN,
+    SessionNotFoundError,
+    TooManySessionsError,
+    owner_of_bearer,
+    session_key,
+    validate_session_id,
+)
 
 log = logging.getLogger(__name__)
 APP_NAME = "advisor"
 ROUTE_PREFIX = "/advisor"
 PURGE_EVERY_S = 3600.0
+STANDALONE_SESSION = "standalone-tools"  # where a client's tool calls without a sessionId keep their files
 FILE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,120}")
 MEDIA = {
     ".png": "image/png",
@@ -96,14 +104,17 @@ def file_href(session_id: str, name: str) -> str:
     return f"{ROUTE_PREFIX}/sessions/{session_id}/files/{name}"
 
 
-def _with_href(session_id: str, event: dict[str, Any]) -> dict[str, Any]:
-    if event["type"] == "file":
-        f = dict(event["file"])
-        f["href"] = file_href(session_id, f["name"])
-        return {**event, "file": f}
-    if event["type"] == "done" and event.get("files"):
-        return {**event, "files": [{**f, "href": file_href(session_id, f["name"])} for f in event["files"]]}
-    return event
+def public(value: Any, session_id: str) -> Any:
+    """``value`` fit for a caller: every generated file described by its name and ``href`` under the
+    caller's own session id; where it is stored (a server path, the storage key) is left out."""
+    if isinstance(value, dict):
+        if {"key", "name", "url"} <= value.keys():
+            kept = {k: v for k, v in value.items() if k not in ("key", "url")}
+            return {**kept, "href": file_href(session_id, str(value["name"]))}
+        return {k: public(v, session_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [public(v, session_id) for v in value]
+    return value
 
 
 @serve.deployment(
@@ -124,9 +135,12 @@ class AdvisorService:
         from core.runtime import RayRuntime
         from core.storage import open_artifacts
         from core.store import open_store
+        from deployments.settings import ServeSettings
         from sessions.store import SessionRepository
 
         GUARD.configure(settings)
+        self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)
         self._settings = settings
         self._section = AdvisorSettings.of(settings)
         self._policy = session_policy(settings)
@@ -160,10 +174,28 @@ class AdvisorService:
             self._orchestrator = Orchestrator(self._settings, self._sessions)
         return self._orchestrator
 
+    def _key(self, session_id: str, owner: str) -> str:
+        from advisor.conversation import SESSION_NAMESPACE
+
+        return session_key(SESSION_NAMESPACE, owner, session_id)
+
     def _state(self, session_id: str, owner: str) -> Any:
         from sessions.store import read_session
 
-        return read_session(self._repo, session_id, owner, self._policy)
+        return read_session(self._repo, self._key(session_id, owner), owner, self._policy)
+
+    async def _admit(self, session_id: str, owner: str) -> None:
+        """TooManySessionsError when ``session_id`` would be one session too many for ``owner``."""
+        from advisor.conversation import SESSION_NAMESPACE
+        from sessions.store import admit_session
+
+        key = self._key(session_id, owner)
+        limit = self._serve.client_sessions
+        await asyncio.to_thread(admit_session, self._repo, key, owner, SESSION_NAMESPACE, limit, self._policy)
+
+    def _too_many(self, exc: Exception) -> JSONResponse:
+        response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
+        return response
 
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
@@ -183,24 +215,43 @@ class AdvisorService:
             return _error(503, first_line(exc))
         session_id = body.session_id or f"adv-{uuid.uuid4().hex[:16]}"
         owner = self._owner(request)
-        events = orchestrator.turn(session_id, owner, body.message, body.consent, body.user_attributes)
+        try:
+            if body.message is not None:
+                orchestrator.check_message(body.message)  # a bad message costs no session
+            await self._admit(session_id, owner)
+            slot = self._in_flight.slot(owner)
+            slot.__enter__()
+        except InputError as exc:
+            return _error(422, f"invalid request: message: {printable(first_line(exc))}", "message")
+        except (TooManySessionsError, ClientBusyError) as exc:
+            return self._too_many(exc)
+        events = orchestrator.turn(
+            self._key(session_id, owner), owner, body.message, body.consent, body.user_attributes
+        )
         try:
             first = await events.__anext__()
         except InputError as exc:
+            slot.__exit__()
             field = "consent" if body.consent else "message"
             return _error(422, f"invalid request: {field}: {printable(first_line(exc))}", field)
         except SessionNotFoundError:
+            slot.__exit__()
             return _error(404, f"no session {session_id!r} for this client; omit sessionId to start one")
+        except BaseException:
+            slot.__exit__()
+            raise
 
         async def stream() -> AsyncIterator[bytes]:
-            yield _sse({"type": "session", "sessionId": session_id})
-            yield _sse(_with_href(session_id, first))
             try:
+                yield _sse({"type": "session", "sessionId": session_id})
+                yield _sse(public(first, session_id))
                 async for event in events:
-                    yield _sse(_with_href(session_id, event))
+                    yield _sse(public(event, session_id))
             except Exception as exc:
-                log.exception("advisor turn failed (session %s)", session_id)
+                log.exception("advisor turn failed")
                 yield _sse({"type": "error", "message": printable(first_line(exc))})
+            finally:
+                slot.__exit__()
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
 
@@ -212,7 +263,7 @@ class AdvisorService:
             state = await asyncio.to_thread(self._state, session_id, self._owner(request))
         except SessionNotFoundError:
             return _error(404, f"no session {printable(session_id)!r} for this client")
-        files = [{**f, "href": file_href(session_id, f["name"])} for f in state.attributes.get("files", [])]
+        files = public(state.attributes.get("files", []), session_id)
         return JSONResponse(
             {
                 "sessionId": session_id,
@@ -220,7 +271,7 @@ class AdvisorService:
                 "pending": (state.attributes.get("pending") or {}).get("to"),
                 "history": [e.model_dump(mode="json", by_alias=True) for e in state.history],
                 "files": files,
-                "negotiation": state.attributes.get("negotiation", []),
+                "negotiation": public(state.attributes.get("negotiation", []), session_id),
                 "updatedAt": state.updated_at.isoformat(),
             }
         )
@@ -231,23 +282,28 @@ class AdvisorService:
 
         if not ID_PATTERN.fullmatch(session_id):
             return _error(422, "invalid request: session_id: not a session id", "session_id")
+        owner = self._owner(request)
         try:
-            await asyncio.to_thread(self._state, session_id, self._owner(request))
+            await asyncio.to_thread(self._state, session_id, owner)
         except SessionNotFoundError:
             return _error(404, f"no session {printable(session_id)!r} for this client")
-        removed = await asyncio.to_thread(delete_session_files, self._settings, session_id)
-        await asyncio.to_thread(self._repo.delete, session_id)
+        key = self._key(session_id, owner)
+        removed = await asyncio.to_thread(delete_session_files, self._settings, key)
+        await asyncio.to_thread(self._repo.delete, key)
         return JSONResponse({"deleted": session_id, "files": removed})
 
     @api.get("/sessions/{session_id}/files/{name}")
     async def file(self, session_id: str, name: str, request: Request) -> Response:
+        from advisor.tools.base import artifact_prefix
+
         if not ID_PATTERN.fullmatch(session_id) or not FILE_NAME.fullmatch(name) or name.startswith("."):
             return _error(404, "no such file")
+        owner = self._owner(request)
         try:
-            state = await asyncio.to_thread(self._state, session_id, self._owner(request))
+            state = await asyncio.to_thread(self._state, session_id, owner)
         except SessionNotFoundError:
             return _error(404, "no such file")
-        key = f"advisor/{session_id}/{name}"
+        key = artifact_prefix(self._key(session_id, owner)) + name
         if key not in state.generated_files or not await asyncio.to_thread(self._artifacts.exists, key):
             return _error(404, "no such file")
         data = await asyncio.to_thread(self._artifacts.get_bytes, key)
@@ -266,44 +322,50 @@ class AdvisorService:
     @api.post("/tools/{name}")
     async def tool(self, name: str, request: Request, sessionId: str | None = None) -> JSONResponse:
         from advisor.conversation import Begin, Commit
-        from advisor.tools import REGISTRY, call_tool, dump
+        from advisor.tools import REGISTRY, dump, validate_input
         from advisor.tools.base import ToolContext
         from core.llm.factory import make_llm
+        from deployments.validation import BodyError, read_json_body
 
         if name not in REGISTRY:
             return _error(404, f"no tool {printable(name)!r}; the tools are {', '.join(REGISTRY)}")
         try:
-            session_id = validate_session_id(sessionId, "sessionId") if sessionId else f"tool-{uuid.uuid4().hex[:16]}"
+            session_id = validate_session_id(sessionId, "sessionId") if sessionId else STANDALONE_SESSION
         except InputError as exc:
             return _error(422, f"invalid request: {first_line(exc)}", "sessionId")
         try:
-            raw = json.loads(await request.body())
-        except ValueError:
-            return _error(422, "invalid request: the body is not JSON; send the tool's input as a JSON object", "body")
+            raw = await read_json_body(request)
+            data = validate_input(REGISTRY[name], raw)  # a bad input costs no session
+        except BodyError as exc:
+            return _error(422, f"invalid request: {exc}", "body")
+        except InputError as exc:
+            return _error(422, f"invalid request: {printable(first_line(exc))}", "body")
         owner = self._owner(request)
+        key = self._key(session_id, owner)
         try:
-            state = await self._sessions.update(session_id, owner, Begin())
+            await self._admit(session_id, owner)
+            with self._in_flight.slot(owner):
+                state = await self._sessions.update(key, owner, Begin())
+                ctx = ToolContext(
+                    self._settings,
+                    session_id=key,
+                    llm=make_llm(self._settings),
+                    earlier=list(state.attributes.get("tool_results", [])),
+                    negotiation_rounds=list(state.attributes.get("negotiation", [])),
+                )
+                result = dump(await REGISTRY[name].run(data, ctx))
+                files = result.get("files") or []
+                record = {"tool": name, "input": raw, "output": result}
+                await self._sessions.update(key, owner, Commit([], self._policy, files=files, tool_results=[record]))
         except SessionNotFoundError:
             return _error(404, f"no session {session_id!r} for this client")
-        ctx = ToolContext(
-            self._settings,
-            session_id=session_id,
-            llm=make_llm(self._settings),
-            earlier=list(state.attributes.get("tool_results", [])),
-            negotiation_rounds=list(state.attributes.get("negotiation", [])),
-        )
-        try:
-            result = dump(await call_tool(name, raw, ctx))
+        except (TooManySessionsError, ClientBusyError) as exc:
+            return self._too_many(exc)
         except InputError as exc:
             return _error(422, f"invalid request: {printable(first_line(exc))}", "body")
         except LLMNotConfiguredError as exc:
             return _error(503, first_line(exc))
-        files = result.get("files") or []
-        record = {"tool": name, "input": raw, "output": result}
-        await self._sessions.update(session_id, owner, Commit([], self._policy, files=files, tool_results=[record]))
-        for f in files:
-            f["href"] = file_href(session_id, f["name"])
-        return JSONResponse({"sessionId": session_id, "output": result})
+        return JSONResponse({"sessionId": session_id, "output": public(result, session_id)})
 
 
 def build_app(settings: Settings) -> Application:
@@ -317,4 +379,4 @@ def app(args: dict[str, Any]) -> Application:
     return build_app(settings_from_args(args))
 
 
-__all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "AdvisorService", "ChatBody", "app", "build_app", "file_href"]
+__all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "AdvisorService", "ChatBody", "app", "build_app", "file_href", "public"]

@@ -33,10 +33,10 @@ from deployments.app_args import settings_from_args
 from deployments.security import guard
 from deployments.validation import answer_invalid_requests
 from router.answers import unavailable_answer
-from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
+from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.options import session_policy
 from router.settings import RouterSettings
-from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
+from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, session_key, validate_session_id
 from sessions.store import SessionRepository, read_session
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class RouterService:
         return await session_call(
             self._runtime,
             self._settings,
-            session_id,
+            session_key(SESSION_NAMESPACE, owner, session_id),
             self._policy,
             self._section.session_idle_s,
             lambda handle: handle.call(SessionActor.update, owner, turn),
@@ -196,11 +196,14 @@ class RouterService:
                 },
                 status_code=422,
             )
+        owner = self._owner(request)
+        key = session_key(SESSION_NAMESPACE, owner, session_id)
         try:
-            state = await asyncio.to_thread(read_session, self._repo, session_id, self._owner(request), self._policy)
+            state = await asyncio.to_thread(read_session, self._repo, key, owner, self._policy)
         except SessionNotFoundError:
             return _not_found(session_id)
-        return JSONResponse(state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"}))
+        shown = state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"})
+        return JSONResponse({**shown, "sessionId": session_id})
 
 
 def build_app(settings: Settings) -> Application:

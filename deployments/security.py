@@ -9,6 +9,8 @@ it when its settings are known (:meth:`HttpGuard.configure`, in the replica's co
   (:func:`hmac.compare_digest` against every key, no early exit) and never logged.
 - A body above ``serve.max_body_bytes`` gets 413: at once when ``Content-Length`` says so, and as
   soon as the count passes the cap for a chunked body, so a large body is never read in full.
+- A body nested deeper than :data:`MAX_JSON_DEPTH` or holding NaN/Infinity gets 422 before any
+  parser sees it (deep nesting made the parsers recurse until a RecursionError, a 500).
 - Every HTML page gets a Content-Security-Policy: scripts only from the page itself (each inline
   ``<script>`` allowed by its SHA-256, so nothing a page later puts into its document from data can
   run: no ``javascript:`` link, no injected handler) and from the origins its own ``<script src>``
@@ -43,6 +45,7 @@ OPEN_PATHS = frozenset({"/healthz"})
 UNAUTHORIZED = "missing or invalid API key; send 'Authorization: Bearer <key>' with a key from the operator"
 
 
+MAX_JSON_DEPTH = 32  # no request model nests deeper; a parser recurses once per level
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # an HTML page held back to hash its scripts; a larger one gets no script at all
 _INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
 _SCRIPT_SRC = re.compile(rb"<script[^>]*\bsrc=[\"']?([^\"' >]+)", re.IGNORECASE)
@@ -131,11 +134,16 @@ class GuardConfig:
     in when its settings are known."""
 
     def __init__(
-        self, keys: KeyCheck | None = None, max_body_bytes: int = 64 * 1024, open_paths: frozenset[str] = OPEN_PATHS
+        self,
+        keys: KeyCheck | None = None,
+        max_body_bytes: int = 64 * 1024,
+        open_paths: frozenset[str] = OPEN_PATHS,
+        max_json_depth: int = MAX_JSON_DEPTH,
     ) -> None:
         self.keys = keys or KeyCheck(())
         self.max_body_bytes = max_body_bytes
         self.open_paths = open_paths
+        self.max_json_depth = max_json_depth
 
     def configure(self, settings: Settings) -> None:
         """Take the keys (``api_keys``) and the cap (``serve.max_body_bytes``) from ``settings``."""
@@ -176,31 +184,39 @@ class HttpGuard:
         if length is not None and (not length.isdigit() or len(length) > 12 or int(length) > cap):
             await _answer(send, 413, too_large, [(b"connection", b"close")])
             return
-        seen = 0
-        over = False  # the body passed the cap: the app is told the client left, and its answer replaced
+        body: list[bytes] = []  # read whole before the app sees it: bounded by the cap, and checked
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left before sending its body
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > cap:  # stop reading at once: a large body is never read in full
+                await _answer(send, 413, too_large, [(b"connection", b"close")])
+                return
+            body.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole = b"".join(body)
+        problem = json_shape_problem(whole, self.config.max_json_depth)
+        if problem is not None:
+            await _answer(send, 422, f"invalid request: body: {problem}")
+            return
+        replayed = False
         started = False
         page: Message | None = None  # the start of an HTML answer, held until its body is known
         page_body: list[bytes] = []
 
-        async def counted_receive() -> Message:
-            nonlocal seen, over
-            if over:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > cap:
-                    over = True
-                    return {"type": "http.disconnect"}
-            return message
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": whole, "more_body": False}
+            return await receive()  # after the body: wait for the client to leave (event streams)
 
         async def tracked_send(message: Message) -> None:
             nonlocal started, page
-            if over:  # whatever the app makes of the cut body (FastAPI: 400), the caller gets the 413
-                if not started:
-                    started = True
-                    await _answer(send, 413, too_large, [(b"connection", b"close")])
-                return
             if message["type"] == "http.response.start":
                 started = True
                 if _is_html(message):
@@ -208,11 +224,11 @@ class HttpGuard:
                     return
             if page is not None and message["type"] == "http.response.body":
                 page_body.append(message.get("body", b""))
-                size = sum(len(b) for b in page_body)
-                if message.get("more_body", False) and size <= MAX_PAGE_BYTES:
+                held = sum(len(b) for b in page_body)
+                if message.get("more_body", False) and held <= MAX_PAGE_BYTES:
                     return
                 html = b"".join(page_body)
-                policy = content_security_policy(html) if size <= MAX_PAGE_BYTES else NO_SCRIPT_POLICY
+                policy = content_security_policy(html) if held <= MAX_PAGE_BYTES else NO_SCRIPT_POLICY
                 headers = [(k, v) for k, v in page["headers"] if k.lower() != b"content-security-policy"]
                 await send({**page, "headers": [*headers, (b"content-security-policy", policy.encode())]})
                 page = None
@@ -220,13 +236,83 @@ class HttpGuard:
                 message = {**message, "body": html}
             await send(message)
 
-        try:
-            await self.app(scope, counted_receive, tracked_send)
-        except Exception:
-            if not over:
-                raise
-        if over and not started:
-            await _answer(send, 413, too_large, [(b"connection", b"close")])
+        await self.app(scope, replay, tracked_send)
+
+
+def json_shape_problem(body: bytes, max_depth: int) -> str | None:
+    """Why ``body`` cannot be JSON a handler may parse safely, found without parsing it: brackets nested
+    deeper than ``max_depth`` (a parser recurses once per level) or NaN/Infinity (not JSON, yet
+    Python's parser takes them as numbers no model expects). None when neither is there."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > max_depth:
+                return f"nested deeper than {max_depth} levels; send a flatter document"
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+        elif byte in (0x4E, 0x49):  # N I: NaN, Infinity, -Infinity
+            return "NaN and Infinity are not JSON numbers; send finite numbers"
+    return None
+
+
+class ClientBusyError(Exception):
+    """A client already has as many requests in flight as it may (answered 429)."""
+
+
+class InFlightLimit:
+    """At most ``limit`` requests in flight per client (an owner fingerprint) on this replica: one client
+    cannot take every slot a replica has. Use ``with limit.slot(owner):``; a full client gets
+    :class:`ClientBusyError` at once (no queue to fill)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._in_flight: dict[str, int] = {}
+
+    def slot(self, owner: str) -> _Slot:
+        return _Slot(self, owner)
+
+    def in_flight(self, owner: str) -> int:
+        return self._in_flight.get(owner, 0)
+
+
+class _Slot:
+    def __init__(self, limit: InFlightLimit, owner: str) -> None:
+        self._limit = limit
+        self._owner = owner
+
+    def __enter__(self) -> None:
+        counts = self._limit._in_flight
+        if counts.get(self._owner, 0) >= self._limit.limit:
+            raise ClientBusyError(
+                f"this client already has {self._limit.limit} requests running; wait for one to finish "
+                "(serve.client_in_flight)"
+            )
+        counts[self._owner] = counts.get(self._owner, 0) + 1
+
+    def __exit__(self, *_: object) -> None:
+        counts = self._limit._in_flight
+        counts[self._owner] -= 1
+        if counts[self._owner] <= 0:
+            del counts[self._owner]
+
+
+def too_many(message: str, retry_after_s: int) -> Any:
+    """The 429 answer of a per-client limit, with Retry-After."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"error": message}, status_code=429, headers={"Retry-After": str(retry_after_s)})
 
 
 def _is_html(start: Message) -> bool:
@@ -258,15 +344,20 @@ def exposed_without_keys(host: str, settings: Settings) -> bool:
 
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MAX_PAGE_BYTES",
     "NO_SCRIPT_POLICY",
     "OPEN_PATHS",
     "UNAUTHORIZED",
+    "ClientBusyError",
     "GuardConfig",
     "HttpGuard",
+    "InFlightLimit",
     "KeyCheck",
     "app_path",
     "content_security_policy",
     "exposed_without_keys",
     "guard",
+    "json_shape_problem",
+    "too_many",
 ]
