@@ -10,7 +10,6 @@ reported with its file and line before anything is routed, exit code 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,23 +97,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _read_batch(path: Path, max_chars: int) -> list[RouteRequest]:
     from core.errors import InputError
+    from core.files import read_input_text
+    from core.validation import load_json
     from router.conversation import check_query
     from router.models import RouteRequest
     from sessions.ids import validate_session_id
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read batch file {path}: {exc}; give a UTF-8 JSON Lines file") from exc
+    text = read_input_text(path, "batch file")
     requests = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f'{where}: not JSON ({exc.msg}); each line is {{"query": ..., "sessionId": ...}}') from exc
+        raw = load_json(line, where, 'one object per line, {"query": ..., "sessionId": ...}')
         if not isinstance(raw, dict) or set(raw) - {"query", "sessionId"} or "query" not in raw:
             raise InputError(f'{where}: expected an object with "query" and "sessionId" (nothing else)')
         if "sessionId" not in raw:

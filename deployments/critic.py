@@ -24,7 +24,7 @@ from ray.serve import Application
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
 from core.settings import Settings
 from critic.errors import CriticError
-from critic.models import MAX_IDEAS, BusinessIdea, CriticInput
+from critic.models import CriticInput, IdeaList
 from critic.options import OPTION_NAMES, CriticOptions, apply_options
 from critic.settings import CriticSettings
 from deployments.app_args import settings_from_args
@@ -45,7 +45,7 @@ class CriticRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "samples": "3" is no 3
 
-    ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
+    ideas: IdeaList
     weights: str | None = Field(None, max_length=20, description="market:synergy, e.g. 60:40 (default 50:50).")
     samples: int | None = Field(None, description="Judgements per idea (median and spread).")
     timeout: float | None = Field(None, description="Timeout of the whole evaluation in seconds.")
@@ -114,9 +114,9 @@ class CriticService:
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
             return _error(502, "no idea could be evaluated; see failures", failures=failures)
-        except MagiError as exc:
+        except MagiError as exc:  # not the caller's fault, and said without a traceback or a server path
             log.warning("critic request failed: %s", first_line(exc))
-            return _error(500, without_server_paths(first_line(exc)))
+            return _error(503, without_server_paths(first_line(exc)))
         return JSONResponse(out.model_dump(mode="json", by_alias=True))
 
 

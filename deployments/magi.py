@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
@@ -26,8 +26,9 @@ from core.errors import ConfigError, InputError, MagiError, first_line
 from core.settings import Settings
 from core.validation import printable
 from deployments.app_args import settings_from_args
-from deployments.security import guard
+from deployments.security import ClientBusyError, InFlightLimit, guard, too_many
 from deployments.validation import answer_invalid_requests
+from sessions.ids import owner_of_bearer
 
 log = logging.getLogger(__name__)
 APP_NAME = "magi"
@@ -76,22 +77,30 @@ def _sse(kind: str, data: Any) -> bytes:
 @serve.ingress(api)
 class MagiService:
     def __init__(self, settings: Settings) -> None:
+        from deployments.settings import ServeSettings
         from magi.plugins import load_plugins, overrides_for
         from magi.settings import MagiSettings
 
         GUARD.configure(settings)
         self._settings = settings
+        self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)
         self._overrides = overrides_for(load_plugins(MagiSettings.of(settings)))
 
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
+    def _owner(self, request: Request) -> str:
+        return owner_of_bearer(request.headers.get("authorization"), bool(self._settings.api_keys))
+
     def _prepare(self, body: AskRequest) -> tuple[str, Settings]:
         from magi.api import check_llm
         from magi.options import AskOptions, apply_options, clean_question
         from magi.settings import MagiSettings
 
+        if body.runs is not None and body.runs > self._serve.max_runs:
+            raise InputError(f"runs: at most {self._serve.max_runs} per request over HTTP (serve.max_runs)")
         options = AskOptions(
             rounds=body.rounds,
             threshold=body.threshold,
@@ -127,26 +136,43 @@ class MagiService:
         return _error(422, f"invalid request: {printable(message)}")
 
     @api.post("/ask")
-    async def ask(self, body: AskRequest) -> JSONResponse:
+    async def ask(self, body: AskRequest, request: Request) -> JSONResponse:
         try:
             prompt, settings = self._prepare(body)
         except (ConfigError, InputError) as exc:
             return self._refusal(exc)
-        return JSONResponse(await self._run(prompt, settings))
+        try:
+            with self._in_flight.slot(self._owner(request)):
+                return JSONResponse(await self._run(prompt, settings))
+        except ClientBusyError as exc:
+            response: JSONResponse = too_many(str(exc), self._serve.retry_after_s)
+            return response
 
     @api.post("/ask/stream")
-    async def ask_stream(self, body: AskRequest) -> Any:
+    async def ask_stream(self, body: AskRequest, request: Request) -> Any:
         try:
             prompt, settings = self._prepare(body)
         except (ConfigError, InputError) as exc:
             return self._refusal(exc)
+        slot = self._in_flight.slot(self._owner(request))
+        try:
+            slot.__enter__()
+        except ClientBusyError as exc:
+            return too_many(str(exc), self._serve.retry_after_s)
         return StreamingResponse(
-            self._stream(prompt, settings),
+            self._stream(prompt, settings, slot),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(self, prompt: str, settings: Settings) -> AsyncIterator[bytes]:
+    async def _stream(self, prompt: str, settings: Settings, slot: Any) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._events(prompt, settings):
+                yield chunk
+        finally:
+            slot.__exit__()
+
+    async def _events(self, prompt: str, settings: Settings) -> AsyncIterator[bytes]:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         task = asyncio.ensure_future(self._run(prompt, settings, on_event=queue.put_nowait))
         try:

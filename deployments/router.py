@@ -30,14 +30,22 @@ from core.errors import InputError, MagiError, first_line
 from core.settings import Settings
 from core.validation import printable
 from deployments.app_args import settings_from_args
-from deployments.security import guard
+from deployments.security import guard, too_many
+from deployments.settings import ServeSettings
 from deployments.validation import answer_invalid_requests
 from router.answers import unavailable_answer
 from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.options import session_policy
 from router.settings import RouterSettings
-from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, session_key, validate_session_id
-from sessions.store import SessionRepository, read_session
+from sessions.ids import (
+    ID_PATTERN,
+    SessionNotFoundError,
+    TooManySessionsError,
+    owner_of_bearer,
+    session_key,
+    validate_session_id,
+)
+from sessions.store import SessionRepository, admit_session, read_session
 
 log = logging.getLogger(__name__)
 APP_NAME = "router"
@@ -94,6 +102,7 @@ class RouterService:
 
         GUARD.configure(settings)
         self._settings = settings
+        self._serve = ServeSettings.of(settings)
         self._section = RouterSettings.of(settings)
         self._policy = session_policy(settings)
         self._keys = bool(settings.api_keys)
@@ -135,8 +144,16 @@ class RouterService:
         if isinstance(query, JSONResponse):
             return query
         turn = Turn(query, self._section.confidence_threshold, self._policy, answer=answer)
+        owner = self._owner(request)
+        key = session_key(SESSION_NAMESPACE, owner, body.session_id)
+        limit = self._serve.client_sessions
         try:
-            outcome: TurnOutcome = await self._turn(body.session_id, self._owner(request), turn)
+            await asyncio.to_thread(admit_session, self._repo, key, owner, SESSION_NAMESPACE, limit, self._policy)
+        except TooManySessionsError as exc:
+            response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
+            return response
+        try:
+            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn)
             return outcome
         except SessionNotFoundError:
             return _not_found(body.session_id)

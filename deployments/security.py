@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from core.settings import Settings
+from core.validation import MAX_JSON_DEPTH, json_shape_problem
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -45,7 +46,6 @@ OPEN_PATHS = frozenset({"/healthz"})
 UNAUTHORIZED = "missing or invalid API key; send 'Authorization: Bearer <key>' with a key from the operator"
 
 
-MAX_JSON_DEPTH = 32  # no request model nests deeper; a parser recurses once per level
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # an HTML page held back to hash its scripts; a larger one gets no script at all
 _INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
 _SCRIPT_SRC = re.compile(rb"<script[^>]*\bsrc=[\"']?([^\"' >]+)", re.IGNORECASE)
@@ -237,34 +237,6 @@ class HttpGuard:
             await send(message)
 
         await self.app(scope, replay, tracked_send)
-
-
-def json_shape_problem(body: bytes, max_depth: int) -> str | None:
-    """Why ``body`` cannot be JSON a handler may parse safely, found without parsing it: brackets nested
-    deeper than ``max_depth`` (a parser recurses once per level) or NaN/Infinity (not JSON, yet
-    Python's parser takes them as numbers no model expects). None when neither is there."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > max_depth:
-                return f"nested deeper than {max_depth} levels; send a flatter document"
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-        elif byte in (0x4E, 0x49):  # N I: NaN, Infinity, -Infinity
-            return "NaN and Infinity are not JSON numbers; send finite numbers"
-    return None
 
 
 class ClientBusyError(Exception):
