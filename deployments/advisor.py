@@ -111,6 +111,9 @@ def public(value: Any, session_id: str) -> Any:
         if {"key", "name", "url"} <= value.keys():
             kept = {k: v for k, v in value.items() if k not in ("key", "url")}
             return {**kept, "href": file_href(session_id, str(value["name"]))}
+        if {"key", "image_url"} <= value.keys():  # generate_chart's own output names its file too
+            name = str(value["key"]).rsplit("/", 1)[-1]
+            value = {**{k: v for k, v in value.items() if k != "key"}, "image_url": file_href(session_id, name)}
         return {k: public(v, session_id) for k, v in value.items()}
     if isinstance(value, list):
         return [public(v, session_id) for v in value]
