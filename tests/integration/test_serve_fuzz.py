@@ -168,7 +168,7 @@ def test_bad_values_are_422_not_500(cluster: Cluster) -> None:
     cost = {"current_cost_structure": {"材料費": {"amount": "1E+40"}}, "current_price": 900}
     huge = {"current_cost_structure": {"材料費": {"amount": "1E+999999999"}}, "current_price": 900}
     forecast = {"data": {"time_series": [{"date": "a", "value": 1e308}, {"date": "b", "value": -1e308}]}}
-    bars = {"data": {"categories": [{"label": f"c{i}", "value": i} for i in range(2600)]}}
+    bars = {"data": {"categories": [{"label": str(i % 10), "value": i % 10} for i in range(2600)]}}
     idea = {"id": "idea-1", "title": "丸の内の屋上菜園", "description": "オフィスビル屋上で野菜を育てる。"}
     cases: list[tuple[str, Any]] = [
         (f"{tools}/calculate_cost_impact", cost),
@@ -183,7 +183,7 @@ def test_bad_values_are_422_not_500(cluster: Cluster) -> None:
     ]
     with _client(cluster) as client:
         for path, body in cases:
-            raw = json.dumps(body, ensure_ascii=False)  # 1e999 and 1e308 travel as JSON numbers
+            raw = json.dumps(body, ensure_ascii=False, separators=(",", ":"))  # 2,600 bars fit in 62 KB
             raw = raw.replace("Infinity", "1e999")
             answer = client.post(path, content=raw.encode(), headers={**AUTH_A, "content-type": "application/json"})
             assert answer.status_code == 422, (path, answer.status_code, answer.text[:300])
