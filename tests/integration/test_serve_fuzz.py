@@ -27,7 +27,6 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 
 from core.settings import Settings, load_settings
 from tests.ports import free_port
@@ -265,11 +264,54 @@ def _tool_schemas() -> dict[str, dict[str, Any]]:
     return schemas
 
 
-def _schema_strategy(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
-    try:
-        return from_schema(schema)
-    except Exception:  # a schema construct the generator cannot draw from: arbitrary JSON instead
-        return JSON
+def _schema_strategy(schema: dict[str, Any], root: dict[str, Any] | None = None) -> st.SearchStrategy[Any]:
+    """Values that fit ``schema``: the JSON Schema subset pydantic and FastAPI write ($ref, anyOf, object,
+    array, string with bounds and pattern, numbers with bounds, enum, const); anything else: any JSON."""
+    root = root if root is not None else schema
+    if "$ref" in schema:
+        target: Any = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        return st.deferred(lambda: _schema_strategy(target, root))
+    if "const" in schema:
+        return st.just(schema["const"])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return st.one_of([_schema_strategy(s, root) for s in schema[key]])
+    if "allOf" in schema and len(schema["allOf"]) == 1:
+        return _schema_strategy(schema["allOf"][0], root)
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties", {})
+        required = set(schema.get("required", []))
+        fixed = {k: _schema_strategy(v, root) for k, v in properties.items() if k in required}
+        optional = {k: _schema_strategy(v, root) for k, v in properties.items() if k not in required}
+        extra = schema.get("additionalProperties")
+        if not properties and isinstance(extra, dict):
+            return st.dictionaries(st.text(max_size=12), _schema_strategy(extra, root), max_size=4)
+        return st.fixed_dictionaries(fixed, optional=optional)
+    if kind == "array":
+        items = _schema_strategy(schema.get("items", {}), root)
+        low = schema.get("minItems", 0)
+        return st.lists(items, min_size=low, max_size=min(schema.get("maxItems", low + 4), low + 4))
+    if kind == "string":
+        if "pattern" in schema:
+            return st.from_regex(schema["pattern"], fullmatch=True).filter(
+                lambda t: len(t) <= schema.get("maxLength", 10**9)
+            )
+        low = schema.get("minLength", 0)
+        return st.text(min_size=low, max_size=min(schema.get("maxLength", low + 30), low + 30))
+    if kind == "integer":
+        return st.integers(schema.get("minimum"), schema.get("maximum"))
+    if kind == "number":
+        return st.floats(schema.get("minimum"), schema.get("maximum"), allow_nan=False, allow_infinity=False)
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "null":
+        return st.none()
+    return JSON
 
 
 def _mutated(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
