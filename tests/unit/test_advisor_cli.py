@@ -123,10 +123,10 @@ def test_kb_ingest_and_advisor_turns(
 
 
 def test_purge_removes_old_advisor_sessions_and_their_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.conversation import SESSION_NAMESPACE
     from advisor.retention import purge
     from core.settings import load_settings
     from core.store import open_store
-    from advisor.conversation import SESSION_NAMESPACE
     from sessions.ids import LOCAL_OWNER, session_key
     from sessions.models import SessionState
     from sessions.store import SessionRepository, utcnow
