@@ -29,6 +29,12 @@ class AdvisorSettings(Section):
         None, description="Extra knowledge-base folder (magi kb ingest writes here; unset: <data_dir>/advisor/kb)."
     )
     web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
+    font: AbsolutePath | None = Field(
+        None, description="Japanese .ttf for charts and PDFs (MAGI_ADVISOR_FONT; unset: Debian's IPAex Gothic)."
+    )
+    scripted_latency_s: float = Field(
+        0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
+    )
 
 
 __all__ = ["AdvisorSettings"]
