@@ -28,10 +28,10 @@ class AdvisorSettings(Section):
     kb_dir: AbsolutePath | None = Field(
         None, description="Extra knowledge-base folder (magi kb ingest writes here; unset: <data_dir>/advisor/kb)."
     )
-    web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
     font: AbsolutePath | None = Field(
-        None, description="Japanese .ttf for charts and PDFs (MAGI_ADVISOR_FONT; unset: Debian's IPAex Gothic)."
+        None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
     )
+    web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
     scripted_latency_s: float = Field(
         0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
     )

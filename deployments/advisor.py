@@ -10,7 +10,7 @@
 - ``GET /advisor/sessions/{id}/files/{name}`` a generated file, to the session's owner only; the
   name must be one the session lists (no path ever reaches the store from the request).
 - ``POST /advisor/tools/{name}?sessionId=`` one tool on its own (the tool's JSON input as body).
-- ``GET /advisor/healthz``.
+- ``GET /advisor/healthz``: store, LLM, file store and the retention task, one part each.
 
 Sessions live in their session actors (``actors/session.py``) written through the store, so any
 replica serves any session and a killed actor loses nothing. Sessions belong to the API key that
@@ -20,30 +20,29 @@ removed by each replica at start and every hour.
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import asyncio
-import json
 import logging
 import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi import Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from ray import serve
-from ray.serve import Application
 
+from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
 from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
+from core.events import StreamFailed, event_frame
 from core.settings import Settings
-from core.validation import printable
-from deployments.app_args import settings_from_args
-from deployments.security import ClientBusyError, InFlightLimit, guard, too_many
-from deployments.validation import answer_invalid_requests
+from deployments.answers import error_answer, event_stream, failure_text, no_llm
+from deployments.base import AppService, binder, builder, http_api, service
+from deployments.readiness import Check, llm_check, store_check, task_check
+from deployments.security import ClientBusyError, InFlightLimit, too_many
+from deployments.settings import ServeSettings
 from sessions.ids import (
     ID_PATTERN,
     SessionNotFoundError,
     TooManySessionsError,
-    owner_of_bearer,
     session_key,
     validate_session_id,
 )
@@ -61,13 +60,9 @@ MEDIA = {
     ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
 
-api = FastAPI(
-    title="MAGI price pass-through advisor", description="価格転嫁アドバイザー: chat, tools, sessions, files."
+api = http_api(
+    "MAGI price pass-through advisor", "価格転嫁アドバイザー: chat, tools, sessions, files.", open_paths=("/",)
 )
-GUARD = guard(api, open_paths=("/",))
-
-
-answer_invalid_requests(api)
 
 
 class ChatBody(BaseModel):
@@ -87,17 +82,6 @@ class ChatBody(BaseModel):
             return validate_session_id(value)
         except MagiError as exc:
             raise ValueError(str(exc)) from exc
-
-
-def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"error": message}
-    if field:
-        body["detail"] = [{"loc": ["body", field], "msg": message, "type": "value_error"}]
-    return JSONResponse(body, status_code=status)
-
-
-def _sse(event: dict[str, Any]) -> bytes:
-    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False, default=str)}\n\n".encode()
 
 
 def file_href(session_id: str, name: str) -> str:
@@ -120,16 +104,17 @@ def public(value: Any, session_id: str) -> Any:
     return value
 
 
-@serve.deployment(
-    name="AdvisorService",
-    num_replicas=1,
-    ray_actor_options={"num_cpus": 0},
-    max_ongoing_requests=64,
-    graceful_shutdown_wait_loop_s=0.5,
-    graceful_shutdown_timeout_s=2,
-)
-@serve.ingress(api)
-class AdvisorService:
+def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
+    """The event with the URL of each file it names, under this app's routes (and no storage path)."""
+    if isinstance(event, FileMade):
+        return event.model_copy(update={"file": public(event.file, session_id)})
+    if isinstance(event, TurnDone) and event.files:
+        return event.model_copy(update={"files": public(event.files, session_id)})
+    return event
+
+
+@service(api, name="AdvisorService", max_ongoing_requests=64)
+class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
         from advisor.conversation import ActorSessions
         from advisor.options import session_policy
@@ -138,46 +123,53 @@ class AdvisorService:
         from core.runtime import RayRuntime
         from core.storage import open_artifacts
         from core.store import open_store
-        from deployments.settings import ServeSettings
         from sessions.store import SessionRepository
 
-        GUARD.configure(settings)
+        super().__init__(settings)
         self._serve = ServeSettings.of(settings)
-        self._in_flight = InFlightLimit(self._serve.client_in_flight)
-        self._settings = settings
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # turns and tool calls per client
         self._section = AdvisorSettings.of(settings)
         self._policy = session_policy(settings)
-        self._keys = bool(settings.api_keys)
         self._sessions = ActorSessions(RayRuntime(), settings, self._policy, self._section.session_idle_s)
-        self._repo = SessionRepository(open_store(settings))
+        store = open_store(settings)
+        self._repo = SessionRepository(store)
         self._artifacts = open_artifacts(settings)
         self._page = data_path("advisor", "chat.html").read_text(encoding="utf-8")
         self._orchestrator: Any = None
         self._purger = asyncio.get_event_loop().create_task(self._purge_forever())
+        self.checks = [
+            store_check(store),
+            llm_check(settings, "POST /advisor/chat"),
+            Check("files", self._artifacts_reachable),
+            task_check("retention", lambda: self._purger),
+        ]
+
+    async def _artifacts_reachable(self) -> str:
+        """The file store answers (a listing of the advisor's folder)."""
+        await asyncio.to_thread(self._artifacts.exists, "advisor")
+        return "reachable"
 
     async def _purge_forever(self) -> None:
         from advisor.retention import purge
 
         while True:
             try:
-                report = await asyncio.to_thread(purge, self._settings)
+                report = await asyncio.to_thread(purge, self.settings)
                 if report.sessions or report.files:
                     log.info("retention: removed %d sessions, %d files", len(report.sessions), report.files)
             except Exception as exc:  # a failed purge is retried next hour; serving goes on
                 log.warning("retention purge failed: %s", first_line(exc))
             await asyncio.sleep(PURGE_EVERY_S)
 
-    def _owner(self, request: Request) -> str:
-        return owner_of_bearer(request.headers.get("authorization"), self._keys)
-
     def _llm_orchestrator(self) -> Any:
         if self._orchestrator is None:
             from advisor.orchestrator import Orchestrator
 
-            self._orchestrator = Orchestrator(self._settings, self._sessions)
+            self._orchestrator = Orchestrator(self.settings, self._sessions)
         return self._orchestrator
 
     def _key(self, session_id: str, owner: str) -> str:
+        """Where the caller's session ``session_id`` is stored and hosted (sessions.ids.session_key)."""
         from advisor.conversation import SESSION_NAMESPACE
 
         return session_key(SESSION_NAMESPACE, owner, session_id)
@@ -200,10 +192,6 @@ class AdvisorService:
         response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
         return response
 
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
     @api.get("/")
     async def page(self) -> HTMLResponse:
         return HTMLResponse(self._page, headers={"cache-control": "no-store", "x-content-type-options": "nosniff"})
@@ -211,13 +199,15 @@ class AdvisorService:
     @api.post("/chat")
     async def chat(self, body: ChatBody, request: Request) -> Response:
         if (body.message is None) == (body.consent is None):
-            return _error(422, "invalid request: give either message or consent (accept/refuse)", "message")
+            return error_answer(
+                422, "invalid request: give either message or consent (accept/refuse)", loc=("body", "message")
+            )
         try:
             orchestrator = self._llm_orchestrator()
-        except LLMNotConfiguredError as exc:
-            return _error(503, first_line(exc))
+        except LLMNotConfiguredError:
+            return no_llm()
         session_id = body.session_id or f"adv-{uuid.uuid4().hex[:16]}"
-        owner = self._owner(request)
+        owner = self.caller(request)
         try:
             if body.message is not None:
                 orchestrator.check_message(body.message)  # a bad message costs no session
@@ -225,7 +215,7 @@ class AdvisorService:
             slot = self._in_flight.slot(owner)
             slot.__enter__()
         except InputError as exc:
-            return _error(422, f"invalid request: message: {printable(first_line(exc))}", "message")
+            return error_answer(422, f"invalid request: message: {first_line(exc)}", loc=("body", "message"))
         except (TooManySessionsError, ClientBusyError) as exc:
             return self._too_many(exc)
         events = orchestrator.turn(
@@ -236,36 +226,36 @@ class AdvisorService:
         except InputError as exc:
             slot.__exit__()
             field = "consent" if body.consent else "message"
-            return _error(422, f"invalid request: {field}: {printable(first_line(exc))}", field)
+            return error_answer(422, f"invalid request: {field}: {first_line(exc)}", loc=("body", field))
         except SessionNotFoundError:
             slot.__exit__()
-            return _error(404, f"no session {session_id!r} for this client; omit sessionId to start one")
+            return error_answer(404, f"no session {session_id!r} for this client; omit sessionId to start one")
         except BaseException:
             slot.__exit__()
             raise
 
         async def stream() -> AsyncIterator[bytes]:
             try:
-                yield _sse({"type": "session", "sessionId": session_id})
-                yield _sse(public(first, session_id))
+                yield event_frame(SessionOpened(session_id=session_id))
+                yield event_frame(with_href(session_id, first))
                 async for event in events:
-                    yield _sse(public(event, session_id))
+                    yield event_frame(with_href(session_id, event))
             except Exception as exc:
                 log.exception("advisor turn failed")
-                yield _sse({"type": "error", "message": printable(first_line(exc))})
+                yield event_frame(StreamFailed(message=failure_text(exc)))
             finally:
                 slot.__exit__()
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
+        return event_stream(stream())
 
     @api.get("/sessions/{session_id}")
     async def session(self, session_id: str, request: Request) -> JSONResponse:
         if not ID_PATTERN.fullmatch(session_id):
-            return _error(422, "invalid request: session_id: not a session id", "session_id")
+            return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
         try:
-            state = await asyncio.to_thread(self._state, session_id, self._owner(request))
+            state = await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
-            return _error(404, f"no session {printable(session_id)!r} for this client")
+            return error_answer(404, f"no session {session_id!r} for this client")
         files = public(state.attributes.get("files", []), session_id)
         return JSONResponse(
             {
@@ -284,14 +274,14 @@ class AdvisorService:
         from advisor.retention import delete_session_files
 
         if not ID_PATTERN.fullmatch(session_id):
-            return _error(422, "invalid request: session_id: not a session id", "session_id")
-        owner = self._owner(request)
+            return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
+        owner = self.caller(request)
         try:
             await asyncio.to_thread(self._state, session_id, owner)
         except SessionNotFoundError:
-            return _error(404, f"no session {printable(session_id)!r} for this client")
+            return error_answer(404, f"no session {session_id!r} for this client")
         key = self._key(session_id, owner)
-        removed = await asyncio.to_thread(delete_session_files, self._settings, key)
+        removed = await asyncio.to_thread(delete_session_files, self.settings, key)
         await asyncio.to_thread(self._repo.delete, key)
         return JSONResponse({"deleted": session_id, "files": removed})
 
@@ -300,15 +290,15 @@ class AdvisorService:
         from advisor.tools.base import artifact_prefix
 
         if not ID_PATTERN.fullmatch(session_id) or not FILE_NAME.fullmatch(name) or name.startswith("."):
-            return _error(404, "no such file")
-        owner = self._owner(request)
+            return error_answer(404, "no such file")
+        owner = self.caller(request)
         try:
             state = await asyncio.to_thread(self._state, session_id, owner)
         except SessionNotFoundError:
-            return _error(404, "no such file")
+            return error_answer(404, "no such file")
         key = artifact_prefix(self._key(session_id, owner)) + name
         if key not in state.generated_files or not await asyncio.to_thread(self._artifacts.exists, key):
-            return _error(404, "no such file")
+            return error_answer(404, "no such file")
         data = await asyncio.to_thread(self._artifacts.get_bytes, key)
         suffix = name[name.rfind(".") :].lower()
         disposition = "inline" if suffix == ".png" else f'attachment; filename="{name}"'
@@ -331,28 +321,28 @@ class AdvisorService:
         from deployments.validation import BodyError, read_json_body
 
         if name not in REGISTRY:
-            return _error(404, f"no tool {printable(name)!r}; the tools are {', '.join(REGISTRY)}")
+            return error_answer(404, f"no tool {name!r}; the tools are {', '.join(REGISTRY)}")
         try:
             session_id = validate_session_id(sessionId, "sessionId") if sessionId else STANDALONE_SESSION
         except InputError as exc:
-            return _error(422, f"invalid request: {first_line(exc)}", "sessionId")
+            return error_answer(422, f"invalid request: {first_line(exc)}", loc=("query", "sessionId"))
         try:
             raw = await read_json_body(request)
             data = validate_input(REGISTRY[name], raw)  # a bad input costs no session
         except BodyError as exc:
-            return _error(422, f"invalid request: {exc}", "body")
+            return error_answer(422, f"invalid request: {exc}", loc=("body",))
         except InputError as exc:
-            return _error(422, f"invalid request: {printable(first_line(exc))}", "body")
-        owner = self._owner(request)
+            return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
+        owner = self.caller(request)
         key = self._key(session_id, owner)
         try:
             await self._admit(session_id, owner)
             with self._in_flight.slot(owner):
                 state = await self._sessions.update(key, owner, Begin())
                 ctx = ToolContext(
-                    self._settings,
+                    self.settings,
                     session_id=key,
-                    llm=make_llm(self._settings),
+                    llm=make_llm(self.settings),
                     earlier=list(state.attributes.get("tool_results", [])),
                     negotiation_rounds=list(state.attributes.get("negotiation", [])),
                 )
@@ -361,25 +351,28 @@ class AdvisorService:
                 record = {"tool": name, "input": raw, "output": result}
                 await self._sessions.update(key, owner, Commit([], self._policy, files=files, tool_results=[record]))
         except SessionNotFoundError:
-            return _error(404, f"no session {session_id!r} for this client")
+            return error_answer(404, f"no session {session_id!r} for this client")
         except (TooManySessionsError, ClientBusyError) as exc:
             return self._too_many(exc)
         except InputError as exc:
-            return _error(422, f"invalid request: {printable(first_line(exc))}", "body")
-        except LLMNotConfiguredError as exc:
-            return _error(503, first_line(exc))
+            return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
+        except LLMNotConfiguredError:
+            return no_llm()
         return JSONResponse({"sessionId": session_id, "output": public(result, session_id)})
 
 
-def build_app(settings: Settings) -> Application:
-    """The ``advisor`` Serve application for these settings (their store holds the sessions)."""
-    application: Application = AdvisorService.bind(settings)  # type: ignore[attr-defined]
-    return application
+build_app = binder(AdvisorService)
+app = builder(build_app)
 
-
-def app(args: dict[str, Any]) -> Application:
-    """Application builder for ``serve.yaml`` (``import_path: deployments.advisor:app``)."""
-    return build_app(settings_from_args(args))
-
-
-__all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "AdvisorService", "ChatBody", "app", "build_app", "file_href", "public"]
+__all__ = [
+    "APP_NAME",
+    "ROUTE_PREFIX",
+    "AdvisorService",
+    "ChatBody",
+    "api",
+    "app",
+    "build_app",
+    "file_href",
+    "public",
+    "with_href",
+]

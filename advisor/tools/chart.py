@@ -156,15 +156,14 @@ def _check_glyphs(data: ChartInput, font: Path) -> None:
                 raise InputError(f"generate_chart: {char!r} has no glyph in {font.name}; rephrase the text without it")
 
 
-def render(data: ChartInput) -> bytes:
-    """The PNG bytes; InputError when a character has no glyph in the Japanese font. Safe to call from
-    several threads at once: each call draws its own Figure and touches no global style."""
+def render(data: ChartInput, font: Path) -> bytes:
+    """The PNG bytes drawn with ``font``; InputError when a character has no glyph in it. Safe to call
+    from several threads at once: each call draws its own Figure and touches no global style."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.font_manager import FontProperties
     from matplotlib.ticker import FuncFormatter
 
-    font = japanese_font()
     _check_glyphs(data, font)
     prop = FontProperties(fname=str(font))
     fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI)
@@ -205,11 +204,11 @@ class _Pool:
         self._executor = ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="chart")
         self._admitted = threading.BoundedSemaphore(RENDER_THREADS + RENDER_WAITING)
 
-    async def render(self, data: ChartInput) -> bytes:
+    async def render(self, data: ChartInput, font: Path) -> bytes:
         if not self._admitted.acquire(blocking=False):
             raise InputError("generate_chart: too many charts are being drawn right now; try again in a moment")
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, render, data)
+            return await asyncio.get_running_loop().run_in_executor(self._executor, render, data, font)
         finally:
             self._admitted.release()
 
@@ -268,7 +267,7 @@ def _draw(ax: Any, data: ChartInput, prop: Any) -> None:
 
 
 async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
-    png = await POOL.render(data)
+    png = await POOL.render(data, japanese_font(ctx.settings))
     saved = ctx.save(NAME, "chart", "png", png, "graph")
     return ChartOutput(
         image_url=saved.url,
