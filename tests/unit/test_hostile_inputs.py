@@ -64,10 +64,12 @@ async def test_a_margin_a_hair_below_100_percent_is_an_input_error(tmp_path: Pat
 
 def test_chart_text_is_text_and_chart_values_are_bounded() -> None:
     """Issue 21 (6, 7): a mathtext title raised ValueError; 2,600 bars took 13 s; 1e308 overflowed."""
+    from advisor.fonts import japanese_font
     from advisor.tools.chart import MAX_CATEGORIES, ChartInput, render
 
     bars = {"data": {"categories": [{"label": "$x$", "value": 1}]}, "chart_type": "bar"}
-    assert render(ChartInput.model_validate({**bars, "title": "$\\frac{1}{$"})).startswith(b"\x89PNG")
+    font = japanese_font(load_settings())
+    assert render(ChartInput.model_validate({**bars, "title": "$\\frac{1}{$"}), font).startswith(b"\x89PNG")
     refused: list[dict[str, Any]] = [
         {"data": {"time_series": [{"date": "a", "value": 1e308}, {"date": "b", "value": -1e308}]}},
         {"data": {"time_series": [{"date": "a", "value": float("inf")}, {"date": "b", "value": 1}]}},
@@ -84,6 +86,7 @@ async def test_charts_draw_side_by_side_in_the_pool(monkeypatch: pytest.MonkeyPa
     """Issue 21 (6): a global lock queued every user's chart behind one; the pool draws two at once."""
     import threading
 
+    from advisor.fonts import japanese_font
     from advisor.tools import chart
 
     inside: list[int] = []
@@ -91,14 +94,14 @@ async def test_charts_draw_side_by_side_in_the_pool(monkeypatch: pytest.MonkeyPa
     lock = threading.Lock()
     real = chart.render
 
-    def watched(data: chart.ChartInput) -> bytes:
+    def watched(data: chart.ChartInput, font: Path) -> bytes:
         nonlocal most
         with lock:
             inside.append(1)
             most = max(most, len(inside))
         try:
             time.sleep(0.3)  # long enough for the second call to arrive while the first draws
-            return real(data)
+            return real(data, font)
         finally:
             with lock:
                 inside.pop()
@@ -106,11 +109,9 @@ async def test_charts_draw_side_by_side_in_the_pool(monkeypatch: pytest.MonkeyPa
     data = chart.ChartInput.model_validate(
         {"data": {"categories": [{"label": "a", "value": 1}]}, "chart_type": "bar", "title": "t"}
     )
-    pytest.MonkeyPatch().setattr(chart, "render", watched)
-    try:
-        pngs = await asyncio.gather(chart.POOL.render(data), chart.POOL.render(data))
-    finally:
-        chart.render = real
+    monkeypatch.setattr(chart, "render", watched)
+    font = japanese_font(load_settings())
+    pngs = await asyncio.gather(chart.POOL.render(data, font), chart.POOL.render(data, font))
     assert most == 2 and all(p.startswith(b"\x89PNG") for p in pngs)
 
 
