@@ -80,6 +80,43 @@ async def test_a_run_from_the_page_shows_answer_claims_disputes_and_transparency
     await page.locator("#charts").screenshot(path=str(screenshot_path("research_page_charts")))
 
 
+async def test_a_hostile_source_url_is_never_a_link_and_no_script_runs(base_url: str, page: Page) -> None:
+    """Issue 21 (1): a corpus manifest with ``url: javascript:...`` became a clickable link that ran in the
+    page's origin (where the API key sits). The page now links http(s) only, and its CSP runs no script
+    that is not its own, even one a bug would put into the document."""
+    answer = httpx.get(f"{base_url}/ui", timeout=30)
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self' 'sha256-" in policy and "'unsafe-inline'" not in policy.split(";")[1]
+    ran: list[str] = []
+    page.on("dialog", lambda dialog: (ran.append(dialog.message), dialog.dismiss()))
+    await page.goto(f"{base_url}/ui")
+    hostile = ["javascript:alert('xss')", " JaVaScRiPt:alert(2)", "data:text/html,<script>alert(3)</script>"]
+    supporting = [{"url": u, "title": f"出典{i}"} for i, u in enumerate(hostile)]
+    supporting.append({"url": "https://a.example/ok", "title": "正しい出典"})
+    result = {
+        "runId": "x",
+        "executiveSummary": {"text": "回答: テスト"},
+        "claims": [{"text": "主張", "confidence": 0.5, "supporting": supporting}],
+        "disputed": [],
+        "charts": [],
+        "iterations": [],
+    }
+    await page.evaluate("(result) => render(result)", result)
+    links = await page.locator("#claims a").evaluate_all("(links) => links.map((a) => a.href)")
+    assert links == ["https://a.example/ok"]
+    assert "出典0" in await page.inner_text("#claims")  # shown as text, not as a link
+    for text in ("出典0", "出典1", "出典2"):
+        await page.get_by_text(text).click()
+    # a link slipped into the document anyway (a bug, an extension) is still not run: the CSP says no
+    await page.evaluate(
+        "() => { const a = document.createElement('a'); a.id = 'sneaky'; a.href = 'javascript:alert(4)';"
+        " a.textContent = 'x'; document.body.append(a); }"
+    )
+    await page.click("#sneaky")
+    await page.wait_for_timeout(500)
+    assert ran == []
+
+
 @pytest.fixture
 def keyed_url(base_url: str, tmp_path: Path) -> Iterator[str]:
     """The research app with an API key, in place of the open one (one app at a time: a replica keeps
