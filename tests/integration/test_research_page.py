@@ -24,6 +24,8 @@ from tests.ports import free_port
 
 TOPIC = "中小企業の価格転嫁の現状"
 KEY = "page-key-for-tests"
+# Predicates as functions: a bare expression is evaluated with eval(), which the page's CSP forbids
+DONE = "() => document.getElementById('status').textContent === '完了'"
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,7 @@ async def test_a_run_from_the_page_shows_answer_claims_disputes_and_transparency
     await page.fill("#iterations", "2")
     await page.select_option("#corpus", label="corpus")
     await page.click("#start")
-    await page.wait_for_function("document.getElementById('status').textContent === '完了'", timeout=240_000)
+    await page.wait_for_function(DONE, timeout=240_000)
     progress = await page.locator("#progress li").all_inner_texts()
     assert progress[0].startswith("調査開始") and progress[-1].startswith("調査完了")
     assert any(line.startswith("エージェント完了") for line in progress)
@@ -73,7 +75,7 @@ async def test_a_run_from_the_page_shows_answer_claims_disputes_and_transparency
     charts = page.locator("#charts img.chart")
     assert await charts.count() >= 1  # the corpus has figures for several survey rounds
     await page.wait_for_function(
-        "[...document.querySelectorAll('#charts img.chart')].every(i => i.complete && i.naturalWidth > 0)",
+        "() => [...document.querySelectorAll('#charts img.chart')].every(i => i.complete && i.naturalWidth > 0)",
         timeout=60_000,
     )
     await page.screenshot(path=str(screenshot_path("research_page")), full_page=True)
@@ -152,7 +154,7 @@ async def test_with_api_keys_the_page_asks_for_the_key_and_sends_it_on_every_cal
     await page.fill("#iterations", "1")
     await page.select_option("#corpus", label="corpus")
     await page.click("#start")
-    await page.wait_for_function("document.getElementById('status').textContent === '完了'", timeout=240_000)
+    await page.wait_for_function(DONE, timeout=240_000)
     progress = await page.locator("#progress li").all_inner_texts()
     assert progress[0].startswith("調査開始") and progress[-1].startswith("調査完了")
     assert (await page.inner_text("#answer")).startswith("回答: ")
