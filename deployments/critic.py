@@ -27,7 +27,7 @@ from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_lin
 from core.events import CallbackSink, Event, EventSink
 from core.settings import Settings
 from critic.errors import CriticError
-from critic.models import MAX_IDEAS, BusinessIdea, CriticInput, CriticOutput
+from critic.models import CriticInput, CriticOutput, IdeaList
 from critic.options import OPTION_NAMES, CriticOptions, apply_options
 from critic.settings import CriticSettings
 from deployments.answers import (
@@ -54,7 +54,7 @@ class CriticRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "samples": "3" is no 3
 
-    ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
+    ideas: IdeaList
     weights: str | None = Field(None, max_length=20, description="market:synergy, e.g. 60:40 (default 50:50).")
     samples: int | None = Field(None, description="Judgements per idea (median and spread).")
     timeout: float | None = Field(None, description="Timeout of the whole evaluation in seconds.")
@@ -119,9 +119,9 @@ class CriticService(AppService):
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
             return error_answer(502, "no idea could be evaluated; see failures", failures=failures)
-        except MagiError as exc:
+        except MagiError as exc:  # not the caller's fault: said without a traceback or a server path
             log.warning("critic request failed: %s", first_line(exc))
-            return error_answer(500, failure_text(exc))
+            return error_answer(503, failure_text(exc))
         return JSONResponse(out.model_dump(mode="json", by_alias=True))
 
     @api.post("/evaluate/stream")

@@ -11,8 +11,10 @@
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import logging
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +23,8 @@ from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import llm_check
+from deployments.security import ClientBusyError, InFlightLimit, too_many
+from deployments.settings import ServeSettings
 from magi.events import EventCallback
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,8 @@ class MagiService(AppService):
         from magi.settings import MagiSettings
 
         super().__init__(settings)
+        self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks running per client
         self._overrides = overrides_for(load_plugins(MagiSettings.of(settings)))
         self.checks = [llm_check(settings, "POST /magi/ask")]
 
@@ -63,6 +69,8 @@ class MagiService(AppService):
         from magi.options import AskOptions, apply_options, clean_question
         from magi.settings import MagiSettings
 
+        if body.runs is not None and body.runs > self._serve.max_runs:
+            raise InputError(f"runs: at most {self._serve.max_runs} per request over HTTP (serve.max_runs)")
         options = AskOptions(
             rounds=body.rounds,
             threshold=body.threshold,
@@ -100,20 +108,41 @@ class MagiService(AppService):
                 return no_llm()
             return invalid_option(exc)
 
+    def _busy(self, exc: ClientBusyError) -> JSONResponse:
+        response: JSONResponse = too_many(str(exc), self._serve.retry_after_s)
+        return response
+
     @api.post("/ask")
-    async def ask(self, body: AskRequest) -> JSONResponse:
+    async def ask(self, body: AskRequest, request: Request) -> JSONResponse:
         accepted = self._accepted(body)
         if isinstance(accepted, JSONResponse):
             return accepted
-        return JSONResponse(await self._run(*accepted))
+        try:
+            with self._in_flight.slot(self.caller(request)):
+                return JSONResponse(await self._run(*accepted))
+        except ClientBusyError as exc:
+            return self._busy(exc)
 
     @api.post("/ask/stream")
-    async def ask_stream(self, body: AskRequest) -> Any:
+    async def ask_stream(self, body: AskRequest, request: Request) -> Any:
         accepted = self._accepted(body)
         if isinstance(accepted, JSONResponse):
             return accepted
         prompt, settings = accepted
-        return event_stream(progress_frames(lambda report: self._run(prompt, settings, on_event=report)))
+        slot = self._in_flight.slot(self.caller(request))
+        try:
+            slot.__enter__()
+        except ClientBusyError as exc:
+            return self._busy(exc)
+
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                async for frame in progress_frames(lambda report: self._run(prompt, settings, on_event=report)):
+                    yield frame
+            finally:
+                slot.__exit__()
+
+        return event_stream(frames())
 
 
 build_app = binder(MagiService)

@@ -29,5 +29,9 @@ class RouterSettings(Section):
 
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")
 
+    scripted_latency_s: float = Field(
+        0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
+    )
+
 
 __all__ = ["RouterSettings"]
