@@ -21,7 +21,7 @@ from core.settings import Settings
 from magi.context import ContextManager, truncate_text
 from magi.models import DebateTurn, Phase, SageName, SageReply, Summary, ThinkingOutput, Vote
 from magi.prompts import bundled_prompts
-from magi.settings import MagiSettings
+from magi.settings import CouncilSettings
 
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {
     "thinking": ThinkingOutput,
@@ -45,7 +45,7 @@ class Sage:
             if built is None:
                 raise RuntimeError(f"sage {self.name.display}: no LLM configured (the caller checks this first)")
             self.client = built
-        self.context = ContextManager(MagiSettings.of(settings).context_budget_tokens)
+        self.context = ContextManager(CouncilSettings.of(settings).context_budget_tokens)
         self.extra_types: dict[str, type[BaseModel]] = {}
 
     def register_output(self, phase: str, output_type: type[BaseModel]) -> None:

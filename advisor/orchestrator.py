@@ -18,7 +18,6 @@ from advisor.agents import AgentResult, Event, mode1, mode2
 from advisor.compression import compress
 from advisor.conversation import Begin, Commit, SessionGateway
 from advisor.modes import Detection, detect
-from advisor.options import session_policy
 from advisor.policy import Mode, modes
 from advisor.settings import AdvisorSettings
 from advisor.tools.base import ToolContext
@@ -42,7 +41,7 @@ class Orchestrator:
             llm = require_llm(settings, "the advisor")
         self.settings = settings
         self.section = AdvisorSettings.of(settings)
-        self.policy = session_policy(settings)
+        self.policy = self.section.session_policy()
         self.sessions = sessions
         self.llm = llm
 
@@ -64,8 +63,11 @@ class Orchestrator:
         message: str | None = None,
         consent: Consent | None = None,
         user_attributes: dict[str, Any] | None = None,
+        section: AdvisorSettings | None = None,
     ) -> AsyncIterator[Event]:
-        """Events of one turn: ``mode``, ``consent``, ``tool``, ``file``, ``delta``, then ``done``."""
+        """Events of one turn: ``mode``, ``consent``, ``tool``, ``file``, ``delta``, then ``done``;
+        ``section`` carries this turn's options (``ADVISOR_OPTIONS`` applied to a request's fields)."""
+        section = section or self.section
         texts = modes()
         if consent is None:
             message = self.check_message(message or "")
@@ -102,7 +104,7 @@ class Orchestrator:
             if pending:
                 attributes["pending"] = None  # a new message instead of an answer: the change is declined
             detection: Detection = await detect(
-                self.llm, message, state.history, current, self.section.mode_threshold, self.section.classify_history
+                self.llm, message, state.history, current, section.mode_threshold, section.classify_history
             )
             yield {
                 "type": "detection",

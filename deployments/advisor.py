@@ -3,7 +3,8 @@
 - ``GET /advisor/`` the chat page (plain HTML+JS, Japanese). It holds no data, so it is served
   without a key; every call it makes sends ``Authorization: Bearer <key>`` (the key is typed once
   into the page and kept in the tab's sessionStorage).
-- ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?}`` -> Server-Sent Events:
+- ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?, threshold?}`` (the
+  advisor section's options for this turn) -> Server-Sent Events:
   ``session``, ``detection``, ``mode``, ``consent``, ``tool``, ``file``, ``compressed``, ``delta``,
   ``done`` (``error`` if the turn fails midway). Input errors before the stream are 422 naming the field.
 - ``GET /advisor/sessions/{id}`` mode, history and files; ``DELETE`` removes the session and its files.
@@ -33,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
-from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
+from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
+from core.errors import ConfigError, InputError, LLMNotConfiguredError, MagiError, first_line
 from core.settings import Settings
 from core.validation import printable
 from deployments.app_args import settings_from_args
@@ -62,7 +64,9 @@ GUARD = guard(api, open_paths=("/",))
 answer_invalid_requests(api)
 
 
-class ChatBody(BaseModel):
+class ChatBase(BaseModel):
+    """The body of ``POST /advisor/chat``: a message or a consent answer, plus every advisor option."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     message: str | None = Field(None, description="The user's message (omit when answering a consent question).")
@@ -79,6 +83,10 @@ class ChatBody(BaseModel):
             return validate_session_id(value)
         except MagiError as exc:
             raise ValueError(str(exc)) from exc
+
+
+class ChatBody(ADVISOR_OPTIONS.body(ChatBase, "ChatBody")):  # type: ignore[misc]  # options from the section
+    pass
 
 
 def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
@@ -118,8 +126,6 @@ def _with_href(session_id: str, event: dict[str, Any]) -> dict[str, Any]:
 class AdvisorService:
     def __init__(self, settings: Settings) -> None:
         from advisor.conversation import ActorSessions
-        from advisor.options import session_policy
-        from advisor.settings import AdvisorSettings
         from core.resources import data_path
         from core.runtime import RayRuntime
         from core.storage import open_artifacts
@@ -129,7 +135,7 @@ class AdvisorService:
         GUARD.configure(settings)
         self._settings = settings
         self._section = AdvisorSettings.of(settings)
-        self._policy = session_policy(settings)
+        self._policy = self._section.session_policy()
         self._keys = bool(settings.api_keys)
         self._sessions = ActorSessions(RayRuntime(), settings, self._policy, self._section.session_idle_s)
         self._repo = SessionRepository(open_store(settings))
@@ -181,9 +187,13 @@ class AdvisorService:
             orchestrator = self._llm_orchestrator()
         except LLMNotConfiguredError as exc:
             return _error(503, first_line(exc))
+        try:
+            section = ADVISOR_OPTIONS.section(AdvisorSettings, self._settings, ADVISOR_OPTIONS.from_body(body))
+        except ConfigError as exc:
+            return _error(422, f"invalid request: {printable(first_line(exc).removeprefix('invalid setting: '))}")
         session_id = body.session_id or f"adv-{uuid.uuid4().hex[:16]}"
         owner = self._owner(request)
-        events = orchestrator.turn(session_id, owner, body.message, body.consent, body.user_attributes)
+        events = orchestrator.turn(session_id, owner, body.message, body.consent, body.user_attributes, section)
         try:
             first = await events.__anext__()
         except InputError as exc:

@@ -1,7 +1,8 @@
 """Serve app ``critic`` (route prefix ``/critic``): evaluate business ideas over HTTP.
 
 - ``POST /critic/evaluate`` ``{ideas: [BusinessIdea], weights?: "60:40", samples?, timeout?,
-  industry?, noCache?}`` -> ``200`` CriticOutput (camelCase, as ``magi critic --format json``).
+  industry?, noCache?, marketWeight?, synergyWeight? ...}`` (every HTTP option of the critic
+  section) -> ``200`` CriticOutput (camelCase, as ``magi critic --format json``).
   Bad fields or options: 422 naming the field; no idea evaluable: 502 with each idea's error;
   no LLM configured: 503.
 - ``GET /critic/healthz`` -> ``{"status": "ok"}`` (open without an API key).
@@ -25,8 +26,7 @@ from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_lin
 from core.settings import Settings
 from critic.errors import CriticError
 from critic.models import MAX_IDEAS, BusinessIdea, CriticInput
-from critic.options import OPTION_NAMES, CriticOptions, apply_options
-from critic.settings import CriticSettings
+from critic.settings import CRITIC_OPTIONS, CriticSettings
 from deployments.app_args import settings_from_args
 from deployments.research import without_server_paths
 from deployments.security import guard
@@ -40,26 +40,16 @@ api = FastAPI(title="MAGI critic", description="Business ideas scored on market 
 GUARD = guard(api)
 
 
-class CriticRequest(BaseModel):
-    """The body of ``POST /critic/evaluate``; option bounds come from the settings (critic/options.py)."""
+class CriticBody(BaseModel):
+    """The body of ``POST /critic/evaluate``: the ideas, plus every critic option (``CRITIC_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "samples": "3" is no 3
 
     ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
-    weights: str | None = Field(None, max_length=20, description="market:synergy, e.g. 60:40 (default 50:50).")
-    samples: int | None = Field(None, description="Judgements per idea (median and spread).")
-    timeout: float | None = Field(None, description="Timeout of the whole evaluation in seconds.")
-    industry: str | None = Field(None, max_length=64, description="Industry profile name.")
-    no_cache: bool = Field(False, alias="noCache")
 
-    def options(self) -> CriticOptions:
-        return CriticOptions(
-            weights=self.weights,
-            samples=self.samples,
-            timeout_s=self.timeout,
-            industry=self.industry,
-            no_cache=self.no_cache,
-        )
+
+class CriticRequest(CRITIC_OPTIONS.body(CriticBody, "CriticRequest")):  # type: ignore[misc]  # from the section
+    pass
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -98,9 +88,8 @@ class CriticService:
     async def evaluate(self, body: CriticRequest) -> JSONResponse:
         from critic.engine import evaluate_ideas, preflight
 
-        names = {**OPTION_NAMES, "critic.cache": "noCache"}
         try:
-            settings = apply_options(self._settings, body.options(), origin="request field", names=names)
+            settings = CRITIC_OPTIONS.apply(self._settings, CRITIC_OPTIONS.from_body(body))
             preflight(settings)
         except LLMNotConfiguredError as exc:
             return _error(503, f"the critic service has no LLM configured: {first_line(exc)}")

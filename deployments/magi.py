@@ -1,7 +1,8 @@
 """Serve app ``magi`` (route prefix ``/magi``): the council over HTTP.
 
-- ``POST /magi/ask`` ``{prompt, rounds?, threshold?, timeout?, weighted?, anonymous?, shufflePeers?,
-  earlyStop?, seed?, runs?}`` -> 200 with the JSON of ``magi ask --format json`` (``decision``,
+- ``POST /magi/ask`` ``{prompt, rounds?, threshold?, quorum?, timeout?, weighted?, anonymous?,
+  shufflePeers?, earlyStop?, seed?, runs?, ...}`` (every HTTP option of the council's settings
+  section, camelCase) -> 200 with the JSON of ``magi ask --format json`` (``decision``,
   ``exitCode``, ``votes`` ...; a RunsReport when ``runs`` > 1). A bad body is 422, no LLM 503.
 - ``POST /magi/ask/stream`` (same body) -> ``text/event-stream``: ``phase``/``sage``/``decided``
   progress events as the deliberation goes, then one ``result`` event (or ``error``).
@@ -14,7 +15,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -28,6 +29,7 @@ from core.validation import printable
 from deployments.app_args import settings_from_args
 from deployments.security import guard
 from deployments.validation import answer_invalid_requests
+from magi.settings import COUNCIL_OPTIONS
 
 log = logging.getLogger(__name__)
 APP_NAME = "magi"
@@ -37,21 +39,16 @@ api = FastAPI(title="MAGI council", description="Three sages decide: Thinking, D
 GUARD = guard(api)
 
 
-class AskRequest(BaseModel):
-    """The body of ``POST /magi/ask``; bounds come from the ``magi`` settings (magi/options.py)."""
+class AskBody(BaseModel):
+    """The body of ``POST /magi/ask``: the prompt, plus every council option (``COUNCIL_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     prompt: str = Field(description="The request the council decides on.")
-    rounds: int | None = None
-    threshold: Literal["majority", "unanimous"] | None = None
-    timeout: float | None = Field(None, description="Timeout of one sage call in seconds.")
-    weighted: bool | None = None
-    anonymous: bool | None = None
-    shuffle_peers: bool | None = Field(None, alias="shufflePeers")
-    early_stop: Literal["off", "unanimous", "stable", "both"] | None = Field(None, alias="earlyStop")
-    seed: int | None = None
-    runs: int | None = None
+
+
+class AskRequest(COUNCIL_OPTIONS.body(AskBody, "AskRequest")):  # type: ignore[misc]  # fields from the section
+    pass
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -77,11 +74,11 @@ def _sse(kind: str, data: Any) -> bytes:
 class MagiService:
     def __init__(self, settings: Settings) -> None:
         from magi.plugins import load_plugins, overrides_for
-        from magi.settings import MagiSettings
+        from magi.settings import CouncilSettings
 
         GUARD.configure(settings)
         self._settings = settings
-        self._overrides = overrides_for(load_plugins(MagiSettings.of(settings)))
+        self._overrides = overrides_for(load_plugins(CouncilSettings.of(settings)))
 
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
@@ -89,23 +86,11 @@ class MagiService:
 
     def _prepare(self, body: AskRequest) -> tuple[str, Settings]:
         from magi.api import check_llm
-        from magi.options import AskOptions, apply_options, clean_question
-        from magi.settings import MagiSettings
+        from magi.question import clean_question
+        from magi.settings import CouncilSettings
 
-        options = AskOptions(
-            rounds=body.rounds,
-            threshold=body.threshold,
-            timeout_s=body.timeout,
-            weighted=body.weighted,
-            anonymous=body.anonymous,
-            shuffle_peers=body.shuffle_peers,
-            early_stop=body.early_stop,
-            seed=body.seed,
-            runs=body.runs,
-        )
-        names = {"magi.shuffle_peers": "shufflePeers", "magi.early_stop": "earlyStop", "magi.timeout_s": "timeout"}
-        settings = apply_options(self._settings, options, origin="request field", names=names)
-        prompt = clean_question(body.prompt, max_chars=MagiSettings.of(settings).max_prompt_chars, where="prompt")
+        settings = COUNCIL_OPTIONS.apply(self._settings, COUNCIL_OPTIONS.from_body(body))
+        prompt = clean_question(body.prompt, max_chars=CouncilSettings.of(settings).max_prompt_chars, where="prompt")
         check_llm(settings, "POST /magi/ask")
         return prompt, settings
 

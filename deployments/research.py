@@ -28,7 +28,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -48,7 +48,7 @@ from deployments.validation import answer_invalid_requests
 from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
-from research.options import OPTION_NAMES, ResearchOptions, apply_options
+from research.settings import RESEARCH_OPTIONS
 
 if TYPE_CHECKING:
     from actors.nlp_pool import NlpPool
@@ -74,30 +74,12 @@ api = FastAPI(title="MAGI research", description="Consensus research runs over H
 GUARD = guard(api, open_paths=("/ui",))
 
 
-class ResearchRequest(BaseModel):
-    """The body of ``POST /research``; bounds come from the settings (research/options.py)."""
+class ResearchBody(BaseModel):
+    """The body of ``POST /research``: the topic, plus every research option (``RESEARCH_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "agents": true is no 1
 
     topic: str = Field(description="What to research, in Japanese or English.")
-    agents: int | None = Field(None, description="Parallel research agents (default 3).")
-    iterations: int | None = Field(None, description="Refinement iterations (default 3).")
-    timeout: float | None = Field(None, description="Timeout of one agent in seconds.")
-    conflict_threshold: float | None = Field(
-        None, alias="conflictThreshold", description="Conflict share above which reports are flagged."
-    )
-    provider: Literal["local", "ddgs", "searxng"] | None = None
-    corpus: str | None = Field(None, description="Folder on the server searched by the local provider.")
-
-    def options(self) -> ResearchOptions:
-        return ResearchOptions(
-            agents=self.agents,
-            iterations=self.iterations,
-            timeout_s=self.timeout,
-            conflict_threshold=self.conflict_threshold,
-            provider=self.provider,
-            corpus=Path(self.corpus) if self.corpus is not None else None,
-        )
 
     @field_validator("topic")
     @classmethod
@@ -107,12 +89,16 @@ class ResearchRequest(BaseModel):
         except MagiError as exc:
             raise ValueError(str(exc)) from exc
 
-    @field_validator("corpus")
+    @field_validator("corpus", check_fields=False)  # the field comes from the search section
     @classmethod
     def _path_text(cls, corpus: str | None) -> str | None:
         if corpus is not None and (invalid_unicode_at(corpus) is not None or "\x00" in corpus):
             raise ValueError("corpus is not a valid folder name (invalid Unicode or a NUL character)")
         return corpus
+
+
+class ResearchRequest(RESEARCH_OPTIONS.body(ResearchBody, "ResearchRequest")):  # type: ignore[misc]
+    pass
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -251,12 +237,7 @@ class ResearchService:
 
     def _settings_for(self, body: ResearchRequest) -> Settings:
         """The service's settings with the request's options; a bad option is a ConfigError naming it."""
-        return apply_options(
-            self._settings,
-            body.options(),
-            origin="request field",
-            names={**OPTION_NAMES, "research.conflict_threshold": "conflictThreshold"},
-        )
+        return RESEARCH_OPTIONS.apply(self._settings, RESEARCH_OPTIONS.from_body(body))
 
     @api.post("/research", status_code=202)
     async def submit(self, body: ResearchRequest) -> JSONResponse:

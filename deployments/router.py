@@ -1,7 +1,8 @@
 """Serve app ``router`` (route_prefix ``/router``): the Engineer Cafe router over HTTP.
 
-- ``POST /router/route`` ``{query, sessionId}`` -> the spec's RouteResult (camelCase).
-- ``POST /router/ask`` ``{query, sessionId}`` -> ``{route, answer, answered, answeredBy}``: MemoryAgent
+- ``POST /router/route`` ``{query, sessionId, threshold?}`` -> the spec's RouteResult (camelCase);
+  ``threshold`` and any other option of the router section apply to this query only.
+- ``POST /router/ask`` (same body) -> ``{route, answer, answered, answeredBy}``: MemoryAgent
   and TimeAgent answer themselves; GeneralKnowledgeAgent answers through the LLM layer when an LLM is
   configured; otherwise the answer says which agent would answer and that none is available here.
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
@@ -26,7 +27,7 @@ from ray import serve
 from ray.serve import Application
 
 from actors.session import SessionActor, SessionHandles, session_call
-from core.errors import InputError, MagiError, first_line
+from core.errors import ConfigError, InputError, MagiError, first_line
 from core.settings import Settings
 from core.validation import printable
 from deployments.app_args import settings_from_args
@@ -34,8 +35,7 @@ from deployments.security import guard
 from deployments.validation import answer_invalid_requests
 from router.answers import unavailable_answer
 from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
-from router.options import session_policy
-from router.settings import RouterSettings
+from router.settings import ROUTER_OPTIONS, RouterSettings
 from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
 from sessions.store import SessionRepository, read_session
 
@@ -53,8 +53,8 @@ GUARD = guard(api)
 answer_invalid_requests(api)
 
 
-class RouteBody(BaseModel):
-    """The spec's RouterInput."""
+class RouteBase(BaseModel):
+    """The spec's RouterInput, plus every router option (``ROUTER_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
@@ -68,6 +68,10 @@ class RouteBody(BaseModel):
             return validate_session_id(value)
         except MagiError as exc:
             raise ValueError(str(exc)) from exc
+
+
+class RouteBody(ROUTER_OPTIONS.body(RouteBase, "RouteBody")):  # type: ignore[misc]  # options from the section
+    pass
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -95,7 +99,7 @@ class RouterService:
         GUARD.configure(settings)
         self._settings = settings
         self._section = RouterSettings.of(settings)
-        self._policy = session_policy(settings)
+        self._policy = self._section.session_policy()
         self._keys = bool(settings.api_keys)
         self._runtime = RayRuntime()
         self._handles = SessionHandles()
@@ -134,7 +138,12 @@ class RouterService:
         query = self._query(body)
         if isinstance(query, JSONResponse):
             return query
-        turn = Turn(query, self._section.confidence_threshold, self._policy, answer=answer)
+        given = ROUTER_OPTIONS.from_body(body)
+        try:
+            section = ROUTER_OPTIONS.section(RouterSettings, self._settings, given) if given.values else self._section
+        except ConfigError as exc:
+            return _error(422, f"invalid request: {printable(first_line(exc).removeprefix('invalid setting: '))}")
+        turn = Turn(query, section.confidence_threshold, self._policy, answer=answer)
         try:
             outcome: TurnOutcome = await self._turn(body.session_id, self._owner(request), turn)
             return outcome
@@ -142,7 +151,7 @@ class RouterService:
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
-            return TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
+            return TurnOutcome.of(shared_router(section.confidence_threshold).route(query), None, query)
 
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:

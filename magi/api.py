@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 from collections.abc import Mapping, Sequence
 
 from core.errors import ConfigError, LLMNotConfiguredError
@@ -13,7 +14,7 @@ from core.settings import Settings
 from magi.models import Deliberation, SageName
 from magi.output import RunsReport, summarize_runs
 from magi.protocol import EventCallback, deliberate
-from magi.settings import MagiSettings
+from magi.settings import COUNCIL_OPTIONS, CouncilSettings
 
 
 def check_llm(settings: Settings, command: str) -> None:
@@ -33,9 +34,14 @@ async def ask(
     overrides: Mapping[SageName, Sequence[tuple[str, str]]] | None = None,
     clients: Mapping[SageName, LLMClient] | None = None,
     on_event: EventCallback | None = None,
+    **options: Any,
 ) -> Deliberation | RunsReport:
-    """One deliberation (``magi.runs`` = 1) or a :class:`RunsReport` over ``magi.runs`` seeds, run concurrently."""
-    cfg = MagiSettings.of(settings)
+    """One deliberation (``council.runs`` = 1) or a :class:`RunsReport` over ``council.runs`` seeds, run
+    concurrently; ``options`` are the keywords of ``COUNCIL_OPTIONS`` (``rounds``, ``quorum``, ``seed`` ...)
+    on top of ``settings``."""
+    if options:
+        settings = COUNCIL_OPTIONS.apply(settings, COUNCIL_OPTIONS.from_keywords(options))
+    cfg = CouncilSettings.of(settings)
     if clients is None:
         check_llm(settings, "magi ask")
     if cfg.runs == 1:

@@ -37,7 +37,7 @@ from core.policy import validate_yaml
 from core.resources import data_path
 from core.yamlfile import read_yaml_document
 from magi.models import SageName
-from magi.settings import MagiSettings, plugin_paths
+from magi.settings import CouncilSettings, plugin_paths
 
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,40}$"
 # Workflows a plugin command may run: action -> "module:function", an async function
@@ -129,7 +129,7 @@ def bundled_plugin_paths() -> list[Path]:
     return sorted(data_path("magi", "plugins").glob("*.yaml"))
 
 
-def load_plugins(settings: MagiSettings, extra: Iterable[Path] = ()) -> list[Plugin]:
+def load_plugins(settings: CouncilSettings, extra: Iterable[Path] = ()) -> list[Plugin]:
     """Bundled plugins, then the configured ones, then ``extra`` (``--plugin``); disabled ones left out."""
     chosen: dict[str, Plugin] = {}
     for path in [*bundled_plugin_paths(), *plugin_paths(settings), *extra]:

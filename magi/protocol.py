@@ -58,7 +58,7 @@ from magi.models import (
 )
 from magi.personas import system_prompts
 from magi.prompts import bundled_prompts
-from magi.settings import MagiSettings
+from magi.settings import CouncilSettings
 from magi.tally import decision_name, exit_code, merge_conditions, tally
 
 FailureKind = Literal["exception", "timeout", "invalid_output"]
@@ -155,7 +155,7 @@ class _Position:
 
 @dataclass
 class _State:
-    settings: MagiSettings
+    settings: CouncilSettings
     seed: int
     question: str
     handles: dict[SageName, Handle[Any]]
@@ -334,7 +334,7 @@ async def deliberate(
     ``sequential`` asks the sages one after the other (the benchmark's baseline, like the origin)."""
     from actors.sage import Sage
 
-    cfg = MagiSettings.of(settings)
+    cfg = CouncilSettings.of(settings)
     seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31))
     run_id = uuid.uuid4().hex[:12]
     prompts = bundled_prompts()
@@ -434,7 +434,7 @@ async def deliberate(
         raw = await state.ask("voting", asks)
         timings.voting_ms = int((time.monotonic() - t0) * 1000)
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
-        decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted)
+        decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted, quorum=cfg.quorum)
         state.emit("decided", decision=decision_name(decision))
         transcripts = await _transcripts(runtime, handles, cfg.timeout_s)
     finally:

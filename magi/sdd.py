@@ -39,7 +39,7 @@ from magi.executor import CommandResult, run_command
 from magi.models import SAGES, Failure, SageName, Verdict
 from magi.personas import system_prompts
 from magi.plugins import Plugin, overrides_for
-from magi.settings import MagiSettings
+from magi.settings import CouncilSettings
 
 DRAFT_ROLE = "magi.sdd"
 DocumentName = Literal["requirements", "design", "tasks"]
@@ -221,7 +221,7 @@ async def _review(
 ) -> tuple[list[SageReview], list[Failure]]:
     from actors.sage import Sage
 
-    cfg = MagiSettings.of(settings)
+    cfg = CouncilSettings.of(settings)
     systems = system_prompts(overrides_for([plugin]))
     key = hashlib.sha256(request.encode()).hexdigest()[:10]
     handles = {

@@ -114,17 +114,18 @@ def test_help_lists_ask_and_spec_unless_sdd_is_disabled(
 
 
 def test_options_map_onto_the_magi_section_and_per_sage_models() -> None:
+    from magi.options import AskOptions, apply_options
+
     from core.errors import ConfigError
     from core.llm import resolve_role
     from core.settings import load_settings
     from magi.models import SageName
-    from magi.options import AskOptions, apply_options
-    from magi.settings import MagiSettings
+    from magi.settings import CouncilSettings
 
     base = load_settings(None, {"llm": {"models": {"default": "m-default", "magi.casper": "m-casper"}}})
     options = AskOptions(rounds=0, threshold="unanimous", timeout_s=5, models={SageName.MELCHIOR: "m-melchior"})
     settings = apply_options(base, options)
-    cfg = MagiSettings.of(settings)
+    cfg = CouncilSettings.of(settings)
     assert (cfg.rounds, cfg.threshold, cfg.timeout_s) == (0, "unanimous", 5)
     assert resolve_role(settings, "magi.melchior").model == "m-melchior"
     assert resolve_role(settings, "magi.casper").model == "m-casper"  # configured models are kept

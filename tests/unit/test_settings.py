@@ -8,11 +8,11 @@ import pickle
 from pathlib import Path
 
 import pytest
+from research.options import ResearchOptions, apply_options
 
 from core.errors import ConfigError
 from core.settings import Section, describe, env_table, load_settings, registered_sections
 from nlp.settings import NlpSettings
-from research.options import ResearchOptions, apply_options
 from research.settings import ResearchSettings
 from scrapers.settings import FetchSettings, SearchSettings
 
