@@ -218,7 +218,9 @@ class Options:
             if spec.off:
                 negated = f"Set to true to turn {spec.name} off (same as {spec.json}: false)."
                 fields[spec.off] = (bool | None, Field(None, alias=camel(spec.off), description=negated))
-        model: type[BaseModel] = create_model(name or base.__name__, __base__=base, **fields)
+        model: type[BaseModel] = create_model(
+            name or base.__name__, __base__=base, __module__=base.__module__, **fields
+        )
         return model
 
     def from_body(self, body: BaseModel, origin: str = "request field") -> Given:
@@ -323,7 +325,13 @@ def _argparse_kind(spec: OptionSpec) -> dict[str, Any]:
         return {"action": "store_true", "default": None}
     if isinstance(marker, Option) and marker.extend:
         (item,) = get_args(kind) or (str,)
-        return {"action": "append", "type": _callable(_without_none(item)), "metavar": metavar or "VALUE"}
+        # SUPPRESS: a subcommand's flag must not reset what the same flag before the subcommand gave
+        return {
+            "action": "append",
+            "type": _callable(_without_none(item)),
+            "metavar": metavar or "VALUE",
+            "default": argparse.SUPPRESS,
+        }
     if get_origin(kind) is Literal:
         return {"choices": list(get_args(kind))}
     return {"type": _callable(kind), "metavar": metavar or spec.name.upper()}

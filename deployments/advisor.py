@@ -64,7 +64,7 @@ GUARD = guard(api, open_paths=("/",))
 answer_invalid_requests(api)
 
 
-class ChatBase(BaseModel):
+class _ChatFields(BaseModel):
     """The body of ``POST /advisor/chat``: a message or a consent answer, plus every advisor option."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -85,7 +85,7 @@ class ChatBase(BaseModel):
             raise ValueError(str(exc)) from exc
 
 
-class ChatBody(ADVISOR_OPTIONS.body(ChatBase, "ChatBody")):  # type: ignore[misc]  # options from the section
+class ChatBody(ADVISOR_OPTIONS.body(_ChatFields, "ChatBody")):  # type: ignore[misc]  # options from the section
     pass
 
 

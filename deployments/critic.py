@@ -40,7 +40,7 @@ api = FastAPI(title="MAGI critic", description="Business ideas scored on market 
 GUARD = guard(api)
 
 
-class CriticBody(BaseModel):
+class _CriticFields(BaseModel):
     """The body of ``POST /critic/evaluate``: the ideas, plus every critic option (``CRITIC_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "samples": "3" is no 3
@@ -48,7 +48,7 @@ class CriticBody(BaseModel):
     ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
 
 
-class CriticRequest(CRITIC_OPTIONS.body(CriticBody, "CriticRequest")):  # type: ignore[misc]  # from the section
+class CriticRequest(CRITIC_OPTIONS.body(_CriticFields, "CriticRequest")):  # type: ignore[misc]  # from the section
     pass
 
 

@@ -39,7 +39,7 @@ api = FastAPI(title="MAGI council", description="Three sages decide: Thinking, D
 GUARD = guard(api)
 
 
-class AskBody(BaseModel):
+class _AskFields(BaseModel):
     """The body of ``POST /magi/ask``: the prompt, plus every council option (``COUNCIL_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
@@ -47,7 +47,7 @@ class AskBody(BaseModel):
     prompt: str = Field(description="The request the council decides on.")
 
 
-class AskRequest(COUNCIL_OPTIONS.body(AskBody, "AskRequest")):  # type: ignore[misc]  # fields from the section
+class AskRequest(COUNCIL_OPTIONS.body(_AskFields, "AskRequest")):  # type: ignore[misc]  # fields from the section
     pass
 
 

@@ -74,7 +74,7 @@ api = FastAPI(title="MAGI research", description="Consensus research runs over H
 GUARD = guard(api, open_paths=("/ui",))
 
 
-class ResearchBody(BaseModel):
+class _ResearchFields(BaseModel):
     """The body of ``POST /research``: the topic, plus every research option (``RESEARCH_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "agents": true is no 1
@@ -97,7 +97,7 @@ class ResearchBody(BaseModel):
         return corpus
 
 
-class ResearchRequest(RESEARCH_OPTIONS.body(ResearchBody, "ResearchRequest")):  # type: ignore[misc]
+class ResearchRequest(RESEARCH_OPTIONS.body(_ResearchFields, "ResearchRequest")):  # type: ignore[misc]
     pass
 
 

@@ -53,7 +53,7 @@ GUARD = guard(api)
 answer_invalid_requests(api)
 
 
-class RouteBase(BaseModel):
+class _RouteFields(BaseModel):
     """The spec's RouterInput, plus every router option (``ROUTER_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
@@ -70,7 +70,7 @@ class RouteBase(BaseModel):
             raise ValueError(str(exc)) from exc
 
 
-class RouteBody(ROUTER_OPTIONS.body(RouteBase, "RouteBody")):  # type: ignore[misc]  # options from the section
+class RouteBody(ROUTER_OPTIONS.body(_RouteFields, "RouteBody")):  # type: ignore[misc]  # options from the section
     pass
 
 

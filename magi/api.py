@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from core.errors import ConfigError, LLMNotConfiguredError
 from core.llm import LLMClient, require_llm

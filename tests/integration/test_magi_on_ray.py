@@ -12,7 +12,7 @@ from magi.protocol import deliberate
 
 
 def settings(**magi: Any) -> Settings:
-    return load_settings(None, {"llm": {"provider": "python:magi.scripted:respond"}, "magi": magi})
+    return load_settings(None, {"llm": {"provider": "python:magi.scripted:respond"}, "council": magi})
 
 
 async def test_sages_are_ray_actors_and_the_result_matches_in_process(ray_cluster: None) -> None:

@@ -44,7 +44,7 @@ async def test_overrides_reach_only_the_named_sages_after_their_persona(tmp_path
     plugin = load_plugin(write(tmp_path, GOOD))
     assert plugin.version == "2"
     clients = {s: FunctionClient(respond) for s in SAGES}
-    settings = load_settings(None, {"magi": {"rounds": 0}})
+    settings = load_settings(None, {"council": {"rounds": 0}})
     await deliberate(
         "Merge it?", settings, InProcessRuntime(), seed=1, overrides=overrides_for([plugin]), clients=clients
     )
