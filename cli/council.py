@@ -123,7 +123,7 @@ async def plugin_command(args: argparse.Namespace, action: str, plugin_name: str
     request = clean_question(raw, max_chars=cfg.max_prompt_chars, where="the request")
     plugin = find_plugin(load_plugins(cfg), plugin_name)
     if plugin is None:
-        raise ConfigError(f"plugin {plugin_name!r} is not loaded (disabled in magi.disabled_plugins?)")
+        raise ConfigError(f"plugin {plugin_name!r} is not loaded (disabled in council.disabled_plugins?)")
     check_llm(settings, f"magi {args.command}")
     module, _, function = ACTIONS[action].partition(":")
     workflow = getattr(importlib.import_module(module), function)

@@ -1,7 +1,7 @@
 """MAGI plugins: YAML files that add commands, per-sage instructions and bridge commands.
 
-A plugin (``data/magi/plugins/*.yaml`` bundled; more with ``--plugin FILE``, ``magi.plugins`` or
-``magi.plugins_dir``; ``magi.disabled_plugins`` turns one off by name)::
+A plugin (``data/magi/plugins/*.yaml`` bundled; more with ``--plugin FILE``, ``council.plugins`` or
+``council.plugins_dir``; ``council.disabled_plugins`` turns one off by name)::
 
     name: sdd                      # lower-case, unique; a later file with the same name replaces it
     version: "1.0.0"
@@ -142,7 +142,7 @@ def load_plugins(settings: CouncilSettings, extra: Iterable[Path] = ()) -> list[
             if command.name in seen:
                 raise ConfigError(
                     f"MAGI plugin {plugin.source}: command {command.name!r} is already added by plugin "
-                    f"{seen[command.name]!r}; rename one, or disable a plugin (magi.disabled_plugins)"
+                    f"{seen[command.name]!r}; rename one, or disable a plugin (council.disabled_plugins)"
                 )
             seen[command.name] = plugin.name
     return plugins

@@ -6,14 +6,14 @@ agents (actors/sage.py). What each sage sees:
 - Thinking: only the question. No request contains another sage's output.
 - Debate round k: the other two sages' positions from round k-1 (Thinking for round 1), in full,
   under anonymous labels ("Sage A", "Sage B") in an order drawn once per sage from the seed (names in
-  the peers' texts are replaced by the labels); ``magi.anonymous: false`` shows the names,
-  ``magi.shuffle_peers: false`` a fixed order. Sages run in parallel within a round.
+  the peers' texts are replaced by the labels); ``council.anonymous: false`` shows the names,
+  ``council.shuffle_peers: false`` a fixed order. Sages run in parallel within a round.
 - Voting: the others' latest positions; the answer must validate as a :class:`Vote` (one repair),
   else the sage abstains and it is recorded.
 
-Early stop (``magi.early_stop``, no LLM call decides it): ``unanimous`` skips the Debate when the
+Early stop (``council.early_stop``, no LLM call decides it): ``unanimous`` skips the Debate when the
 three blind votes agree; ``stable`` ends it after a round in which no sage changed its stance;
-``both`` (default) applies both. Every failure (exception, timeout after ``magi.timeout_s`` per sage
+``both`` (default) applies both. Every failure (exception, timeout after ``council.timeout_s`` per sage
 call, invalid output) is recorded per sage and phase, and the others go on.
 """
 
@@ -261,7 +261,7 @@ class _State:
         for sage, outcome in zip(sages, outcomes, strict=True):
             if outcome.timed_out:
                 self.fail(
-                    sage, phase, round, "timeout", f"no answer within {self.settings.timeout_s:g} s (magi.timeout_s)"
+                    sage, phase, round, "timeout", f"no answer within {self.settings.timeout_s:g} s (council.timeout_s)"
                 )
             elif outcome.error is not None or outcome.value is None:
                 error = outcome.error or RuntimeError("no reply")
@@ -359,7 +359,7 @@ async def deliberate(
     try:
         # Actors start (a process each on Ray) before the clock of the first phase runs.
         t0 = time.monotonic()
-        # Not under magi.timeout_s: starting a process is not a sage call (slow on a busy machine).
+        # Not under council.timeout_s: starting a process is not a sage call (slow on a busy machine).
         await runtime.gather([h.call(Sage.history) for h in handles.values()], max(cfg.timeout_s, STARTUP_TIMEOUT_S))
         timings.setup_ms = int((time.monotonic() - t0) * 1000)
         # --- Thinking: isolated, with blind votes --------------------------------------------------

@@ -44,7 +44,7 @@ from magi.settings import CouncilSettings
 DRAFT_ROLE = "magi.sdd"
 DocumentName = Literal["requirements", "design", "tasks"]
 DOCUMENTS: tuple[DocumentName, ...] = ("requirements", "design", "tasks")
-DISABLE_HINT = "or disable the plugin (magi.disabled_plugins: [sdd], or MAGI_MAGI_DISABLED_PLUGINS=sdd)"
+DISABLE_HINT = "or disable the plugin (council.disabled_plugins: [sdd], or MAGI_COUNCIL_DISABLED_PLUGINS=sdd)"
 
 
 class SddPrompts(PolicyModel):
