@@ -140,7 +140,7 @@ class ResearchAgent:
         self._progress("search", 0, 1)
         provider = (
             CollectorSearch(self._collector)
-            if uses_local_corpus(self.settings)
+            if uses_local_corpus(SearchSettings.of(self.settings))
             else open_search(self.settings).provider
         )
         results = await self._search(provider, topic, queries, set(brief.covered_sources))

@@ -69,8 +69,9 @@ def check_local_search(settings: Settings) -> Check:
     from scrapers.search.factory import corpus_limits
     from scrapers.search.local import LocalCorpus
 
-    corpus_dir = SearchSettings.of(settings).corpus_dir
-    corpus = LocalCorpus(corpus_dir, corpus_limits(settings))
+    search = SearchSettings.of(settings)
+    corpus_dir = search.corpus_dir
+    corpus = LocalCorpus(corpus_dir, corpus_limits(search))
     skipped = describe_skips(corpus.skipped)
     found = f"{len(corpus.documents)} documents in {corpus_dir}"
     return Check("search:local", "ok", found + (f" ({skipped})" if skipped else ""))

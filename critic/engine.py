@@ -53,8 +53,7 @@ log = logging.getLogger(__name__)
 TEMPERATURE_RANGE = (0.3, 0.5)
 
 
-def configured_weights(settings: Settings) -> Weights:
-    section = CriticSettings.of(settings)
+def configured_weights(section: CriticSettings) -> Weights:
     try:
         return Weights(market=section.market_weight, synergy=section.synergy_weight)
     except ValidationError as exc:
@@ -88,10 +87,11 @@ def model_label(settings: Settings) -> str:
 
 def preflight(settings: Settings) -> tuple[Weights, float, Profile]:
     """Everything that can be wrong before any work: weights, temperature, the LLM, the profile."""
-    weights = configured_weights(settings)
+    section = CriticSettings.of(settings)
+    weights = configured_weights(section)
     temperature = judge_temperature(settings)
     require_llm(settings, "magi critic", ROLE)  # no LLM: a clear error before any work
-    return weights, temperature, load_profile(CriticSettings.of(settings).industry)
+    return weights, temperature, load_profile(section.industry)
 
 
 def _log_stages(evaluation: IdeaEvaluation, run_id: str) -> None:

@@ -282,6 +282,7 @@ class ResearchService:
 
     async def _execute(self, run_id: str, topic: str, settings: Settings) -> None:
         from core.runtime import RayRuntime
+        from nlp.settings import NlpSettings
         from research.engine import run_research, start_pool
 
         if not runs.mark_running(self._store, run_id):
@@ -291,7 +292,7 @@ class ResearchService:
             runtime = RayRuntime()
             try:
                 if self._pool is None or not self._pool.workers:  # kept warm between runs (models stay loaded)
-                    self._pool = start_pool(runtime, self._settings)
+                    self._pool = start_pool(runtime, NlpSettings.of(self._settings))
                 result = await run_research(topic, settings, runtime, sink, run_id=run_id, pool=self._pool)
             finally:
                 await runtime.close()

@@ -173,7 +173,7 @@ class RouterService:
             return outcome
         result = outcome.result
         answer, answered = outcome.answer, outcome.answer is not None
-        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self._settings):
+        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self._settings.llm):
             try:
                 answer = await general_answer(self._settings, outcome.query, list(outcome.context))
             except MagiError as exc:

@@ -10,7 +10,7 @@ from functools import cache
 
 from core.llm import LLMRequest, Message, make_llm
 from core.resources import data_path
-from core.settings import Settings
+from core.settings import LLMSettings, Settings
 from sessions.models import HistoryEntry
 
 ROLE = "router.general"
@@ -22,8 +22,8 @@ def system_prompt() -> str:
     return data_path("router", "general_prompt.md").read_text(encoding="utf-8").strip()
 
 
-def llm_configured(settings: Settings) -> bool:
-    return bool((settings.llm.provider or "").strip())
+def llm_configured(llm: LLMSettings) -> bool:
+    return bool((llm.provider or "").strip())
 
 
 async def general_answer(settings: Settings, query: str, earlier: list[HistoryEntry]) -> str | None:

@@ -196,7 +196,7 @@ def _draw(ax: object, data: ChartInput) -> None:
 async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
     import asyncio
 
-    png = await asyncio.to_thread(render, data, japanese_font(ctx.settings))
+    png = await asyncio.to_thread(render, data, japanese_font(ctx.section))
     saved = ctx.save(NAME, "chart", "png", png, "graph")
     return ChartOutput(
         image_url=saved.url,
