@@ -118,6 +118,7 @@ def test_a_conversation_over_sse_with_consent_files_and_ownership(service: httpx
         ({"message": "x", "sessionId": "../x"}, "sessionId"),
         ({"message": "   "}, "message"),
         ({"consent": "accept"}, "consent: no mode change is waiting"),
+        ({"message": "x", "threshold": 2}, "advisor.mode_threshold from request field 'threshold'"),
     ],
 )
 def test_bad_chat_requests_are_422_naming_the_field(service: httpx.Client, body: dict[str, Any], field: str) -> None:
