@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import NoneType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -161,31 +161,32 @@ class Given:
     def __contains__(self, name: str) -> bool:
         return name in self.values
 
+    def with_value(self, name: str, value: Any, spelt: str) -> Given:
+        """A copy with one more value (e.g. a keyword in another unit converted by the API)."""
+        return Given({**self.values, name: value}, {**self.spelt, name: spelt}, self.origin)
+
 
 Complete = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-@dataclass(frozen=True)
 class Options:
     """The per-request options of one system: those its sections declare (names unique across them).
 
     ``complete`` may add values a choice implies (a corpus implies the local provider), given the
     values the caller chose; it never overrides one they gave."""
 
-    sections: tuple[type[Section], ...]
-    complete: Complete | None = None
-    specs: list[OptionSpec] = field(init=False)
-
     def __init__(self, *sections: type[Section], complete: Complete | None = None) -> None:
-        object.__setattr__(self, "sections", sections)
-        object.__setattr__(self, "complete", complete)
-        specs = [spec for section in sections for spec in declared(section)]
+        self.sections = sections
+        self.complete = complete
+        self.specs = [spec for section in sections for spec in declared(section)]
         seen: dict[str, str] = {}
-        for spec in specs:
+        for spec in self.specs:
             for spelling in {spec.name, spec.keyword, *([spec.off] if spec.off else [])}:
                 if seen.setdefault(spelling, spec.dotted) != spec.dotted:
                     raise ConfigError(f"option name {spelling!r} is declared twice ({seen[spelling]}, {spec.dotted})")
-        object.__setattr__(self, "specs", specs)
+
+    def __repr__(self) -> str:
+        return f"Options({', '.join(s.name for s in self.sections)})"
 
     def on(self, surface: Surface) -> list[OptionSpec]:
         return [s for s in self.specs if s.on(surface)]

@@ -37,7 +37,7 @@ async def aresearch(
     also in the spec's milliseconds). Raises :class:`core.errors.MagiError` subclasses with a clear message."""
     given = RESEARCH_OPTIONS.from_keywords(options)
     if agent_timeout_ms is not None:
-        given.values["timeout"], given.spelt["timeout"] = agent_timeout_ms / 1000, "agent_timeout_ms"
+        given = given.with_value("timeout", agent_timeout_ms / 1000, "agent_timeout_ms")
     settings = RESEARCH_OPTIONS.apply(load_settings(config), given)
     topic = preflight(topic, settings)  # bad options or topic fail before Ray starts
     async with ray_runtime(settings, address=address) as runtime:
