@@ -85,7 +85,7 @@ def current_rss_bytes() -> int:
 class CriticWorker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        client = make_llm(settings, ROLE)
+        client = make_llm(settings.llm, ROLE)
         if client is None:
             raise LLMError("CriticWorker needs an LLM; set MAGI_LLM_PROVIDER (the engine checks this first)")
         self.client = client

@@ -129,7 +129,7 @@ class ResearchAgent:
         self._decisions = []
         started = self._started = time.perf_counter()
         meter = UsageMeter()
-        llm = make_llm(self.settings, role=AGENT_ROLE, meter=meter)
+        llm = make_llm(self.settings.llm, role=AGENT_ROLE, meter=meter)
         planned: list[str] = []
         if llm is not None:
             try:

@@ -38,7 +38,7 @@ def _stamp(base: datetime, offset: int) -> datetime:
 class Orchestrator:
     def __init__(self, settings: Settings, sessions: SessionGateway, llm: LLMClient | None = None) -> None:
         if llm is None:
-            llm = require_llm(settings, "the advisor")
+            llm = require_llm(settings.llm, "the advisor")
         self.settings = settings
         self.section = AdvisorSettings.of(settings)
         self.policy = self.section.session_policy()

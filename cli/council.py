@@ -124,7 +124,7 @@ async def plugin_command(args: argparse.Namespace, action: str, plugin_name: str
     plugin = find_plugin(load_plugins(cfg), plugin_name)
     if plugin is None:
         raise ConfigError(f"plugin {plugin_name!r} is not loaded (disabled in council.disabled_plugins?)")
-    check_llm(settings, f"magi {args.command}")
+    check_llm(settings.llm, f"magi {args.command}")
     module, _, function = ACTIONS[action].partition(":")
     workflow = getattr(importlib.import_module(module), function)
     if args.in_process:
@@ -184,7 +184,7 @@ async def ask_command(args: argparse.Namespace) -> int:
     cfg = CouncilSettings.of(settings)
     question = clean_question(read_prompt(args), max_chars=cfg.max_prompt_chars)
     plugins = load_plugins(cfg)
-    check_llm(settings, "magi ask")  # before any work (exit 2)
+    check_llm(settings.llm, "magi ask")  # before any work (exit 2)
     overrides = overrides_for(plugins)
     progress = CouncilProgress(enabled=not args.no_progress and sys.stderr.isatty())
     if args.in_process:

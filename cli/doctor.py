@@ -126,7 +126,7 @@ def check_llm(settings: Settings, send: bool) -> Check:
             "no LLM provider configured (research runs extractively)",
             "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION",
         )
-    client = require_llm(settings, "magi doctor --llm")
+    client = require_llm(settings.llm, "magi doctor --llm")
     if not send:
         return Check(
             "llm",
@@ -205,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     if args.llm:  # fail fast, before the slower checks, when the asked-for LLM is not configured
-        require_llm(settings, "magi doctor --llm")
+        require_llm(settings.llm, "magi doctor --llm")
     checks = [
         _guarded("ray", lambda: check_ray(settings)),
         _guarded("store", lambda: check_store(settings)),

@@ -28,7 +28,7 @@ from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
 from core.runtime import Handle, Runtime
-from core.settings import Settings
+from core.settings import LLMSettings, Settings
 from core.store import Store
 from critic import repository
 from critic.cache import cache_key
@@ -63,14 +63,14 @@ def configured_weights(section: CriticSettings) -> Weights:
         ) from exc
 
 
-def judge_temperature(settings: Settings) -> float:
+def judge_temperature(llm: LLMSettings, section: CriticSettings) -> float:
     """critic.temperature, unless ``llm.params`` sets one for the role; either must lie in 0.3-0.5."""
-    role_value = resolve_role(settings, ROLE).temperature
+    role_value = resolve_role(llm, ROLE).temperature
     if role_value is None:
-        return CriticSettings.of(settings).temperature
+        return section.temperature
     low, high = TEMPERATURE_RANGE
     if not low <= role_value <= high:
-        params = settings.llm.params
+        params = llm.params
         key = ROLE if params.get(ROLE) and params[ROLE].temperature is not None else "default"
         raise ConfigError(
             f"llm.params[{key!r}].temperature is {role_value:g} and would apply to the critic, which needs "
@@ -80,17 +80,17 @@ def judge_temperature(settings: Settings) -> float:
     return role_value
 
 
-def model_label(settings: Settings) -> str:
+def model_label(llm: LLMSettings) -> str:
     """Provider and model of the judge, as they enter cache keys and the output."""
-    return f"{settings.llm.provider}/{resolve_role(settings, ROLE).model}"
+    return f"{llm.provider}/{resolve_role(llm, ROLE).model}"
 
 
 def preflight(settings: Settings) -> tuple[Weights, float, Profile]:
     """Everything that can be wrong before any work: weights, temperature, the LLM, the profile."""
     section = CriticSettings.of(settings)
     weights = configured_weights(section)
-    temperature = judge_temperature(settings)
-    require_llm(settings, "magi critic", ROLE)  # no LLM: a clear error before any work
+    temperature = judge_temperature(settings.llm, section)
+    require_llm(settings.llm, "magi critic", ROLE)  # no LLM: a clear error before any work
     return weights, temperature, load_profile(section.industry)
 
 
@@ -233,7 +233,7 @@ async def evaluate_ideas(
     started = time.monotonic()
     section = CriticSettings.of(settings)
     weights, temperature, profile = preflight(settings)
-    model = model_label(settings)
+    model = model_label(settings.llm)
     run_id = run_id or uuid.uuid4().hex[:12]
     system = system_prompt(profile)
     keys = {

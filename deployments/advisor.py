@@ -298,7 +298,7 @@ class AdvisorService:
         ctx = ToolContext(
             self._settings,
             session_id=session_id,
-            llm=make_llm(self._settings),
+            llm=make_llm(self._settings.llm),
             earlier=list(state.attributes.get("tool_results", [])),
             negotiation_rounds=list(state.attributes.get("negotiation", [])),
         )

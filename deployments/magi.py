@@ -91,7 +91,7 @@ class MagiService:
 
         settings = COUNCIL_OPTIONS.apply(self._settings, COUNCIL_OPTIONS.from_body(body))
         prompt = clean_question(body.prompt, max_chars=CouncilSettings.of(settings).max_prompt_chars, where="prompt")
-        check_llm(settings, "POST /magi/ask")
+        check_llm(settings.llm, "POST /magi/ask")
         return prompt, settings
 
     async def _run(self, prompt: str, settings: Settings, on_event: Any = None) -> dict[str, Any]:

@@ -175,7 +175,7 @@ class RouterService:
         answer, answered = outcome.answer, outcome.answer is not None
         if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self._settings.llm):
             try:
-                answer = await general_answer(self._settings, outcome.query, list(outcome.context))
+                answer = await general_answer(self._settings.llm, outcome.query, list(outcome.context))
             except MagiError as exc:
                 log.warning("GeneralKnowledgeAgent could not answer: %s", first_line(exc))
                 answer = None

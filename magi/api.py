@@ -10,18 +10,18 @@ from typing import Any
 from core.errors import ConfigError, LLMNotConfiguredError
 from core.llm import LLMClient, require_llm
 from core.runtime import Runtime
-from core.settings import Settings
+from core.settings import LLMSettings, Settings
 from magi.models import Deliberation, SageName
 from magi.output import RunsReport, summarize_runs
 from magi.protocol import EventCallback, deliberate
 from magi.settings import COUNCIL_OPTIONS, CouncilSettings
 
 
-def check_llm(settings: Settings, command: str) -> None:
+def check_llm(llm: LLMSettings, command: str) -> None:
     """No LLM configured is bad settings (exit 2), reported before any work."""
     try:
         for sage in SageName:
-            require_llm(settings, command, role=sage.role)
+            require_llm(llm, command, role=sage.role)
     except LLMNotConfiguredError as exc:
         raise ConfigError(str(exc)) from exc
 
@@ -43,7 +43,7 @@ async def ask(
         settings = COUNCIL_OPTIONS.apply(settings, COUNCIL_OPTIONS.from_keywords(options))
     cfg = CouncilSettings.of(settings)
     if clients is None:
-        check_llm(settings, "magi ask")
+        check_llm(settings.llm, "magi ask")
     if cfg.runs == 1:
         return await deliberate(
             question, settings, runtime, seed=cfg.seed, overrides=overrides, clients=clients, on_event=on_event

@@ -344,7 +344,8 @@ async def deliberate(
         sage: await runtime.get_or_create(
             Sage,
             sage,
-            settings,
+            cfg,
+            settings.llm,
             systems[sage],
             (clients or {}).get(sage),
             key=f"{run_id}-{sage.value}",

@@ -226,7 +226,7 @@ async def _review(
     key = hashlib.sha256(request.encode()).hexdigest()[:10]
     handles = {
         s: await runtime.get_or_create(
-            Sage, s, settings, systems[s], (clients or {}).get(s), key=f"sdd-{key}-{s.value}", namespace="magi"
+            Sage, s, cfg, settings.llm, systems[s], (clients or {}).get(s), key=f"sdd-{key}-{s.value}", namespace="magi"
         )
         for s in SAGES
     }
@@ -329,7 +329,7 @@ async def spec_workflow(
     name = feature_name(request, feature)
     if not workdir.is_dir():
         raise InputError(f"--dir {workdir} is not a folder; give the project folder")
-    client = drafter or make_llm(settings, role=DRAFT_ROLE)
+    client = drafter or make_llm(settings.llm, role=DRAFT_ROLE)
     if client is None:
         raise ConfigError("`magi spec` needs an LLM, but none is configured; set MAGI_LLM_PROVIDER")
     install = await ensure_templates(plugin, options, workdir)

@@ -534,7 +534,7 @@ async def _finish(
     evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
     meter = UsageMeter()
-    llm = make_llm(run.settings, role=SUMMARY_ROLE, meter=meter)
+    llm = make_llm(run.settings.llm, role=SUMMARY_ROLE, meter=meter)
     summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
     charts, chart_warning = drawable(chart_refs(verified), _lang(run.topic))

@@ -130,9 +130,9 @@ def test_flags_map_onto_the_council_section_and_per_sage_models(
     cfg = CouncilSettings.of(settings)
     assert (cfg.rounds, cfg.threshold, cfg.timeout_s, cfg.quorum, cfg.shuffle_peers) == (0, "unanimous", 5, 3, False)
     assert cfg.anonymous is True  # a switch not given keeps the configured value
-    assert resolve_role(settings, "magi.melchior").model == "m-melchior"
-    assert resolve_role(settings, "magi.casper").model == "m-casper"  # configured models are kept
-    assert resolve_role(settings, "magi.balthasar").model == "m-default"
+    assert resolve_role(settings.llm, "magi.melchior").model == "m-melchior"
+    assert resolve_role(settings.llm, "magi.casper").model == "m-casper"  # configured models are kept
+    assert resolve_role(settings.llm, "magi.balthasar").model == "m-default"
     with pytest.raises(ConfigError, match=r"council\.rounds from command-line option '--rounds'"):
         council_settings(build_parser().parse_args(["ask", "q", "--rounds", "11"]))
 
