@@ -174,9 +174,9 @@ class WorkerPool:
     again (~2 s for 5 on 2 cores). A call cut by the run's timeout is cancelled in its worker.
     """
 
-    def __init__(self, runtime: Runtime, settings: Settings, size: int) -> None:
+    def __init__(self, runtime: Runtime, llm: LLMSettings, size: int) -> None:
         self.runtime = runtime
-        self.settings = settings
+        self.llm = llm
         self.handles: dict[int, Handle[CriticWorker]] = {}
         self._slots: asyncio.Queue[int] = asyncio.Queue()
         for slot in range(size):
@@ -189,7 +189,7 @@ class WorkerPool:
                 handle = self.handles.get(slot)
                 if handle is None:
                     # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
-                    handle = self.runtime.spawn(CriticWorker, self.settings, num_cpus=0)
+                    handle = self.runtime.spawn(CriticWorker, self.llm, num_cpus=0)
                     self.handles[slot] = handle
                 call = handle.call(CriticWorker.judge, request)
                 try:
@@ -257,7 +257,7 @@ async def evaluate_ideas(
                 log.info("critic: idea %s taken from the cache (no LLM call)", idea.id)
 
     own_pool = pool is None
-    workers = pool or WorkerPool(runtime, settings, section.max_workers)
+    workers = pool or WorkerPool(runtime, settings.llm, section.max_workers)
     tasks: dict[str, asyncio.Task[JudgeResult]] = {}
     for idea in ideas.ideas:
         if idea.id in evaluations:

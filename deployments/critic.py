@@ -78,7 +78,7 @@ class CriticService:
         GUARD.configure(settings)
         self._store = open_store(settings)
         self._runtime = RayRuntime()
-        self._pool = WorkerPool(self._runtime, settings, CriticSettings.of(settings).max_workers)
+        self._pool = WorkerPool(self._runtime, settings.llm, CriticSettings.of(settings).max_workers)
 
     @api.get("/healthz")
     async def healthz(self) -> JSONResponse:
