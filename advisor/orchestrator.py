@@ -35,6 +35,7 @@ from core.errors import InputError
 from core.llm.base import LLMClient
 from core.llm.factory import require_llm
 from core.settings import Settings
+from core.validation import invalid_unicode_at, without_controls
 from sessions.models import HistoryEntry
 
 Consent = Literal["accept", "refuse"]
@@ -56,9 +57,12 @@ class Orchestrator:
         self.llm = llm
 
     def check_message(self, message: str) -> str:
-        text = message.strip()
-        if not text:
-            raise InputError("message is empty; write what you would like to ask")
+        bad = invalid_unicode_at(message)
+        if bad is not None:
+            raise InputError(f"message is not valid Unicode (a lone surrogate at character {bad + 1}); send UTF-8 text")
+        text = without_controls(message).strip()
+        if not any(char.isalnum() for char in text):
+            raise InputError("message is empty once control characters are removed; write what you would like to ask")
         if len(text) > self.section.max_message_chars:
             raise InputError(
                 f"message has {len(text)} characters; keep it under {self.section.max_message_chars} "

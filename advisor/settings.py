@@ -38,6 +38,9 @@ class AdvisorSettings(Section):
         None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
     )
     web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
+    scripted_latency_s: float = Field(
+        0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
+    )
 
     def session_policy(self) -> SessionPolicy:
         """Advisor sessions live ``retention_h`` hours after their last message (the spec: 24 h)."""

@@ -29,12 +29,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 
 
 async def _turn(args: argparse.Namespace) -> int:
-    from advisor.conversation import LocalSessions
+    from advisor.conversation import SESSION_NAMESPACE, LocalSessions
     from advisor.events import AdvisorEvent, AnswerDelta, TurnDone
     from advisor.orchestrator import Orchestrator
     from advisor.settings import AdvisorSettings
     from core.store import open_store
-    from sessions.ids import LOCAL_OWNER, validate_session_id
+    from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository
 
     settings = ADVISOR_OPTIONS.apply(settings_from(args), ADVISOR_OPTIONS.from_args(args))
@@ -44,7 +44,8 @@ async def _turn(args: argparse.Namespace) -> int:
     )
     done: TurnDone | None = None
     events: list[AdvisorEvent] = []
-    async for event in orchestrator.turn(session, LOCAL_OWNER, args.message, args.consent):
+    key = session_key(SESSION_NAMESPACE, LOCAL_OWNER, session)
+    async for event in orchestrator.turn(key, LOCAL_OWNER, args.message, args.consent):
         events.append(event)
         if isinstance(event, AnswerDelta) and settings.output_format != "json":
             sys.stdout.write(event.text)

@@ -16,6 +16,7 @@ from typing import Any
 
 from cli.common import emit, settings_from
 from core.errors import ConfigError, InputError
+from core.files import MAX_INPUT_BYTES, read_input_text
 from magi.events import CouncilDecided, CouncilEvent, PhaseStarted, SageAnswered
 
 
@@ -119,7 +120,7 @@ async def plugin_command(args: argparse.Namespace, action: str, plugin_name: str
 
     settings = council_settings(args)
     cfg = CouncilSettings.of(settings)
-    raw = sys.stdin.read() if args.request == "-" else str(args.request)
+    raw = sys.stdin.read(MAX_INPUT_BYTES) if args.request == "-" else str(args.request)
     request = clean_question(raw, max_chars=cfg.max_prompt_chars, where="the request")
     plugin = find_plugin(load_plugins(cfg), plugin_name)
     if plugin is None:
@@ -146,12 +147,9 @@ def read_prompt(args: argparse.Namespace) -> str:
     if len(given) != 1:
         raise InputError("give the request once: as an argument, '-' to read stdin, or --file FILE")
     if args.file is not None:
-        try:
-            return Path(args.file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the request from {args.file}: {exc}; give a readable UTF-8 file") from exc
+        return read_input_text(Path(args.file), "request file")
     if args.prompt == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(MAX_INPUT_BYTES)
     return str(args.prompt)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,16 +37,12 @@ def read_ideas(path: Path) -> CriticInput:
     from pydantic import ValidationError
 
     from core.errors import InputError
+    from core.files import read_input_text
+    from core.validation import load_json
     from critic.models import CriticInput
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ideas file {path}: {exc}; give a UTF-8 JSON file") from exc
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f'ideas file {path} is not JSON ({exc}); expected {{"ideas": [...]}}') from exc
+    text = read_input_text(path, "ideas file")
+    raw = load_json(text, f"ideas file {path}", '{"ideas": [...]}')
     try:
         return CriticInput.model_validate(raw)
     except ValidationError as exc:

@@ -27,7 +27,16 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from core.errors import ConfigError
 from core.yamlfile import read_yaml
@@ -149,6 +158,18 @@ class Settings(BaseModel):
     )
     ray: RaySettings = Field(default_factory=RaySettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _usable_keys(cls, keys: list[SecretStr]) -> list[SecretStr]:
+        """A blank key would leave the service open while the operator believes it is guarded."""
+        for number, key in enumerate(keys, start=1):
+            value = key.get_secret_value()
+            if not value.strip():
+                raise ValueError(f"key {number} is empty; give real keys or unset MAGI_API_KEYS")
+            if any(char.isspace() or not char.isprintable() for char in value):
+                raise ValueError(f"key {number} holds spaces or control characters; a Bearer token cannot carry them")
+        return keys
 
     _sections: dict[str, Section] = PrivateAttr(default_factory=dict)
     _raw: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
@@ -300,7 +321,12 @@ def _env_value(section: str, key: str, text: str) -> Any:
             return json.loads(text)
         except ValueError:
             if kind is list:
-                return [item.strip() for item in text.split(",") if item.strip()]
+                items = [item.strip() for item in text.split(",") if item.strip()]
+                if text.strip() and not items:
+                    raise ConfigError(
+                        f"{ENV_PREFIX}{_env_suffix(section, key)} is set but names nothing; give values or unset it"
+                    ) from None
+                return items
             raise ConfigError(f"{ENV_PREFIX}{_env_suffix(section, key)} must be a JSON object, got {text!r}") from None
     return text
 
@@ -393,7 +419,8 @@ def _problems(exc: ValidationError, section: str, origins: Origins) -> list[str]
             sec, key = section, loc[0] if loc else "?"
         where = origins.get((sec, key), f"default of '{_dotted(sec, key)}'")
         label = _dotted(sec, key)
-        shown = "" if err["type"] == "extra_forbidden" else f" (got {err.get('input')!r})"
+        secret = (sec, key) in ENV_ONLY  # a secret's value never reaches a message
+        shown = "" if err["type"] == "extra_forbidden" or secret else f" (got {err.get('input')!r})"
         message = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
         problems.append(f"{label} from {where}: {message}{shown}")
     return problems

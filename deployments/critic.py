@@ -22,13 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
 from core.events import CallbackSink, Event, EventSink
 from core.settings import Settings
 from critic.errors import CriticError
-from critic.models import MAX_IDEAS, BusinessIdea, CriticInput, CriticOutput
+from critic.models import CriticInput, CriticOutput, IdeaList
 from critic.settings import CRITIC_OPTIONS, CriticSettings
 from deployments.answers import (
     error_answer,
@@ -54,7 +54,7 @@ class _CriticFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "samples": "3" is no 3
 
-    ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
+    ideas: IdeaList
 
 
 class CriticRequest(CRITIC_OPTIONS.body(_CriticFields, "CriticRequest")):  # type: ignore[misc]  # from the section
@@ -108,9 +108,9 @@ class CriticService(AppService):
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
             return error_answer(502, "no idea could be evaluated; see failures", failures=failures)
-        except MagiError as exc:
+        except MagiError as exc:  # not the caller's fault: said without a traceback or a server path
             log.warning("critic request failed: %s", first_line(exc))
-            return error_answer(500, failure_text(exc))
+            return error_answer(503, failure_text(exc))
         return JSONResponse(out.model_dump(mode="json", by_alias=True))
 
     @api.post("/evaluate/stream")

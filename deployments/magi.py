@@ -12,8 +12,10 @@
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
+from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +24,8 @@ from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import llm_check
+from deployments.security import ClientBusyError, InFlightLimit, too_many
+from deployments.settings import ServeSettings
 from magi.events import EventCallback
 from magi.settings import COUNCIL_OPTIONS
 
@@ -52,6 +56,8 @@ class MagiService(AppService):
         from magi.settings import CouncilSettings
 
         super().__init__(settings)
+        self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks running per client
         self._overrides = overrides_for(load_plugins(CouncilSettings.of(settings)))
         self.checks = [llm_check(settings.llm, "POST /magi/ask")]
 
@@ -60,6 +66,8 @@ class MagiService(AppService):
         from magi.question import clean_question
         from magi.settings import CouncilSettings
 
+        if body.runs is not None and body.runs > self._serve.max_runs:
+            raise InputError(f"runs: at most {self._serve.max_runs} per request over HTTP (serve.max_runs)")
         settings = COUNCIL_OPTIONS.apply(self.settings, COUNCIL_OPTIONS.from_body(body))
         prompt = clean_question(body.prompt, max_chars=CouncilSettings.of(settings).max_prompt_chars, where="prompt")
         check_llm(settings.llm, "POST /magi/ask")
@@ -85,20 +93,41 @@ class MagiService(AppService):
                 return no_llm()
             return invalid_option(exc)
 
+    def _busy(self, exc: ClientBusyError) -> JSONResponse:
+        response: JSONResponse = too_many(str(exc), self._serve.retry_after_s)
+        return response
+
     @api.post("/ask")
-    async def ask(self, body: AskRequest) -> JSONResponse:
+    async def ask(self, body: AskRequest, request: Request) -> JSONResponse:
         accepted = self._accepted(body)
         if isinstance(accepted, JSONResponse):
             return accepted
-        return JSONResponse(await self._run(*accepted))
+        try:
+            with self._in_flight.slot(self.caller(request)):
+                return JSONResponse(await self._run(*accepted))
+        except ClientBusyError as exc:
+            return self._busy(exc)
 
     @api.post("/ask/stream")
-    async def ask_stream(self, body: AskRequest) -> Any:
+    async def ask_stream(self, body: AskRequest, request: Request) -> Any:
         accepted = self._accepted(body)
         if isinstance(accepted, JSONResponse):
             return accepted
         prompt, settings = accepted
-        return event_stream(progress_frames(lambda report: self._run(prompt, settings, on_event=report)))
+        slot = self._in_flight.slot(self.caller(request))
+        try:
+            slot.__enter__()
+        except ClientBusyError as exc:
+            return self._busy(exc)
+
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                async for frame in progress_frames(lambda report: self._run(prompt, settings, on_event=report)):
+                    yield frame
+            finally:
+                slot.__exit__()
+
+        return event_stream(frames())
 
 
 build_app = binder(MagiService)

@@ -105,6 +105,20 @@ def inside_roots(corpus: str, roots: list[Path]) -> bool:
     return resolved.is_dir() and any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
+def corpus_folder(corpus: str, roots: list[Path]) -> str | None:
+    """The folder a request's ``corpus`` names: a name from ``GET /corpora`` (``corpus``,
+    ``corpora/mine``) or an absolute path (checked against the roots by the caller); None otherwise."""
+    if corpus.startswith("/"):
+        return corpus
+    head, _, rest = corpus.partition("/")
+    if not head or "/" in rest or rest in (".", "..") or rest.startswith("."):
+        return None
+    for root in roots:
+        if root.name == head:
+            return str(root / rest) if rest else str(root)
+    return None
+
+
 def _links(run_id: str) -> dict[str, str]:
     return {"self": f"/research/{run_id}", "events": f"/research/{run_id}/events"}
 
@@ -204,14 +218,15 @@ class ResearchService(AppService):
 
     @api.get("/corpora")
     async def corpora(self) -> JSONResponse:
-        """The corpus folders requests may name (the page's choice list): each root and its subfolders."""
+        """The corpus folders requests may name (the page's choice list): each root and its subfolders,
+        by name only (``corpus``, ``corpora/mine``): where they lie on the server is not the caller's."""
         found: list[dict[str, str]] = []
         for root in self._roots:
             if not root.is_dir():
                 continue
-            found.append({"name": root.name, "path": str(root)})
+            found.append({"name": root.name})
             found += [
-                {"name": f"{root.name}/{child.name}", "path": str(child)}
+                {"name": f"{root.name}/{child.name}"}
                 for child in sorted(root.iterdir())
                 if child.is_dir() and not child.name.startswith(".")
             ][:MAX_LISTED_CORPORA]
@@ -227,8 +242,11 @@ class ResearchService(AppService):
         full = self._full()
         if full is not None:
             return full
-        if body.corpus is not None and not inside_roots(body.corpus, self._roots):
-            return error_answer(403, OUTSIDE_ROOTS)  # one answer for missing and forbidden: no map of the disk
+        if body.corpus is not None:
+            folder = corpus_folder(body.corpus, self._roots)
+            if folder is None or not inside_roots(folder, self._roots):
+                return error_answer(403, OUTSIDE_ROOTS)  # one answer for missing and forbidden: no map of the disk
+            body = body.model_copy(update={"corpus": folder})
         try:
             settings = self._settings_for(body)
         except ConfigError as exc:
@@ -381,5 +399,6 @@ __all__ = [
     "api",
     "app",
     "build_app",
+    "corpus_folder",
     "inside_roots",
 ]

@@ -32,12 +32,14 @@ from core.settings import Settings
 from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, store_check
+from deployments.security import too_many
+from deployments.settings import ServeSettings
 from router.answers import unavailable_answer
-from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
+from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.events import RouteDecided
 from router.settings import ROUTER_OPTIONS, RouterSettings
-from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
-from sessions.store import SessionRepository, read_session
+from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
+from sessions.store import SessionRepository, admit_session, read_session
 
 log = logging.getLogger(__name__)
 DECISIONS = LogSink(logging.getLogger("router.decisions"))  # one JSON line per routed question
@@ -82,6 +84,7 @@ class RouterService(AppService):
         from core.store import open_store
 
         super().__init__(settings)
+        self._serve = ServeSettings.of(settings)
         self._section = RouterSettings.of(settings)
         self._policy = self._section.session_policy()
         self._runtime = RayRuntime()
@@ -107,10 +110,12 @@ class RouterService(AppService):
             return error_answer(422, f"invalid request: query: {first_line(exc)}", loc=("body", "query"))
 
     async def _turn(self, session_id: str, owner: str, turn: Turn | Reply) -> Any:
+        """The turn in the session's actor, found by the session's key (sessions.ids.session_key): the
+        client's own id, in the router's own namespace, never a name another client or system shares."""
         return await session_call(
             self._runtime,
             self.settings,
-            session_id,
+            session_key(SESSION_NAMESPACE, owner, session_id),
             self._policy,
             self._section.session_idle_s,
             lambda handle: handle.call(SessionActor.update, owner, turn),
@@ -127,8 +132,16 @@ class RouterService(AppService):
         except ConfigError as exc:
             return invalid_option(exc)
         turn = Turn(query, section.confidence_threshold, self._policy, answer=answer)
+        owner = self.caller(request)
+        key = session_key(SESSION_NAMESPACE, owner, body.session_id)
+        limit = self._serve.client_sessions
         try:
-            outcome: TurnOutcome = await self._turn(body.session_id, self.caller(request), turn)
+            await asyncio.to_thread(admit_session, self._repo, key, owner, SESSION_NAMESPACE, limit, self._policy)
+        except TooManySessionsError as exc:
+            response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
+            return response
+        try:
+            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn)
         except SessionNotFoundError:
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
@@ -180,11 +193,14 @@ class RouterService(AppService):
         if not ID_PATTERN.fullmatch(session_id):
             message = "session_id: not a session id (1-128 of A-Z a-z 0-9 _ - ., starting with a letter or digit)"
             return error_answer(422, f"invalid request: {message}", loc=("path", "session_id"))
+        owner = self.caller(request)
+        key = session_key(SESSION_NAMESPACE, owner, session_id)
         try:
-            state = await asyncio.to_thread(read_session, self._repo, session_id, self.caller(request), self._policy)
+            state = await asyncio.to_thread(read_session, self._repo, key, owner, self._policy)
         except SessionNotFoundError:
             return _not_found(session_id)
-        return JSONResponse(state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"}))
+        shown = state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"})
+        return JSONResponse({**shown, "sessionId": session_id})
 
 
 def build_app(settings: Settings) -> Application:

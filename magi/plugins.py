@@ -27,7 +27,7 @@ is one :class:`~core.errors.ConfigError` naming the file, line, column and key.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -45,6 +45,16 @@ NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,40}$"
 # ``markdown()`` and ``model_dump()``.
 ACTIONS: dict[str, str] = {"sdd.spec": "magi.sdd:spec_workflow"}
 CORE_COMMANDS = frozenset({"ask", "research", "doctor", "serve"})
+
+
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def is_secret_variable(name: str) -> bool:
+    """True for variables a bridge command must never see: the service's own (``MAGI_*``, which hold
+    ``MAGI_API_KEYS``), the LLM's (``ANTHROPIC_*``) and anything named like a key, token or password."""
+    upper = name.upper()
+    return upper.startswith(("MAGI_", "ANTHROPIC_", "RAY_")) or any(marker in upper for marker in SECRET_MARKERS)
 
 
 class BridgeCommand(BaseModel):
@@ -72,6 +82,22 @@ class BridgeCommand(BaseModel):
         if not argv[0].strip():
             raise ValueError("the program (first argument) is empty")
         return argv
+
+    @field_validator("cwd")
+    @classmethod
+    def _inside(cls, cwd: str) -> str:
+        parts = PurePosixPath(cwd.replace("\\", "/")).parts
+        if cwd.startswith(("/", "\\", "~")) or ".." in parts or "\x00" in cwd:
+            raise ValueError(f"{cwd!r} leaves the working folder; give a folder inside it (e.g. '.' or 'tools')")
+        return cwd
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, names: list[str]) -> list[str]:
+        secret = [n for n in names if is_secret_variable(n)]
+        if secret:
+            raise ValueError(f"{secret[0]} is a secret of this service; a bridge command never receives it")
+        return names
 
 
 class PluginCommand(BaseModel):
@@ -165,11 +191,13 @@ __all__ = [
     "ACTIONS",
     "CORE_COMMANDS",
     "NAME_PATTERN",
+    "SECRET_MARKERS",
     "BridgeCommand",
     "Plugin",
     "PluginCommand",
     "bundled_plugin_paths",
     "find_plugin",
+    "is_secret_variable",
     "load_plugin",
     "load_plugins",
     "overrides_for",

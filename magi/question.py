@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core.errors import InputError
+from core.validation import without_controls
 
 
 def clean_question(text: str, *, max_chars: int, where: str = "the question") -> str:
@@ -11,7 +12,7 @@ def clean_question(text: str, *, max_chars: int, where: str = "the question") ->
     for index, char in enumerate(text):
         if "\ud800" <= char <= "\udfff":
             raise InputError(f"{where} is not valid Unicode (a lone surrogate at character {index}); send UTF-8 text")
-    cleaned = "".join(c for c in text if c in "\n\t" or (c.isprintable() or c == " ")).strip()
+    cleaned = without_controls(text).strip()
     if not any(c.isalnum() for c in cleaned):
         raise InputError(f"{where} is empty; give the request to decide on (argument, '-' for stdin, or --file)")
     if len(cleaned) > max_chars:

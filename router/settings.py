@@ -35,6 +35,10 @@ class RouterSettings(Section):
 
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")
 
+    scripted_latency_s: float = Field(
+        0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
+    )
+
     def session_policy(self) -> SessionPolicy:
         """The lifetimes of the router's sessions."""
         return SessionPolicy(

@@ -217,7 +217,7 @@ async def test_the_chat_page_in_chromium_produces_a_chart(service: httpx.Client,
     assert await page.locator(".msg.assistant[data-done='true']").count() == 3
     chart = page.locator(".msg.assistant").nth(3).locator(".attachments img")
     assert await chart.count() == 1, f"no chart in {await page.locator('.msg.assistant').nth(3).inner_text()!r}"
-    await page.wait_for_function("document.querySelector('.attachments img').naturalWidth > 0")
+    await page.wait_for_function("() => document.querySelector('.attachments img').naturalWidth > 0")
     assert await page.text_content("#mode") == "価格転嫁専門"
     assert await page.evaluate("document.querySelector('.attachments img').naturalWidth") == 800
     link = await page.text_content(".attachments a")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cli.doctor import check_local_search
 from core.errors import FetchError, InputError
@@ -247,3 +248,30 @@ def test_doctor_reports_what_the_corpus_left_out(tmp_path: Path) -> None:
     assert check.status == "ok"
     assert "1 documents" in check.detail and "2 skipped" in check.detail
     assert "1 not a regular file" in check.detail and "1 symlink leading outside" in check.detail
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(document.domain)",
+        " JavaScript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "https://",
+        "//evil.example/x",
+        "https://a.example/x y",
+    ],
+)
+def test_a_manifest_url_that_is_not_a_web_address_is_refused(tmp_path: Path, url: str) -> None:
+    """Issue 21 (1): a manifest URL is shown as a link on the research page; only http(s) may pass."""
+    root = _corpus(tmp_path)
+    (root / "manifest.yaml").write_text(
+        yaml.safe_dump({"pages": [{"file": "good.txt", "url": url}]}, allow_unicode=True), encoding="utf-8"
+    )
+    with pytest.raises(InputError, match=r"manifest .*url: .*must be an http:// or https:// address"):
+        LocalCorpus(root)
+    (root / "manifest.yaml").write_text(
+        yaml.safe_dump({"pages": [{"file": "good.txt", "url": "https://a.example/good"}]}), encoding="utf-8"
+    )
+    assert {d.url for d in LocalCorpus(root).documents} == {"https://a.example/good"}

@@ -34,7 +34,7 @@ def test_not_json_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     path = tmp_path / "ideas.json"
     path.write_text("{ideas: oops", encoding="utf-8")
     assert main(["critic", str(path)]) == 2
-    assert "is not JSON" in one_line_error(capsys)
+    assert "is not valid JSON" in one_line_error(capsys)
 
 
 def test_too_many_ideas_is_exit_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
