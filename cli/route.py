@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.common import emit, settings_from
+from router.settings import ROUTER_OPTIONS
 
 if TYPE_CHECKING:
     from router.models import RouteRequest
@@ -30,7 +31,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
     parser.add_argument("query", nargs="?", help="the visitor's question, in Japanese or English")
     parser.add_argument("--session", metavar="ID", help="session id: follow-ups inherit its context (stored)")
     parser.add_argument("--batch", metavar="FILE", type=Path, help='JSON Lines of {"query", "sessionId"}')
-    parser.add_argument("--threshold", type=float, metavar="X", help="confidence below which the router abstains")
+    ROUTER_OPTIONS.add_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -38,18 +39,15 @@ def run(args: argparse.Namespace) -> int:
     from core.errors import InputError
     from core.store import open_store
     from router.conversation import SESSION_NAMESPACE, Turn, check_query, shared_router
-    from router.options import RouterOptions, apply_options, session_policy
     from router.settings import RouterSettings
     from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository, update_session
 
     if (args.query is None) == (args.batch is None):
         raise InputError('give either a QUERY or --batch FILE (e.g. magi route "営業時間は？")')
-    settings = apply_options(
-        settings_from(args), RouterOptions(confidence_threshold=args.threshold), origin="command-line option"
-    )
+    settings = ROUTER_OPTIONS.apply(settings_from(args), ROUTER_OPTIONS.from_args(args))
     section = RouterSettings.of(settings)
-    policy = session_policy(settings)
+    policy = section.session_policy()
 
     if args.batch is not None:
         requests = _read_batch(args.batch, section.max_query_chars)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(raw, dict):
         raise InputError(f"--input {args.input}: expected a JSON object of the tool's fields, got {type(raw).__name__}")
     session = validate_session_id(args.session, "--session")
-    ctx = ToolContext(settings, session_id=session, llm=make_llm(settings))
+    ctx = ToolContext(settings, session_id=session, llm=make_llm(settings.llm))
     result = dump(asyncio.run(call_tool(args.name, raw, ctx)))
     files = result.get("files") or []
     lines = [f"# {args.name}", "", "```json", json.dumps(result, ensure_ascii=False, indent=2), "```"]

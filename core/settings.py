@@ -82,6 +82,8 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
     name: ClassVar[str]
+    # earlier names of the section: still read from magi.yaml and MAGI_<FORMER>_<KEY>, with a warning
+    formerly: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def of(cls, settings: Settings) -> Self:
@@ -208,6 +210,17 @@ def registered_sections() -> dict[str, type[Section]]:
     return {**CORE_SECTIONS, **_entry_point_sections()}
 
 
+def former_names() -> dict[str, str]:
+    """An earlier section name -> the section's name now (``magi`` -> ``council``)."""
+    return {old: name for name, cls in registered_sections().items() for old in cls.formerly}
+
+
+def _renamed_section(old: str, where: str) -> str:
+    new = former_names()[old]
+    log.warning("%s: settings section '%s' is now '%s'; the old name still works but will go away", where, old, new)
+    return new
+
+
 @cache
 def _entry_point_sections() -> dict[str, type[Section]]:
     found: dict[str, type[Section]] = {}
@@ -245,9 +258,12 @@ def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
     values: Values = {}
     origins: Origins = {}
     sections = registered_sections()
+    former = former_names()
     for key, value in tree.items():
         if value is None:
             continue
+        if key in former and isinstance(value, Mapping):
+            key = _renamed_section(key, origin_of(key))
         legacy = None if key in sections or key in Settings.model_fields else _legacy(key)
         if key in sections or (isinstance(value, Mapping) and key not in Settings.model_fields and not legacy):
             if not isinstance(value, Mapping):
@@ -269,9 +285,10 @@ def _legacy(flat: str) -> tuple[str, str] | None:
     """The (section, key) of a pre-section flat key such as ``research_agents`` or ``corpus_dir``."""
     if flat in RENAMED:
         return RENAMED[flat]
-    for section in sorted(registered_sections(), key=len, reverse=True):
-        if flat.startswith(section + "_"):
-            return section, flat[len(section) + 1 :]
+    names = {**{name: name for name in registered_sections()}, **former_names()}
+    for prefix in sorted(names, key=len, reverse=True):
+        if flat.startswith(prefix + "_"):
+            return names[prefix], flat[len(prefix) + 1 :]
     return None
 
 
@@ -333,6 +350,7 @@ def _env_layer() -> Layer:
         values.setdefault(section, {})[key] = _env_value(section, key, text)
         origins[(section, key)] = origin
 
+    earlier: list[tuple[str, str]] = []  # (variable, former section name)
     for variable, section, key in FOREIGN_ENV:
         if variable in os.environ:
             put(section, key, os.environ[variable], f"environment variable {variable}")
@@ -362,7 +380,24 @@ def _env_layer() -> Layer:
         elif prefix:
             known = ", ".join(ENV_PREFIX + _env_suffix(prefix, k) for k in sections[prefix].model_fields)
             raise ConfigError(f"{where} names no '{prefix}' setting; known: {known}")
+        elif (former := _former_prefix(name)) is not None:
+            earlier.append((variable, former))
+    for variable, former in earlier:  # after the new names, which win when both are set
+        name = variable[len(ENV_PREFIX) :].lower()
+        section, key = former_names()[former], name[len(former) + 1 :]
+        where = f"environment variable {variable}"
+        if key not in sections[section].model_fields:
+            known = ", ".join(ENV_PREFIX + _env_suffix(section, k) for k in sections[section].model_fields)
+            raise ConfigError(f"{where} names no '{section}' setting; known: {known}")
+        log.warning(
+            "%s is now %s%s; the old name still works but will go away", variable, ENV_PREFIX, _env_suffix(section, key)
+        )
+        put(section, key, os.environ[variable], f"{where} (now {ENV_PREFIX}{_env_suffix(section, key)})")
     return values, origins
+
+
+def _former_prefix(name: str) -> str | None:
+    return next((old for old in sorted(former_names(), key=len, reverse=True) if name.startswith(old + "_")), None)
 
 
 def _merge(layers: list[Layer]) -> Layer:
@@ -518,6 +553,7 @@ __all__ = [
     "config_path",
     "describe",
     "env_table",
+    "former_names",
     "load_settings",
     "registered_sections",
 ]

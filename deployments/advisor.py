@@ -3,7 +3,8 @@
 - ``GET /advisor/`` the chat page (plain HTML+JS, Japanese). It holds no data, so it is served
   without a key; every call it makes sends ``Authorization: Bearer <key>`` (the key is typed once
   into the page and kept in the tab's sessionStorage).
-- ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?}`` -> Server-Sent Events:
+- ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?, threshold?}`` (the
+  advisor section's options for this turn) -> Server-Sent Events:
   ``session``, ``detection``, ``mode``, ``consent``, ``tool``, ``file``, ``compressed``, ``delta``,
   ``done`` (``error`` if the turn fails midway). Input errors before the stream are 422 naming the field.
 - ``GET /advisor/sessions/{id}`` mode, history and files; ``DELETE`` removes the session and its files.
@@ -31,10 +32,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
-from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
+from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
+from core.errors import ConfigError, InputError, LLMNotConfiguredError, MagiError, first_line
 from core.events import StreamFailed, event_frame
 from core.settings import Settings
-from deployments.answers import error_answer, event_stream, failure_text, no_llm
+from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import Check, llm_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
@@ -65,7 +67,9 @@ api = http_api(
 )
 
 
-class ChatBody(BaseModel):
+class _ChatFields(BaseModel):
+    """The body of ``POST /advisor/chat``: a message or a consent answer, plus every advisor option."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     message: str | None = Field(None, description="The user's message (omit when answering a consent question).")
@@ -82,6 +86,10 @@ class ChatBody(BaseModel):
             return validate_session_id(value)
         except MagiError as exc:
             raise ValueError(str(exc)) from exc
+
+
+class ChatBody(ADVISOR_OPTIONS.body(_ChatFields, "ChatBody")):  # type: ignore[misc]  # options from the section
+    pass
 
 
 def file_href(session_id: str, name: str) -> str:
@@ -117,8 +125,6 @@ def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
 class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
         from advisor.conversation import ActorSessions
-        from advisor.options import session_policy
-        from advisor.settings import AdvisorSettings
         from core.resources import data_path
         from core.runtime import RayRuntime
         from core.storage import open_artifacts
@@ -129,7 +135,7 @@ class AdvisorService(AppService):
         self._serve = ServeSettings.of(settings)
         self._in_flight = InFlightLimit(self._serve.client_in_flight)  # turns and tool calls per client
         self._section = AdvisorSettings.of(settings)
-        self._policy = session_policy(settings)
+        self._policy = self._section.session_policy()
         self._sessions = ActorSessions(RayRuntime(), settings, self._policy, self._section.session_idle_s)
         store = open_store(settings)
         self._repo = SessionRepository(store)
@@ -139,7 +145,7 @@ class AdvisorService(AppService):
         self._purger = asyncio.get_event_loop().create_task(self._purge_forever())
         self.checks = [
             store_check(store),
-            llm_check(settings, "POST /advisor/chat"),
+            llm_check(settings.llm, "POST /advisor/chat"),
             Check("files", self._artifacts_reachable),
             task_check("retention", lambda: self._purger),
         ]
@@ -206,6 +212,10 @@ class AdvisorService(AppService):
             orchestrator = self._llm_orchestrator()
         except LLMNotConfiguredError:
             return no_llm()
+        try:
+            section = ADVISOR_OPTIONS.section(AdvisorSettings, self.settings, ADVISOR_OPTIONS.from_body(body))
+        except ConfigError as exc:
+            return invalid_option(exc)
         session_id = body.session_id or f"adv-{uuid.uuid4().hex[:16]}"
         owner = self.caller(request)
         try:
@@ -219,7 +229,7 @@ class AdvisorService(AppService):
         except (TooManySessionsError, ClientBusyError) as exc:
             return self._too_many(exc)
         events = orchestrator.turn(
-            self._key(session_id, owner), owner, body.message, body.consent, body.user_attributes
+            self._key(session_id, owner), owner, body.message, body.consent, body.user_attributes, section
         )
         try:
             first = await events.__anext__()
@@ -342,7 +352,7 @@ class AdvisorService(AppService):
                 ctx = ToolContext(
                     self.settings,
                     session_id=key,
-                    llm=make_llm(self.settings),
+                    llm=make_llm(self.settings.llm),
                     earlier=list(state.attributes.get("tool_results", [])),
                     negotiation_rounds=list(state.attributes.get("negotiation", [])),
                 )

@@ -1,7 +1,8 @@
 """Serve app ``router`` (route_prefix ``/router``): the Engineer Cafe router over HTTP.
 
-- ``POST /router/route`` ``{query, sessionId}`` -> the spec's RouteResult (camelCase).
-- ``POST /router/ask`` ``{query, sessionId}`` -> ``{route, answer, answered, answeredBy}``: MemoryAgent
+- ``POST /router/route`` ``{query, sessionId, threshold?}`` -> the spec's RouteResult (camelCase);
+  ``threshold`` and any other option of the router section apply to this query only.
+- ``POST /router/ask`` (same body) -> ``{route, answer, answered, answeredBy}``: MemoryAgent
   and TimeAgent answer themselves; GeneralKnowledgeAgent answers through the LLM layer when an LLM is
   configured; otherwise the answer says which agent would answer and that none is available here.
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
@@ -25,10 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
 
 from actors.session import SessionActor, SessionHandles, session_call
-from core.errors import InputError, MagiError, first_line
+from core.errors import ConfigError, InputError, MagiError, first_line
 from core.events import LogSink
 from core.settings import Settings
-from deployments.answers import error_answer
+from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, store_check
 from deployments.security import too_many
@@ -36,8 +37,7 @@ from deployments.settings import ServeSettings
 from router.answers import unavailable_answer
 from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.events import RouteDecided
-from router.options import session_policy
-from router.settings import RouterSettings
+from router.settings import ROUTER_OPTIONS, RouterSettings
 from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
 from sessions.store import SessionRepository, admit_session, read_session
 
@@ -52,8 +52,8 @@ api = http_api(
 )
 
 
-class RouteBody(BaseModel):
-    """The spec's RouterInput."""
+class _RouteFields(BaseModel):
+    """The spec's RouterInput, plus every router option (``ROUTER_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
@@ -69,6 +69,10 @@ class RouteBody(BaseModel):
             raise ValueError(str(exc)) from exc
 
 
+class RouteBody(ROUTER_OPTIONS.body(_RouteFields, "RouteBody")):  # type: ignore[misc]  # options from the section
+    pass
+
+
 def _not_found(session_id: str) -> JSONResponse:
     return error_answer(404, f"no session {session_id!r} for this client; POST /router/route to start one")
 
@@ -82,7 +86,7 @@ class RouterService(AppService):
         super().__init__(settings)
         self._serve = ServeSettings.of(settings)
         self._section = RouterSettings.of(settings)
-        self._policy = session_policy(settings)
+        self._policy = self._section.session_policy()
         self._runtime = RayRuntime()
         self._handles = SessionHandles()
         store = open_store(settings)
@@ -122,7 +126,12 @@ class RouterService(AppService):
         query = self._query(body)
         if isinstance(query, JSONResponse):
             return query
-        turn = Turn(query, self._section.confidence_threshold, self._policy, answer=answer)
+        given = ROUTER_OPTIONS.from_body(body)
+        try:
+            section = ROUTER_OPTIONS.section(RouterSettings, self.settings, given) if given.values else self._section
+        except ConfigError as exc:
+            return invalid_option(exc)
+        turn = Turn(query, section.confidence_threshold, self._policy, answer=answer)
         owner = self.caller(request)
         key = session_key(SESSION_NAMESPACE, owner, body.session_id)
         limit = self._serve.client_sessions
@@ -137,7 +146,7 @@ class RouterService(AppService):
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
-            outcome = TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
+            outcome = TurnOutcome.of(shared_router(section.confidence_threshold).route(query), None, query)
         if DECISIONS.enabled:
             DECISIONS.emit(RouteDecided.of(outcome.result, body.session_id))
         return outcome
@@ -158,9 +167,9 @@ class RouterService(AppService):
             return outcome
         result = outcome.result
         answer, answered = outcome.answer, outcome.answer is not None
-        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self.settings):
+        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self.settings.llm):
             try:
-                answer = await general_answer(self.settings, outcome.query, list(outcome.context))
+                answer = await general_answer(self.settings.llm, outcome.query, list(outcome.context))
             except MagiError as exc:
                 log.warning("GeneralKnowledgeAgent could not answer: %s", first_line(exc))
                 answer = None

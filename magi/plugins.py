@@ -1,7 +1,7 @@
 """MAGI plugins: YAML files that add commands, per-sage instructions and bridge commands.
 
-A plugin (``data/magi/plugins/*.yaml`` bundled; more with ``--plugin FILE``, ``magi.plugins`` or
-``magi.plugins_dir``; ``magi.disabled_plugins`` turns one off by name)::
+A plugin (``data/magi/plugins/*.yaml`` bundled; more with ``--plugin FILE``, ``council.plugins`` or
+``council.plugins_dir``; ``council.disabled_plugins`` turns one off by name)::
 
     name: sdd                      # lower-case, unique; a later file with the same name replaces it
     version: "1.0.0"
@@ -37,7 +37,7 @@ from core.policy import validate_yaml
 from core.resources import data_path
 from core.yamlfile import read_yaml_document
 from magi.models import SageName
-from magi.settings import MagiSettings, plugin_paths
+from magi.settings import CouncilSettings, plugin_paths
 
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,40}$"
 # Workflows a plugin command may run: action -> "module:function", an async function
@@ -155,7 +155,7 @@ def bundled_plugin_paths() -> list[Path]:
     return sorted(data_path("magi", "plugins").glob("*.yaml"))
 
 
-def load_plugins(settings: MagiSettings, extra: Iterable[Path] = ()) -> list[Plugin]:
+def load_plugins(settings: CouncilSettings, extra: Iterable[Path] = ()) -> list[Plugin]:
     """Bundled plugins, then the configured ones, then ``extra`` (``--plugin``); disabled ones left out."""
     chosen: dict[str, Plugin] = {}
     for path in [*bundled_plugin_paths(), *plugin_paths(settings), *extra]:
@@ -168,7 +168,7 @@ def load_plugins(settings: MagiSettings, extra: Iterable[Path] = ()) -> list[Plu
             if command.name in seen:
                 raise ConfigError(
                     f"MAGI plugin {plugin.source}: command {command.name!r} is already added by plugin "
-                    f"{seen[command.name]!r}; rename one, or disable a plugin (magi.disabled_plugins)"
+                    f"{seen[command.name]!r}; rename one, or disable a plugin (council.disabled_plugins)"
                 )
             seen[command.name] = plugin.name
     return plugins

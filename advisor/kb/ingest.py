@@ -44,6 +44,7 @@ class IngestReport:
 
 
 def ingest_folder(settings: Settings) -> Path:
+    """``advisor.kb_dir``, else ``<data_dir>/advisor/kb``."""
     configured = AdvisorSettings.of(settings).kb_dir
     return Path(configured) if configured else Path(settings.data_dir) / "advisor" / "kb"
 

@@ -267,7 +267,7 @@ def _draw(ax: Any, data: ChartInput, prop: Any) -> None:
 
 
 async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
-    png = await POOL.render(data, japanese_font(ctx.settings))
+    png = await POOL.render(data, japanese_font(ctx.section))
     saved = ctx.save(NAME, "chart", "png", png, "graph")
     return ChartOutput(
         image_url=saved.url,

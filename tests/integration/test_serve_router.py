@@ -102,6 +102,7 @@ def test_another_key_sees_nothing(client: httpx.Client) -> None:
         ({"query": 42, "sessionId": "ok"}, "query"),
         ({"query": "営業時間は？", "sessionId": "ok", "extra": 1}, "extra"),
         ({"query": "\u0007\u0008", "sessionId": "ok"}, "query"),
+        ({"query": "営業時間は？", "sessionId": "ok", "threshold": 2}, "confidence_threshold from request field"),
     ],
 )
 def test_bad_bodies_are_422_naming_the_field(client: httpx.Client, body: dict[str, object], field: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 from advisor.kb.documents import CATEGORIES, parse
 from advisor.kb.ingest import ingest
 from advisor.kb.retriever import knowledge_base
+from advisor.settings import AdvisorSettings
 from advisor.tools.base import ToolContext
 from advisor.tools.knowledge import KnowledgeInput, search
 from advisor.tools.web import WebSearchInput, parse_range
@@ -87,7 +88,7 @@ def test_ingest_adds_a_users_documents(tmp_path: Path) -> None:
     )
     settings = load_settings(None, {"data_dir": str(tmp_path / "data")})
     pdf = FPDF()
-    pdf.add_font("J", fname=str(japanese_font(settings)))
+    pdf.add_font("J", fname=str(japanese_font(AdvisorSettings.of(settings))))
     pdf.add_page()
     pdf.set_font("J", size=12)
     pdf.multi_cell(0, 8, "C社の支払サイトは月末締め翌々月払いである。")

@@ -22,6 +22,7 @@ from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.search.corpus_files import CorpusLimits
 from scrapers.search.factory import corpus_limits, open_search
 from scrapers.search.local import _LRU, LocalCorpus, LocalSearchProvider
+from scrapers.settings import FetchSettings, SearchSettings
 
 GOOD = "Cost pass-through\nSmall firms struggle to pass rising costs on to their customers.\n"
 HANG_GUARD_S = 60  # far above any real build here: only tells a blocked reader from a slow one
@@ -175,7 +176,10 @@ def test_too_many_bytes_in_all_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"more than 2048 bytes .*search\.corpus_max_total_bytes"):
         LocalCorpus(root, CorpusLimits(max_total_bytes=2048))
     settings = load_settings(overrides={"search": {"corpus_dir": str(root), "corpus_max_total_bytes": 4096}})
-    assert corpus_limits(settings).max_total_bytes == 4096 and len(LocalCorpus(root, corpus_limits(settings))) == 2
+    assert (
+        corpus_limits(SearchSettings.of(settings)).max_total_bytes == 4096
+        and len(LocalCorpus(root, corpus_limits(SearchSettings.of(settings)))) == 2
+    )
 
 
 def test_an_exhausted_budget_names_the_folder_and_the_budget(tmp_path: Path) -> None:
@@ -220,7 +224,7 @@ async def test_a_page_turned_into_a_fifo_after_indexing_fails_to_fetch_without_b
     (root / "later.txt").unlink()
     os.mkfifo(root / "later.txt")
     (root / "elf.txt").write_bytes(b"\x7fELF\x02\x01\x01" + b"\x00" * 64)
-    fetcher = Fetcher(local=corpus, policy=FetchPolicy.from_settings(load_settings()))
+    fetcher = Fetcher(local=corpus, policy=FetchPolicy.of(FetchSettings.of(load_settings())))
     try:
         with pytest.raises(FetchError, match="not a regular file") as fifo:
             await fetcher.fetch(later)
@@ -239,7 +243,7 @@ def test_doctor_reports_what_the_corpus_left_out(tmp_path: Path) -> None:
     os.mkfifo(root / "pipe.txt")
     (root / "passwd.txt").symlink_to("/etc/passwd")
     settings = load_settings(overrides={"search": {"corpus_dir": str(root)}})
-    assert corpus_limits(settings) == CorpusLimits()
+    assert corpus_limits(SearchSettings.of(settings)) == CorpusLimits()
     check = _finishes(lambda: check_local_search(settings))
     assert check.status == "ok"
     assert "1 documents" in check.detail and "2 skipped" in check.detail

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from advisor.settings import AdvisorSettings
 from cli.main import main
 from core.errors import InputError
 from core.settings import load_settings
@@ -68,7 +69,7 @@ def test_chart_text_is_text_and_chart_values_are_bounded() -> None:
     from advisor.tools.chart import MAX_CATEGORIES, ChartInput, render
 
     bars = {"data": {"categories": [{"label": "$x$", "value": 1}]}, "chart_type": "bar"}
-    font = japanese_font(load_settings())
+    font = japanese_font(AdvisorSettings.of(load_settings()))
     assert render(ChartInput.model_validate({**bars, "title": "$\\frac{1}{$"}), font).startswith(b"\x89PNG")
     refused: list[dict[str, Any]] = [
         {"data": {"time_series": [{"date": "a", "value": 1e308}, {"date": "b", "value": -1e308}]}},
@@ -110,7 +111,7 @@ async def test_charts_draw_side_by_side_in_the_pool(monkeypatch: pytest.MonkeyPa
         {"data": {"categories": [{"label": "a", "value": 1}]}, "chart_type": "bar", "title": "t"}
     )
     monkeypatch.setattr(chart, "render", watched)
-    font = japanese_font(load_settings())
+    font = japanese_font(AdvisorSettings.of(load_settings()))
     pngs = await asyncio.gather(chart.POOL.render(data, font), chart.POOL.render(data, font))
     assert most == 2 and all(p.startswith(b"\x89PNG") for p in pngs)
 
@@ -150,7 +151,7 @@ def test_an_endless_batch_file_is_refused_after_a_bounded_read(capsys: pytest.Ca
 
 
 def test_a_question_that_is_only_an_escape_sequence_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    from magi.options import clean_question
+    from magi.question import clean_question
 
     for text in ("\x1b[31m", "\x1b]0;title\x07", "\x1b[2J\x1b[H", "\u200b\x1b[0m"):
         with pytest.raises(InputError, match="empty"):
