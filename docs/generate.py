@@ -113,6 +113,7 @@ def first_paragraph(doc: str | None) -> str:
 
 def settings_page() -> str:
     from core import settings as core_settings
+    from core.options import declared
 
     sections = core_settings.registered_sections()
     env_of = dict(core_settings.env_table())
@@ -126,8 +127,19 @@ def settings_page() -> str:
         own = foreign.get(dotted, []) if dotted in env_only else []
         return own or [env_of[dotted], *foreign.get(dotted, [])]
 
-    def table(prefix: str, fields: dict[str, FieldInfo]) -> list[str]:
-        rows = ["| key | type | default | environment | description |", "|---|---|---|---|---|"]
+    def per_request(spec: Any) -> str:
+        """How a caller sets an option per request: flag, JSON field, Python keyword (where it is one)."""
+        shown = []
+        if spec.on("cli"):
+            shown.append(f"`{spec.flag}`")
+        if spec.on("http"):
+            shown.append(f"`{spec.json}`")
+        if spec.on("python"):
+            shown.append(f"`{spec.keyword}=`")
+        return " ".join(shown)
+
+    def table(prefix: str, fields: dict[str, FieldInfo], options: dict[str, Any]) -> list[str]:
+        rows = ["| key | type | default | environment | per request | description |", "|---|---|---|---|---|---|"]
         for key, field in fields.items():
             dotted = f"{prefix}.{key}" if prefix else key
             if dotted not in env_of:
@@ -139,7 +151,8 @@ def settings_page() -> str:
             anchor = f'<a id="{dotted}"></a>'
             rows.append(
                 f"| {anchor}`{key}` | {cell(kind + (f' ({limits})' if limits else ''))} | {cell(default_text(field))}"
-                f" | {env} | {cell((field.description or '') + note)} |"
+                f" | {env} | {per_request(options[key]) if key in options else ''}"
+                f" | {cell((field.description or '') + note)} |"
             )
         return rows
 
@@ -151,7 +164,9 @@ def settings_page() -> str:
         "Every key the code reads, section by section. Precedence, file format and the environment are",
         "described in [Settings](../operations/settings.md). A key is written as `key:` under `section:` in",
         f"`{core_settings.DEFAULT_CONFIG_NAME}` and as `{core_settings.ENV_PREFIX}SECTION_KEY` in the environment",
-        "(lists: JSON or comma-separated; mappings: JSON). Options of a command or request override both.",
+        "(lists: JSON or comma-separated; mappings: JSON). A key marked *per request* can also be given",
+        "to one command, request or call, overriding both: as the command-line flag, the JSON field of the",
+        "request body, and the keyword of the Python API and batch job shown.",
         "",
         "Sections: " + ", ".join(f"[`{name}`](#{name})" for name in ["top-level", *sorted(sections)]) + ".",
         "",
@@ -159,12 +174,13 @@ def settings_page() -> str:
         "",
         "Keys outside any section, declared by `core.settings.Settings`.",
         "",
-        *table("", dict(core_settings.Settings.model_fields)),
+        *table("", dict(core_settings.Settings.model_fields), {}),
     ]
     for name in sorted(sections):
         cls = sections[name]
         module = sys.modules[cls.__module__]
         about = first_paragraph(cls.__doc__) or first_paragraph(module.__doc__)
+        specs = declared(cls)
         formerly = getattr(cls, "formerly", ())  # earlier section names, still read with a warning
         former = "".join(
             f" Formerly `{old}:` (`{core_settings.ENV_PREFIX}{old.upper()}_*`), still read with a warning."
@@ -176,7 +192,12 @@ def settings_page() -> str:
             "",
             cell(f"{about} Declared by `{cls.__module__}.{cls.__qualname__}`.{former}".strip()),
             "",
-            *table(name, dict(cls.model_fields)),
+            *table(name, dict(cls.model_fields), {s.field: s for s in specs if s.info is not None}),
+            *[
+                f"\nAlso per request: {per_request(s)} ({cell(s.help)})."
+                for s in specs
+                if s.info is None  # a shorthand that sets several keys at once
+            ],
         ]
     lines += [
         "",

@@ -33,7 +33,7 @@ class CouncilSettings(Section):
         2, ge=2, le=3, description="Valid final votes a decision needs (3: no decision when any sage abstains)."
     )
     weighted: Annotated[bool, Option()] = Field(
-        False, description="Confidence-weighted majority tally (see README for the formula)."
+        False, description="Confidence-weighted majority: a side needs over half the votes' summed confidence."
     )
     timeout_s: Annotated[float, Option("timeout", metavar="SECONDS")] = Field(
         120.0, gt=0, le=3600, description="Timeout of one sage call in seconds."
