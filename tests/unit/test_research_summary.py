@@ -137,13 +137,13 @@ def test_extractive_answers_the_question_first_then_supporting_facts() -> None:
     other = claim("b", "The archive holds 30000 source packages.", values=["30000"], confidence=0.9, sources=3)
     lines = extractive_summary("What is the default StepLimit?", [other, answer]).splitlines()
     assert lines == [
-        "Answer: The default StepLimit of the resolver is 5000 steps. (confidence 0.30, 1 independent source)",
+        "Answer: The default StepLimit of the resolver is 5000 steps. (confidence 0.30, 1 independent source) [page 0]",
         "Supporting facts:",
         "- The archive holds 30000 source packages. (confidence 0.90, 3 independent sources)",
     ]
-    # no claim shares a term with the question: no answer line, the facts only
+    # no claim shares a term with the question: it says so plainly, then the facts
     first = extractive_summary("Unrelated words here", [other]).splitlines()[0]
-    assert first == "Key verified facts on Unrelated words here:"
+    assert first == "The sources do not answer 'Unrelated words here' directly. Key verified facts:"
 
 
 # --- check_sentences ------------------------------------------------------------------------------------------
