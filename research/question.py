@@ -17,7 +17,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -40,6 +40,7 @@ class AttributeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
+    role: Literal["asks", "qualifies"]
     asked: tuple[str, ...] = Field(min_length=1)
     stated: tuple[str, ...] = Field(min_length=1)
 
@@ -65,6 +66,7 @@ class AttributeFile(PolicyModel):
 @dataclass(frozen=True, slots=True)
 class _Attribute:
     name: str
+    role: str
     asked: re.Pattern[str]
     stated: re.Pattern[str]
 
@@ -75,6 +77,7 @@ def _attributes(path: Path = ATTRIBUTES_PATH) -> tuple[_Attribute, ...]:
     return tuple(
         _Attribute(
             a.name,
+            a.role,
             re.compile("|".join(f"(?:{p})" for p in a.asked), re.IGNORECASE),
             re.compile("|".join(f"(?:{p})" for p in a.stated), re.IGNORECASE),
         )
@@ -128,12 +131,24 @@ def answered_share(question: Question, text: str) -> float:
     return len(stated_attributes(text, question.attributes)) / len(question.attributes)
 
 
+def answers(question: Question, text: str) -> bool:
+    """Whether a sentence (with its context) gives what the question asks: one of its asked ``asks``
+    attributes (a date for "when", a duration for "how long") when it has any, else one of its
+    ``qualifies`` attributes (a default); any sentence when the question asks no attribute."""
+    if not question.attributes:
+        return True
+    role = {a.name: a.role for a in _attributes()}
+    wanted = tuple(a for a in question.attributes if role[a] == "asks") or question.attributes
+    return bool(stated_attributes(text, wanted))
+
+
 __all__ = [
     "ATTRIBUTES_PATH",
     "AttributeFile",
     "AttributeSpec",
     "Question",
     "answered_share",
+    "answers",
     "parse_question",
     "stated_attributes",
 ]

@@ -47,7 +47,7 @@ from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
 from research.answering import names_entity, text_relevance
 from research.evidence import EvidencedClaim
-from research.question import Question, answered_share, parse_question, stated_attributes
+from research.question import Question, answered_share, answers, parse_question
 from research.retrieval import EXACT_BONUS
 
 log = logging.getLogger(__name__)
@@ -150,12 +150,14 @@ def _answer_for(question: Question, verified: Sequence[EvidencedClaim]) -> Evide
     if top <= 0:
         return None
     # a claim that states what is asked (a default, a size) answers before one that only matches words
-    shares = [
-        answered_share(question, _read(c)) if w >= MIN_ANSWER_SHARE * top else -1.0
+    fits = [
+        (answers(question, _read(c)), answered_share(question, _read(c)))
+        if w >= MIN_ANSWER_SHARE * top
+        else (False, -1.0)
         for c, w in zip(verified, weights, strict=True)
     ]
-    best = max(range(len(verified)), key=lambda i: (shares[i], weights[i], -i))
-    if question.attributes and not stated_attributes(_read(verified[best]), question.attributes):
+    best = max(range(len(verified)), key=lambda i: (fits[i], weights[i], -i))
+    if not answers(question, _read(verified[best])):
         return None
     return verified[best] if _names_a_year(question.text) else _newest(verified[best], verified)
 
