@@ -1,44 +1,39 @@
-"""The Japanese TrueType font the charts and PDFs embed (IPAex Gothic, Debian ``fonts-ipaexfont-gothic``).
+"""The Japanese TrueType font the advisor's charts and PDFs embed (``advisor.font``, else found by file).
 
 A TrueType outline font is needed: matplotlib renders with it and fpdf2 embeds a subset of it in the
-PDF. Noto CJK ships as OpenType/CFF collections, which fpdf2 cannot embed, hence IPAex.
+PDF. Noto CJK ships as OpenType/CFF collections, which fpdf2 cannot embed, hence IPAex Gothic
+(Debian ``fonts-ipaexfont-gothic``). ``advisor.font`` (``MAGI_ADVISOR_FONT``) names another file.
 """
 
 from __future__ import annotations
 
-import os
-from functools import cache
 from pathlib import Path
 
+from advisor.settings import AdvisorSettings
 from core.errors import ConfigError
-
-FONT_ENV = "MAGI_ADVISOR_FONT"
-PACKAGE = "fonts-ipaexfont-gothic"
-CANDIDATES = (
-    "/usr/share/fonts/opentype/ipaexfont-gothic/ipaexg.ttf",
-    "/usr/share/fonts/truetype/ipaexfont-gothic/ipaexg.ttf",
-    "/usr/share/fonts/truetype/fonts-japanese-gothic.ttf",
-    "/usr/share/fonts/ipaexfont-gothic/ipaexg.ttf",
-)
+from core.fonts import FONT_PACKAGE, INSTALL_HINT, find_japanese_font
+from core.settings import Settings
 
 
-@cache
-def japanese_font() -> Path:
-    """The font file: ``MAGI_ADVISOR_FONT``, else the Debian package's path; a ConfigError naming the
-    package when none is installed."""
-    configured = os.environ.get(FONT_ENV)
-    if configured:
-        path = Path(configured)
-        if not path.is_file():
-            raise ConfigError(f"{FONT_ENV}={configured} is not a font file; point it at a Japanese .ttf")
-        return path
-    for candidate in CANDIDATES:
-        if Path(candidate).is_file():
-            return Path(candidate)
+def japanese_font(settings: Settings) -> Path:
+    """The font file; a ConfigError saying what to install or set when there is none.
+
+    Inside the tool loop the error becomes a tool result the model reads (and tells the user); the
+    rest of the advisor works without a font."""
+    configured = AdvisorSettings.of(settings).font
+    found = find_japanese_font(configured, truetype_only=True)
+    if found is not None:
+        return found
+    if configured is not None:
+        raise ConfigError(
+            f"advisor.font (MAGI_ADVISOR_FONT) = {configured} is not a TrueType font file (.ttf); "
+            "point it at a Japanese .ttf such as IPAex Gothic's ipaexg.ttf"
+        )
     raise ConfigError(
-        f"no Japanese TrueType font for the advisor's charts and PDFs: install Debian's {PACKAGE} "
-        f"(apt-get install {PACKAGE}; .ci/run does it) or set {FONT_ENV} to a .ttf file"
+        f"no Japanese TrueType font for the advisor's charts and PDFs on this machine: install Debian's "
+        f"{FONT_PACKAGE} (`{INSTALL_HINT}`) or set MAGI_ADVISOR_FONT to a .ttf file; Word and Excel documents "
+        "work without it"
     )
 
 
-__all__ = ["CANDIDATES", "FONT_ENV", "PACKAGE", "japanese_font"]
+__all__ = ["japanese_font"]

@@ -28,6 +28,9 @@ class AdvisorSettings(Section):
     kb_dir: AbsolutePath | None = Field(
         None, description="Extra knowledge-base folder (magi kb ingest writes here; unset: <data_dir>/advisor/kb)."
     )
+    font: AbsolutePath | None = Field(
+        None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
+    )
     web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
 
 

@@ -158,6 +158,40 @@ def check_store(settings: Settings) -> Check:
     return Check("store", "ok", f"{store.dialect}: {masked(store.url)}, {applied} migrations applied")
 
 
+def check_font() -> Check:
+    from core.fonts import INSTALL_HINT, find_japanese_font
+
+    found = find_japanese_font()
+    if found is None:
+        return Check(
+            "japanese-font",
+            "warn",
+            "none installed: research charts are left out, advisor charts and PDFs fail",
+            INSTALL_HINT,
+        )
+    return Check("japanese-font", "ok", str(found))
+
+
+def check_system_packages() -> list[Check]:
+    """Each Debian package of data/system-packages.txt: present, or missing with what it costs and the fix."""
+    from core.system_packages import is_installed, system_packages
+
+    checks = []
+    for package in system_packages():
+        state = is_installed(package.name)
+        name = f"system:{package.name}"
+        if state is None:
+            checks.append(Check(name, "warn", f"not a Debian system, cannot check ({package.purpose})"))
+        elif state:
+            checks.append(Check(name, "ok", f"installed ({package.purpose})"))
+        else:
+            need = {"demo": "used by every command", "test": "used by the tests"}.get(package.group, "benchmarks")
+            checks.append(
+                Check(name, "warn", f"missing; {need}: {package.purpose}", f"sudo apt-get install {package.name}")
+            )
+    return checks
+
+
 def _guarded(name: str, probe: Callable[[], Check]) -> Check:
     try:
         return probe()
@@ -180,8 +214,10 @@ def run(args: argparse.Namespace) -> int:
         _guarded("search:searxng", lambda: check_searxng(settings)),
         _guarded("llm", lambda: check_llm(settings, args.llm)),
     ]
-    if args.llm and checks[-1].status != "ok":
-        checks[-1].status = "fail"
+    llm_check = checks[-1]
+    checks += [_guarded("japanese-font", check_font), *check_system_packages()]
+    if args.llm and llm_check.status != "ok":
+        llm_check.status = "fail"
     lines = ["# magi doctor", "", "## Settings", ""]
     for key, value in describe(settings).items():
         if isinstance(value, dict):
@@ -199,12 +235,14 @@ def run(args: argparse.Namespace) -> int:
 __all__ = [
     "Check",
     "check_ddgs",
+    "check_font",
     "check_ginza",
     "check_llm",
     "check_local_search",
     "check_ray",
     "check_searxng",
     "check_store",
+    "check_system_packages",
     "register",
     "run",
 ]

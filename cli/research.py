@@ -134,6 +134,7 @@ async def research(args: argparse.Namespace) -> int:
         "llmCalls": result.usage.calls if result.usage else 0,
         "llmCostUsd": result.usage.cost_usd if result.usage else 0.0,
         "llmQuotesDropped": result.llm_quotes_dropped,
+        "warnings": result.warnings,
     }
     usage = result.usage
     emit(
@@ -157,6 +158,7 @@ async def research(args: argparse.Namespace) -> int:
                 if usage
                 else "- LLM: none configured (extractive summary)",
                 f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
+                *[f"- warning: {warning}" for warning in result.warnings],
             ]
         ),
     )

@@ -15,9 +15,10 @@ import asyncio
 import inspect
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from core.errors import RuntimeSetupError
@@ -382,6 +383,27 @@ def local_cpus(settings: Settings) -> int:
     return settings.ray.num_cpus or os.cpu_count() or 1
 
 
+def code_root() -> Path:
+    """The folder this project's packages are imported from (a checkout, or site-packages for a wheel)."""
+    return Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def _in_folder(folder: Path) -> Iterator[None]:
+    """Run the block with ``folder`` as the working directory.
+
+    ``ray.init`` puts the driver's working directory first on every worker's ``sys.path`` (Ray's
+    ``py_driver_sys_path``), so a user's own ``data/`` or ``core/`` folder would shadow this project's
+    packages in every actor. Connecting from the project's own code root puts that folder there instead,
+    which holds exactly the packages the workers should import."""
+    before = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = True) -> None:
     """Attach to ``address``/``RAY_ADDRESS`` or start a local single-node Ray (dashboard off).
 
@@ -400,12 +422,13 @@ def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = T
         "namespace": DEFAULT_NAMESPACE,
     }
     try:
-        if target:
-            ray.init(address=target, **common)
-        else:
-            if quiet:
-                logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-            ray.init(address="local", num_cpus=local_cpus(settings), include_dashboard=False, **common)
+        with _in_folder(code_root()):
+            if target:
+                ray.init(address=target, **common)
+            else:
+                if quiet:
+                    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+                ray.init(address="local", num_cpus=local_cpus(settings), include_dashboard=False, **common)
     except ray.exceptions.AuthenticationError as exc:
         raise RuntimeSetupError(
             f"Ray cluster at {target} refused this client: token authentication is on. Put the cluster's "

@@ -37,6 +37,7 @@ from ray import serve
 from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, ResearchError, first_line
+from core.fonts import find_japanese_font, missing_font_message
 from core.resources import data_path
 from core.settings import Settings
 from core.validation import bounded_int, invalid_unicode_at, printable
@@ -354,7 +355,10 @@ class ResearchService:
         found = next((ChartRef.model_validate(c) for c in charts if c.get("file") == file), None)
         if found is None:
             return _error(404, f"run {printable(run_id)!r} has no chart {printable(file)!r}")
-        png = await asyncio.to_thread(render_png, found)
+        font = find_japanese_font()
+        if font is None:
+            return _error(503, missing_font_message("this chart", "en"))
+        png = await asyncio.to_thread(render_png, found, font)
         return Response(png, media_type="image/png")
 
     @api.get("/research/{run_id}/events")

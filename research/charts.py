@@ -3,9 +3,8 @@
 A claim key is ``subject/attribute@period`` (:func:`nlp.conflicts.claim_key`). When the verified claims
 state one subject's attribute for two or more periods (価格転嫁率 in 2024-03, 2024-09, 2025-03), the
 report draws the series with matplotlib and links the picture from ``report.md``. Labels are Japanese,
-so the figure uses an installed CJK font (Debian ``fonts-noto-cjk``, found through matplotlib's
-``font_manager``); without one the labels would be boxes, so drawing fails with an error saying what
-to install rather than writing an unreadable picture.
+so the figure needs a Japanese font, found by file (:mod:`core.fonts`); without one the labels would be
+boxes, so the engine leaves the charts out and the report says so, with the command that adds them.
 """
 
 from __future__ import annotations
@@ -15,17 +14,15 @@ import io
 import re
 from collections.abc import Sequence
 from datetime import date
-from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from core.errors import ConfigError
 from core.files import atomic_write_bytes
+from core.fonts import find_japanese_font, missing_font_message
 from nlp.values import parse_values
 from research.evidence import EvidencedClaim
 
-CJK_FAMILIES = ("Noto Sans CJK JP", "Noto Sans JP", "IPAexGothic", "IPAGothic", "TakaoGothic")
 MIN_POINTS = 2
 _KEY = re.compile(r"^(?P<series>[^@]+)@(?P<period>\d{4}(?:-\d{2})?(?:-\d{2})?)")
 
@@ -76,31 +73,15 @@ def period_start(period: str) -> date:
     return date(parts[0], parts[1] if len(parts) > 1 else 1, parts[2] if len(parts) > 2 else 1)
 
 
-@cache
-def cjk_font() -> str:
-    """Path of an installed CJK font, or ConfigError naming the package to install."""
-    from matplotlib import font_manager
-
-    for family in CJK_FAMILIES:
-        try:
-            return str(font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False))
-        except ValueError:
-            continue
-    raise ConfigError(
-        "no CJK font for the report's charts (their labels are Japanese); install Debian's fonts-noto-cjk "
-        "(apt-get install fonts-noto-cjk)"
-    )
-
-
-def render_png(ref: ChartRef) -> bytes:
-    """The chart as PNG bytes (matplotlib, headless Agg backend, the CJK font for every label)."""
+def render_png(ref: ChartRef, font_file: Path) -> bytes:
+    """The chart as PNG bytes (matplotlib, headless Agg backend, ``font_file`` for every label)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import font_manager
     from matplotlib import pyplot as plt
 
-    font = font_manager.FontProperties(fname=cjk_font())
+    font = font_manager.FontProperties(fname=str(font_file))
     figure, axes = plt.subplots(figsize=(6.4, 3.6), dpi=100)
     try:
         # A time axis: six months apart look twice as far apart as three months, unlike category labels.
@@ -123,24 +104,33 @@ def render_png(ref: ChartRef) -> bytes:
         plt.close(figure)
 
 
+def drawable(refs: list[ChartRef], lang: str) -> tuple[list[ChartRef], str | None]:
+    """The charts this machine can draw, and a warning for the report when it can draw none of them."""
+    if not refs or find_japanese_font() is not None:
+        return refs, None
+    what = f"グラフ{len(refs)}点" if lang == "ja" else f"{len(refs)} chart(s)"
+    return [], missing_font_message(what, lang)
+
+
 def write_charts(refs: Sequence[ChartRef], out_dir: Path) -> list[Path]:
-    """Draw every chart into ``out_dir/charts/``."""
-    if not refs:
+    """Draw every chart into ``out_dir/charts/`` (none when no Japanese font is installed: the result
+    then carries no charts: :func:`drawable`)."""
+    font_file = find_japanese_font()
+    if not refs or font_file is None:
         return []
     folder = out_dir / "charts"
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for ref in refs:
-        written.append(atomic_write_bytes(folder / ref.file, render_png(ref)))
+        written.append(atomic_write_bytes(folder / ref.file, render_png(ref, font_file)))
     return written
 
 
 __all__ = [
-    "CJK_FAMILIES",
     "MIN_POINTS",
     "ChartRef",
     "chart_refs",
-    "cjk_font",
+    "drawable",
     "period_start",
     "render_png",
     "write_charts",

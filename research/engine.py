@@ -39,7 +39,7 @@ from core.settings import Settings
 from core.validation import clean_text
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
-from research.charts import chart_refs
+from research.charts import chart_refs, drawable
 from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
 from research.events import (
     AgentCompleted,
@@ -538,6 +538,7 @@ async def _finish(
     llm = make_llm(run.settings, role=SUMMARY_ROLE, meter=meter)
     summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
+    charts, chart_warning = drawable(chart_refs(verified), _lang(run.topic))
     result = ConsensusResearchResult(
         final_report="",
         iterations=run.iterations,
@@ -558,7 +559,8 @@ async def _finish(
         usage=combine_usage(
             [*(r.llm_usage for it in run.iterations for r in it.agent_reports), meter.summary() if llm else None]
         ),
-        charts=chart_refs(verified),
+        charts=charts,
+        warnings=[chart_warning] if chart_warning else [],
         llm_quotes_dropped=sum(r.quotes_dropped for it in run.iterations for r in it.agent_reports),
     )
     result.final_report = render_final_report(result)

@@ -117,9 +117,10 @@ def render_final_report(result: ConsensusResearchResult) -> str:
             lines.append(f"   - Suggested reading: {d.resolution}")
     lines.append("")
 
-    if result.charts:
+    if result.charts or result.warnings:
         lines += ["## Charts", ""]
         lines += [f"![{c.title}](charts/{c.file})" for c in result.charts]
+        lines += [f"> {warning}" for warning in result.warnings]
         lines.append("")
     lines += ["## Methodology", ""]
     failures = result.agent_failures

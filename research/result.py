@@ -107,6 +107,7 @@ class ConsensusResearchResult(CamelModel):
     collection: CollectionStats | None = None
     usage: UsageSummary | None = None  # LLM calls, tokens and cost of the run (None: no LLM configured)
     charts: list[ChartRef] = Field(default_factory=list)  # series drawn under charts/ (research/charts.py)
+    warnings: list[str] = Field(default_factory=list)  # parts left out of this run's outputs, why, and the fix
     llm_quotes_dropped: int = 0  # agents' LLM notes dropped because their quote was not verbatim in the page
 
     @property

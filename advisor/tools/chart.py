@@ -11,6 +11,7 @@ import io
 import threading
 import warnings
 from decimal import Decimal
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -110,15 +111,14 @@ def summarise(data: ChartInput) -> str:
     return data.title
 
 
-def render(data: ChartInput) -> bytes:
-    """The PNG bytes; InputError when a character has no glyph in the Japanese font."""
+def render(data: ChartInput, font: Path) -> bytes:
+    """The PNG bytes drawn with ``font``; InputError when a character has no glyph in it."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import font_manager
     from matplotlib import pyplot as plt
 
-    font = japanese_font()
     with _LOCK, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         font_manager.fontManager.addfont(str(font))
@@ -196,7 +196,7 @@ def _draw(ax: object, data: ChartInput) -> None:
 async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
     import asyncio
 
-    png = await asyncio.to_thread(render, data)
+    png = await asyncio.to_thread(render, data, japanese_font(ctx.settings))
     saved = ctx.save(NAME, "chart", "png", png, "graph")
     return ChartOutput(
         image_url=saved.url,

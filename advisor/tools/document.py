@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import io
 from datetime import date
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -207,12 +208,12 @@ def to_xlsx(doc: Layout) -> bytes:
     return buffer.getvalue()
 
 
-def to_pdf(doc: Layout) -> bytes:
+def to_pdf(doc: Layout, font: Path) -> bytes:
     from fpdf import FPDF
 
     pdf = FPDF(format="A4")
-    pdf.add_font("IPAexG", fname=str(japanese_font()))
-    pdf.add_font("IPAexG", style="B", fname=str(japanese_font()))  # table headings ask for bold
+    pdf.add_font("IPAexG", fname=str(font))
+    pdf.add_font("IPAexG", style="B", fname=str(font))  # table headings ask for bold
     pdf.set_auto_page_break(auto=True, margin=15)
     pdf.add_page()
     pdf.set_font("IPAexG", size=10)
@@ -244,12 +245,15 @@ def to_pdf(doc: Layout) -> bytes:
     return bytes(pdf.output())
 
 
-RENDERERS = {"docx": to_docx, "xlsx": to_xlsx, "pdf": to_pdf}
+RENDERERS = {"docx": to_docx, "xlsx": to_xlsx}
 
 
 async def run(data: DocumentInput, ctx: ToolContext) -> DocumentOutput:
     doc = layout(data, ctx)
-    blob = await asyncio.to_thread(RENDERERS[data.format], doc)
+    if data.format == "pdf":  # the only format that needs a font file (a ConfigError saying which, if none)
+        blob = await asyncio.to_thread(to_pdf, doc, japanese_font(ctx.settings))
+    else:
+        blob = await asyncio.to_thread(RENDERERS[data.format], doc)
     saved = ctx.save(NAME, data.document_type, data.format, blob, FILE_KIND[data.format])
     preview = "".join(doc.paragraphs)[:160]
     return DocumentOutput(

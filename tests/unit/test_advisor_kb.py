@@ -84,14 +84,14 @@ def test_ingest_adds_a_users_documents(tmp_path: Path) -> None:
         + "</p></article></body></html>",
         encoding="utf-8",
     )
+    settings = load_settings(None, {"data_dir": str(tmp_path / "data")})
     pdf = FPDF()
-    pdf.add_font("J", fname=str(japanese_font()))
+    pdf.add_font("J", fname=str(japanese_font(settings)))
     pdf.add_page()
     pdf.set_font("J", size=12)
     pdf.multi_cell(0, 8, "C社の支払サイトは月末締め翌々月払いである。")
     (docs / "terms.pdf").write_bytes(bytes(pdf.output()))
     (docs / "photo.jpg").write_bytes(b"\xff\xd8")
-    settings = load_settings(None, {"data_dir": str(tmp_path / "data")})
     report = ingest(settings, docs)
     assert len(report.written) == 3 and report.skipped == {".jpg": 1}
     ctx = ToolContext(settings)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from research.charts import chart_refs, cjk_font, period_start, render_png, write_charts
+from core.fonts import find_japanese_font
+from research.charts import chart_refs, drawable, period_start, render_png, write_charts
 from research.evidence import Citation, EvidencedClaim
 from tests.browser import screenshot_path
 
@@ -36,10 +37,12 @@ def test_series_with_several_dates_become_charts() -> None:
     assert refs[0].points == [("2024-03", 46.1, "46.1%"), ("2024-09", 49.7, "49.7%"), ("2025-03", 52.4, "52.4%")]
 
 
-def test_png_is_drawn_with_a_cjk_font(tmp_path: Path) -> None:
-    assert "CJK" in cjk_font() or "Noto" in cjk_font()
+def test_png_is_drawn_with_a_japanese_font(tmp_path: Path) -> None:
+    font = find_japanese_font()
+    assert font is not None, "make test installs fonts-ipaexfont-gothic (data/system-packages.txt)"
     refs = chart_refs(CLAIMS)
-    png = render_png(refs[0])
+    assert drawable(refs, "ja") == (refs, None)
+    png = render_png(refs[0], font)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
     written = write_charts(refs, tmp_path)
     assert [p.name for p in written] == [refs[0].file] and written[0].read_bytes() == png
