@@ -37,7 +37,7 @@ _ANAPHOR_EN = re.compile(
 _ANAPHOR_JA = re.compile(r"^(?:この|その|同(?![じ様])|これ|それ|当該|本(?:設定|項目|パラメータ|オプション))")
 # What a previous sentence is about: an identifier, "the X directive", or a Japanese topic (XXは).
 _IDENTIFIER = re.compile(
-    r"(?<![\w/.:-])(?:\w+(?:::\w+)+|[A-Za-z]+[a-z0-9]*[A-Z][A-Za-z0-9]*|[A-Za-z]\w*_\w+|[\w.-]*/[\w./-]+|%[A-Za-z])(?!\w)"
+    r"(?<![\w/.:-])(?:\w+(?:::\w+)+|[A-Za-z]+[a-z0-9]*[A-Z][A-Za-z0-9]*|[A-Za-z]\w*_\w+|[\w.-]*/[\w./-]+|[%@][A-Za-z]\w*)(?!\w)"
 )
 _NAMED_EN = re.compile(
     r"\b[Tt]he ([\w./-]+ (?:directive|parameter|option|field|variable|setting|command|package|file))\b"
