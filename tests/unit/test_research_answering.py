@@ -72,7 +72,7 @@ BufferSize Directive
 
 Description: Maximum size in bytes to buffer by the buffer filter; Default: BufferSize 131072
 
-The BufferSize directive specifies the amount of data in bytes that is buffered for a request. The default is 128 kilobytes.
+The BufferSize directive sets the amount of data in bytes buffered for a request. The default is 128 kilobytes.
 
 Prior to version 2.4.10 the buffer filter held at most 64 kilobytes."""
 
