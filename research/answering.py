@@ -114,33 +114,54 @@ def _title_share(question: Question, title: str) -> float:
     return len(terms & set(answer_tokens(title))) / len(terms)
 
 
-class _Sections:
-    """BM25 over the sections of every page read (heading repeated: a heading says what a section is about)."""
+class _Tokens:
+    """Token lists of texts, each text tokenised once (contexts repeat across a page's claims)."""
 
-    def __init__(self, pages: Sequence[tuple[PageToRank, PageContext]], question: Question) -> None:
-        self.spans: list[tuple[int, str, int, int]] = []  # (page index, heading, start, end)
-        docs: list[list[str]] = []
-        for n, (page, context) in enumerate(pages):
-            for heading, start, end in context.sections():
-                self.spans.append((n, heading, start, end))
-                docs.append(answer_tokens(f"{heading}\n{heading}\n{page.text[start:end]}"))
-        index = BM25Index(docs)
-        self.relevance = _scaled(index.scores(answer_tokens(question.text)), len(docs))
-        self._by_page: dict[int, list[int]] = {}
-        for i, (n, *_rest) in enumerate(self.spans):
-            self._by_page.setdefault(n, []).append(i)
+    def __init__(self) -> None:
+        self._seen: dict[str, list[str]] = {}
 
-    def of(self, page: int, offset: int) -> float:
-        best = 0.0
-        for i in self._by_page.get(page, []):
-            _, _, start, end = self.spans[i]
-            if start <= offset < end:
-                return self.relevance[i]
-        return best
+    def __call__(self, text: str) -> list[str]:
+        found = self._seen.get(text)
+        if found is None:
+            found = self._seen[text] = answer_tokens(text)
+        return found
 
-    def best(self, count: int) -> list[int]:
-        order = sorted(range(len(self.spans)), key=lambda i: (-self.relevance[i], i))
-        return [i for i in order[:count] if self.relevance[i] >= MIN_SECTION_RELEVANCE]
+
+@dataclass(slots=True)
+class _Draft:
+    page: int
+    text: str
+    offset: int
+    claim: Claim | None
+    context: str
+    tokens: list[str]  # of the sentence alone
+
+
+def _section_relevance(
+    contexts: Sequence[PageContext], drafts: Sequence[_Draft], question: Question, tokens: _Tokens
+) -> tuple[list[tuple[int, str, int, int]], list[float], dict[int, int]]:
+    """BM25 over the sections of every page read. A section reads as its heading (twice: a heading says
+    what a section is about) and the claims in it, so only the claims are tokenised, never whole pages.
+    Returns (page, heading, start, end) per section, each section's relevance (0..1) and, per draft,
+    its section."""
+    spans: list[tuple[int, str, int, int]] = []
+    for n, context in enumerate(contexts):
+        spans += [(n, heading, start, end) for heading, start, end in context.sections()]
+    docs = [[*tokens(heading), *tokens(heading)] for _, heading, _, _ in spans]
+    first_of: dict[int, int] = {}
+    for i, (n, *_rest) in enumerate(spans):
+        first_of.setdefault(n, i)
+    of_draft: dict[int, int] = {}
+    for d, draft in enumerate(drafts):
+        if draft.page not in first_of:
+            continue
+        i = first_of[draft.page]
+        while i + 1 < len(spans) and spans[i + 1][0] == draft.page and spans[i + 1][2] <= draft.offset:
+            i += 1
+        of_draft[d] = i
+        docs[i] += draft.tokens
+    index = BM25Index(docs)
+    return spans, _scaled(index.scores(answer_tokens(question.text)), len(docs)), of_draft
 
 
 def _section_sentences(page: PageToRank, start: int, end: int, taken: set[tuple[int, int]]) -> list[tuple[str, int]]:
@@ -159,52 +180,62 @@ def _section_sentences(page: PageToRank, start: int, end: int, taken: set[tuple[
 def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Sequence[str]) -> list[Ranked]:
     """Every candidate sentence of the pages, scored (see the module docstring), best first; ties keep
     reading order, so the result does not depend on anything but the input."""
-    contexts = [(page, PageContext(page.text)) for page in pages]
-    sections = _Sections(contexts, question)
-    drafts: list[tuple[int, str, int, Claim | None, str]] = []  # (page, text, offset, claim, context)
-    for n, (page, context) in enumerate(contexts):
-        taken = {(c.start, c.end) for c in page.claims}
-        for c in page.claims:
-            drafts.append((n, c.text, c.start, c, claim_context(context, c.text, c.start)))
-        for i in sections.best(TOP_SECTIONS):
-            p, _heading, start, end = sections.spans[i]
-            if p == n:
-                for text, offset in _section_sentences(page, start, end, taken):
-                    drafts.append((n, text, offset, None, claim_context(context, text, offset)))
+    tokens = _Tokens()
+    contexts = [PageContext(page.text) for page in pages]
+    drafts = [
+        _Draft(n, c.text, c.start, c, claim_context(contexts[n], c.text, c.start), tokens(c.text))
+        for n, page in enumerate(pages)
+        for c in sorted(page.claims, key=lambda c: c.start)
+    ]
+    spans, section_rel, of_draft = _section_relevance(contexts, drafts, question, tokens)
+    # sentences of the best sections that are no analysed claim (no figure, date or name) join in
+    order = sorted(range(len(spans)), key=lambda i: (-section_rel[i], i))
+    best = [i for i in order[:TOP_SECTIONS] if section_rel[i] >= MIN_SECTION_RELEVANCE]
+    for i in sorted(best):
+        n, _heading, start, end = spans[i]
+        taken = {(c.start, c.end) for c in pages[n].claims}
+        for text, offset in _section_sentences(pages[n], start, end, taken):
+            of_draft[len(drafts)] = i
+            drafts.append(_Draft(n, text, offset, None, claim_context(contexts[n], text, offset), tokens(text)))
     if not drafts:
         return []
-    claim_rel = text_relevance([f"{ctx} {text}" for _, text, _, _, ctx in drafts], queries or [question.text])
+    index = BM25Index([[*tokens(d.context), *d.tokens] for d in drafts])
+    claim_rel = [0.0] * len(drafts)
+    for query in queries or [question.text]:
+        for i, value in enumerate(_scaled(index.scores(answer_tokens(query)), len(drafts))):
+            claim_rel[i] = max(claim_rel[i], value)
+    titles = [_title_share(question, page.title) for page in pages]
     ranked: list[Ranked] = []
-    for i, (n, text, offset, claim, ctx) in enumerate(drafts):
-        page = pages[n]
-        read = f"{ctx} {text}"
+    for i, d in enumerate(drafts):
+        read = f"{d.context} {d.text}"
         exact = EXACT_BONUS if _exact(question, read) else 0.0
         parts = {
             "claim": claim_rel[i] + exact,
-            "section": sections.of(n, offset),
-            "title": _title_share(question, page.title),
+            "section": section_rel[of_draft[i]] if i in of_draft else 0.0,
+            "title": titles[d.page],
             "attributes": answered_share(question, read),
         }
-        if claim is not None:
-            structured = bool(claim.values and claim.subject and claim.attribute)
-            form = claim_confidence(structured, bool(claim.values), parsed=claim.parsed)
+        if d.claim is not None:
+            structured = bool(d.claim.values and d.claim.subject and d.claim.attribute)
+            form = claim_confidence(structured, bool(d.claim.values), parsed=d.claim.parsed)
         else:
             form = SENTENCE_CONFIDENCE
-        noise = noise_factor(text, question)
+        noise = noise_factor(d.text, question)
         parts["form"], parts["noise"] = form, noise
-        score = (
-            (
-                W_CLAIM * parts["claim"]
-                + W_SECTION * parts["section"]
-                + W_TITLE * parts["title"]
-                + W_ATTRIBUTE * parts["attributes"]
-            )
-            * form
-            * noise
+        weighted = (
+            W_CLAIM * parts["claim"]
+            + W_SECTION * parts["section"]
+            + W_TITLE * parts["title"]
+            + W_ATTRIBUTE * parts["attributes"]
         )
+        score = weighted * form * noise
         if parts["claim"] <= 0 and parts["section"] <= 0:
             score = 0.0  # nothing of the question in the sentence or its section
-        ranked.append(Ranked(text=text, url=page.url, context=ctx, score=round(score, 4), claim=claim, parts=parts))
+        ranked.append(
+            Ranked(
+                text=d.text, url=pages[d.page].url, context=d.context, score=round(score, 4), claim=d.claim, parts=parts
+            )
+        )
     order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
     return [ranked[i] for i in order]
 
