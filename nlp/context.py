@@ -26,6 +26,8 @@ _END = re.compile(r"[.!?。！？;；、,，]$|[.!?。！？][\"'”’)）」�
 _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
 _LEAD_IN = re.compile(r"[:：]$")
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}|[\u3040-\u30ff\u4e00-\u9fff]")
+# a link note ("→ https://..."), a URL, a caption ("Table 3.2 ...", 「図 1.4 …」) is no section heading
+_NOT_HEADING = re.compile(r"://|^→|^(?:Table|Figure|Example|Listing|表|図|例)\s*[\dA-Z]", re.IGNORECASE)
 _FIGURE_ONLY = re.compile(r"^[\d\s.,%()+\-–~〜/]*(?:[^\W\d_]{0,12})?$")
 _NUMBERING = re.compile(r"^(?:(?:Chapter|Section|Appendix|第)\s*)?(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?(?:章|節)?\s+")
 # A sentence that names its subject only by pointing back at the previous one.
@@ -73,7 +75,7 @@ def is_heading(block: str) -> bool:
     line = block.strip()
     if not line or "\n" in line or len(line) > HEADING_CHARS:
         return False
-    if _END.search(line) or _LEAD_IN.search(line) or _RECORD.match(line):
+    if _END.search(line) or _LEAD_IN.search(line) or _RECORD.match(line) or _NOT_HEADING.search(line):
         return False
     return bool(_HAS_WORD.search(line)) and not _FIGURE_ONLY.match(line)
 

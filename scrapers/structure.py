@@ -33,7 +33,7 @@ _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "nav",
 _CODE_TAGS = frozenset({"pre", "listing", "xmp", "samp"})
 # class/id words of page furniture (any site generator) and of code listings (DocBook, Sphinx, Pygments)
 _FURNITURE = re.compile(
-    r"(?:^|[\s_-])(?:nav|navbar|navheader|navfooter|menu|sidebar|sphinxsidebar|side-menu|breadcrumbs?|related"
+    r"(?:^|[\s_-])(?:nav|navbar|navheader|navfooter|docnav|menu|sidebar|sphinxsidebar|side-menu|breadcrumbs?|related"
     r"|footer|header|toc|footnotes?|skip|cookie|banner|masthead|pagination|headerlink|copyright)(?:$|[\s_-])",
     re.IGNORECASE,
 )
@@ -85,7 +85,17 @@ def _key(cell: str) -> str:
 
 def _is_furniture(el: etree._Element) -> bool:
     marks = f"{el.get('class') or ''} {el.get('id') or ''} {el.get('role') or ''}"
-    return bool(marks.strip()) and bool(_FURNITURE.search(marks))
+    if not marks.strip() or not _FURNITURE.search(marks):
+        return False
+    # DocBook's sidebar is a boxed note of the text (a "CULTURE" aside), not navigation
+    return (el.get("class") or "").split() != ["sidebar"] or _mostly_links(el)
+
+
+def _mostly_links(el: etree._Element) -> bool:
+    """Whether at least half of an element's text is link text (a menu, not prose)."""
+    text = len(_SPACE.sub("", el.text_content()))
+    linked = sum(len(_SPACE.sub("", a.text_content())) for a in el.iter("a"))
+    return text == 0 or linked * 2 >= text
 
 
 def _is_code(el: etree._Element) -> bool:
