@@ -131,3 +131,30 @@ def test_a_real_manual_answers_a_question_in_plain_words(digest_page: PageToRank
     question = parse_question("For how long is a digest authentication server nonce valid by default?")
     findings, _ = select_findings(question, [digest_page], [question.text], per_page=3, limit=3)
     assert any("AuthDigestNonceLifetime 300" in f.text for f in findings[:2]), [f.text for f in findings]
+
+
+@pytest.fixture(scope="module")
+def bundled_pages() -> list[PageToRank]:
+    folder = Path(__file__).resolve().parents[2] / "data" / "corpus" / "pages" / "ja"
+    files = sorted(folder.iterdir())
+    pages = [
+        extract_page(
+            f.read_bytes(), url=f.as_uri(), content_type="text/html" if f.suffix.startswith(".htm") else "text/plain"
+        )
+        for f in files
+    ]
+    analyses = analyse_texts([AnalysisInput(p.text, "ja", None) for p in pages])
+    return [PageToRank(p.url, p.title, p.text, a.claims) for p, a in zip(pages, analyses, strict=True)]
+
+
+def test_on_the_bundled_corpus_survey_method_and_bylines_are_no_findings(bundled_pages: list[PageToRank]) -> None:
+    question = parse_question("中小企業の価格転嫁の現状")
+    findings, _ = select_findings(question, bundled_pages, [question.text], per_page=5, limit=15)
+    assert len(findings) == 15
+    assert all(noise_kind(f.text, question) is None for f in findings), [f.text for f in findings]
+    assert any("49.7%" in f.text for f in findings[:5])
+    # a news page's dateline or byline is not the subject of its sentences
+    assert not any(f.context and ("発行日" in f.context or "取材班" in f.context) for f in findings)
+    ranked = rank_answers(question, bundled_pages, [question.text])
+    method = [r for r in ranked if noise_kind(r.text, question) == "survey methodology"]
+    assert method and max(r.score for r in method) < ranked[len(ranked) // 4].score  # ranked last
