@@ -88,3 +88,16 @@ def test_a_directive_table_is_one_record_under_its_heading(apache_core: str) -> 
     assert claim_context(page, record, start) == "LimitRequestFields Directive"  # no pilcrow
     prose = "The default value is defined by the compile-time constant DEFAULT_LIMIT_REQUEST_FIELDS"
     assert claim_context(page, prose, apache_core.index(prose)) == "LimitRequestFields Directive"
+
+
+def test_a_docbook_sidebar_note_is_text_a_link_sidebar_is_navigation() -> None:
+    html = """<html><body><div class="body">
+    <ul class="docnav"><li><a href="a.html">戻る</a></li><li><a href="b.html">次へ</a></li></ul>
+    <h2>1.6. リリースライフサイクル</h2><p>各安定版リリースの寿命は約 5 年と予定されています。</p>
+    <div class="sidebar"><p class="title">CULTURE Debian LTS</p>
+    <p>Debian LTS プロジェクトは 2014 年 6 月に始まりました。</p></div>
+    <div class="sidebar"><a href="x.html">Chapter one</a> <a href="y.html">Chapter two</a></div>
+    </div></body></html>"""
+    text = extract_page(html, url="https://docs.example/lifecycle.html").text
+    assert "2014 年 6 月に始まりました" in text
+    assert "Chapter one" not in text and "戻る" not in text and "次へ" not in text
