@@ -135,8 +135,9 @@ class PageContext:
             block = self.blocks[i].text
             if is_heading(block):
                 return ""
-            if _LEAD_IN.search(block) and len(block) <= 2 * HEADING_CHARS:
-                return block.rstrip(":：").strip()
+            if _LEAD_IN.search(block):  # "... Here are the recommended delays:": its last sentence leads in
+                last = _last_sentence(block)
+                return last.rstrip(":：").strip() if len(last) <= 2 * HEADING_CHARS else ""
         return ""
 
     def antecedent(self, sentence: str, offset: int) -> str:
