@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from advisor.agents import AgentResult, Event, mode1, mode2
 from advisor.compression import compress
-from advisor.conversation import Begin, Commit, SessionGateway
+from advisor.conversation import Begin, Commit
 from advisor.modes import Detection, detect
 from advisor.options import session_policy
 from advisor.policy import Mode, modes
@@ -26,6 +26,7 @@ from core.errors import InputError
 from core.llm.base import LLMClient
 from core.llm.factory import require_llm
 from core.settings import Settings
+from sessions.gateway import SessionGateway
 from sessions.models import HistoryEntry
 
 Consent = Literal["accept", "refuse"]

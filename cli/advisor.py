@@ -28,10 +28,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 
 
 async def _turn(args: argparse.Namespace) -> int:
-    from advisor.conversation import LocalSessions
     from advisor.options import AdvisorOptions, apply_options, session_policy
     from advisor.orchestrator import Orchestrator
     from core.store import open_store
+    from sessions.gateway import LocalSessions
     from sessions.ids import LOCAL_OWNER, validate_session_id
     from sessions.store import SessionRepository
 

@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from actors.critic_worker import ROLE, CriticWorker, JudgeRequest, JudgeResult
 from core.errors import ConfigError, first_line
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
@@ -39,6 +38,8 @@ from critic.models import (
     CriticOutput,
     CriticUsage,
     IdeaEvaluation,
+    JudgeRequest,
+    JudgeResult,
     ProfileRef,
     SampleScore,
     SelectedIdea,
@@ -48,6 +49,7 @@ from critic.profile import Profile, load_profile
 from critic.prompt import messages_for, system_prompt
 from critic.scoring import ScoredSample, aggregate, rank, score_judgement, too_close_to_call
 from critic.settings import CriticSettings
+from critic.worker import ROLE, CriticWorker
 
 log = logging.getLogger(__name__)
 TEMPERATURE_RANGE = (0.3, 0.5)

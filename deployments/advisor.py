@@ -12,7 +12,7 @@
 - ``POST /advisor/tools/{name}?sessionId=`` one tool on its own (the tool's JSON input as body).
 - ``GET /advisor/healthz``.
 
-Sessions live in their session actors (``actors/session.py``) written through the store, so any
+Sessions live in their session actors (``sessions/actor.py``) written through the store, so any
 replica serves any session and a killed actor loses nothing. Sessions belong to the API key that
 created them; another key gets 404. Sessions and files older than ``advisor.retention_h`` are
 removed by each replica at start and every hour.
@@ -117,13 +117,13 @@ def _with_href(session_id: str, event: dict[str, Any]) -> dict[str, Any]:
 @serve.ingress(api)
 class AdvisorService:
     def __init__(self, settings: Settings) -> None:
-        from advisor.conversation import ActorSessions
         from advisor.options import session_policy
         from advisor.settings import AdvisorSettings
         from core.resources import data_path
         from core.runtime import RayRuntime
         from core.storage import open_artifacts
         from core.store import open_store
+        from sessions.gateway import ActorSessions
         from sessions.store import SessionRepository
 
         GUARD.configure(settings)

@@ -7,7 +7,7 @@
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
 - ``GET /router/healthz``; ``/router/docs`` (OpenAPI).
 
-Each session lives in its own actor (``actors/session.py``), found by id and written through the store,
+Each session lives in its own actor (``sessions/actor.py``), found by id and written through the store,
 so any replica serves any session and a replica or actor restart loses nothing. Sessions are bound to
 the API key that created them (deployments/security.py checks the key first): another key gets 404,
 never 403, so it cannot learn which ids exist. Without API keys the service has one client.
@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
-from actors.session import SessionActor, SessionHandles, session_call
 from core.errors import InputError, MagiError, first_line
 from core.settings import Settings
 from core.validation import printable
@@ -36,6 +35,7 @@ from router.answers import unavailable_answer
 from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
 from router.options import session_policy
 from router.settings import RouterSettings
+from sessions.actor import SessionActor, SessionHandles, session_call
 from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
 from sessions.store import SessionRepository, read_session
 

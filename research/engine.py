@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from actors.collector import CollectionStats, Collector
+from actors.collection import CollectionStats
+from actors.collector import Collector
 from actors.nlp_pool import NlpPool
-from actors.research_agent import ResearchAgent
 from core.errors import ResearchError, first_line
 from core.events import Event, EventSink
 from core.llm.cost import UsageMeter
@@ -39,6 +39,7 @@ from core.settings import Settings
 from core.validation import clean_text
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
+from research.agent import ResearchAgent
 from research.charts import chart_refs, drawable
 from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
 from research.events import (

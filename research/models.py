@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from actors.collection import SourceFailure
 from core.llm.cost import UsageSummary
 from core.models import CamelModel
 
@@ -80,13 +81,6 @@ class Finding(CamelModel):
     values: list[str] = Field(default_factory=list)  # its figures as written
 
 
-class SourceFailure(CamelModel):
-    url: str
-    stage: Literal["fetch", "extract", "entities"]
-    kind: str
-    message: str
-
-
 class AgentReport(CamelModel):
     agent_id: int
     report_id: str
@@ -111,7 +105,6 @@ __all__ = [
     "AgentStrategy",
     "EntityMention",
     "Finding",
-    "SourceFailure",
     "SourceReference",
     "SourceType",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from actors.collector import CollectionStats
+from actors.collection import CollectionStats
 from core.files import atomic_write_text
 from core.llm.cost import UsageSummary
 from core.models import CamelModel

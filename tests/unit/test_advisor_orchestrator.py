@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from advisor.conversation import LocalSessions
 from advisor.options import session_policy
 from advisor.orchestrator import Orchestrator
 from core.errors import InputError, LLMError, LLMNotConfiguredError
@@ -15,6 +14,7 @@ from core.llm.base import LLMRequest
 from core.llm.testing import FunctionClient
 from core.settings import Settings, load_settings
 from core.store import open_store
+from sessions.gateway import LocalSessions
 from sessions.models import SessionState
 from sessions.store import SessionRepository
 

@@ -20,7 +20,8 @@ import uuid
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
-from actors.collector import Collected, Collector
+from actors.collection import Collected
+from actors.collector import Collector
 from core.errors import SearchError
 from core.events import EventSink
 from core.llm.base import LLMClient
