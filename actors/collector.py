@@ -14,12 +14,12 @@ from datetime import date
 
 from actors.collection import Collected, CollectionStats, SourceFailure
 from actors.nlp_pool import BATCH_CHARS, NlpPool
-from core.errors import ExtractionError, FetchError
 from core.runtime import current_node_id
 from core.settings import Settings
 from core.store import open_store
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
+from scrapers.errors import ExtractionError, FetchError
 from scrapers.extract import extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.near_duplicates import NearDuplicateIndex

@@ -93,7 +93,7 @@ def check_ddgs(settings: Settings) -> Check:
 
 def check_searxng(settings: Settings) -> Check:
     """One search through the research client itself: same SSRF guard on redirects, same error texts."""
-    from core.errors import SearchError
+    from scrapers.errors import SearchError
     from scrapers.search.searxng import SearxngSearchProvider
     from scrapers.settings import FetchSettings
 

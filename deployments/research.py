@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray import serve
 from ray.serve import Application
 
-from core.errors import ConfigError, MagiError, ResearchError, first_line
+from core.errors import ConfigError, MagiError, first_line
 from core.fonts import find_japanese_font, missing_font_message
 from core.resources import data_path
 from core.settings import Settings
@@ -49,6 +49,7 @@ from deployments.validation import answer_invalid_requests
 from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
+from research.errors import ResearchError
 from research.options import OPTION_NAMES, ResearchOptions, apply_options
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from typing import Any
 from actors.collection import CollectionStats
 from actors.collector import Collector
 from actors.nlp_pool import NlpPool
-from core.errors import ResearchError, first_line
+from core.errors import first_line
 from core.events import Event, EventSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
@@ -42,6 +42,7 @@ from nlp.settings import NlpSettings
 from research.agent import ResearchAgent
 from research.charts import chart_refs, drawable
 from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
+from research.errors import ResearchError
 from research.events import (
     AgentCompleted,
     AgentStarted,

@@ -10,11 +10,11 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from core.errors import ResearchError
 from core.events import ListSink
 from core.runtime import RayRuntime
 from core.settings import load_settings
 from research.engine import run_research
+from research.errors import ResearchError
 from research.events import AgentCompleted, AgentStarted, ResearchCompleted, StageProgress
 from research.result import ConsensusResearchResult as Result
 from research.result import write_outputs
