@@ -148,7 +148,8 @@ def check_llm(settings: Settings, send: bool) -> Check:
 
 
 def check_store(settings: Settings) -> Check:
-    from core.store import masked, open_store
+    from core.masking import masked
+    from core.store import open_store
 
     store = open_store(settings)  # connects and migrates: a bad URL or a down server fails here
     try:

@@ -66,7 +66,7 @@ async def research(args: argparse.Namespace) -> int:
     from research.errors import ResearchError
     from research.events import ResearchCompleted
     from research.options import ResearchOptions, apply_options
-    from research.result import write_outputs, write_partial
+    from research.outputs import write_outputs, write_partial
 
     options = ResearchOptions(
         agents=args.agents,

@@ -30,6 +30,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args, g
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
 from core.errors import ConfigError
+from core.masking import masked
 from core.yamlfile import read_yaml
 
 log = logging.getLogger(__name__)
@@ -443,8 +444,6 @@ def load_settings(
 
 def describe(settings: Settings) -> dict[str, Any]:
     """Settings as plain nested data with secrets masked, for ``magi doctor``."""
-    from core.store import masked  # here: SQLAlchemy loads only when settings are shown
-
     out: dict[str, Any] = settings.model_dump(mode="json", exclude={"ray", "llm"})
     if settings.store_url:
         out["store_url"] = masked(settings.store_url)  # a database URL may carry a password
