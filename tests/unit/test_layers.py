@@ -6,6 +6,7 @@ made-up trees, to show that an upward import fails it wherever it hides.
 
 from __future__ import annotations
 
+import ast
 import tomllib
 from pathlib import Path
 
@@ -113,3 +114,18 @@ def test_a_loop_inside_one_package_is_found(tmp_path: Path) -> None:
         },
     )
     assert cycles(import_edges(root)) == [["research.a", "research.b", "research.c"]]
+
+
+SYSTEMS = [name for name, layer in LAYERS.items() if layer == LAYERS["research"]]
+
+
+def test_each_system_ships_its_test_model_in_scripted_py() -> None:
+    """One convention: ``<system>/scripted.py`` (``python:<system>.scripted:...``), marked as a test
+    model, and no production module imports a test model (only configuration names it)."""
+    for system in SYSTEMS:
+        doc = ast.get_docstring(ast.parse((ROOT / system / "scripted.py").read_text(encoding="utf-8")))
+        assert doc is not None and doc.startswith("Test model of "), f"{system}/scripted.py"
+    shipped = {ROOT / system / "scripted.py" for system in SYSTEMS}
+    assert [p for package in LAYERS for p in (ROOT / package).rglob("*scripted*.py") if p not in shipped] == []
+    test_models = {f"{s}.scripted" for s in SYSTEMS} | {"core.llm.testing"}
+    assert [str(e) for e in import_edges() if e.target in test_models and e.source not in test_models] == []
