@@ -81,10 +81,11 @@ def imports_of(module: str, path: Path, modules: Mapping[str, Path]) -> list[Edg
     edges: list[Edge] = []
     is_package = path.name == "__init__.py"
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        targets: list[str] = []
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = node.module or ""
             if node.level:
                 here = module.split(".") if is_package else module.split(".")[:-1]
@@ -178,6 +179,10 @@ def report(root: Path = ROOT, layers: Mapping[str, int] = LAYERS) -> dict[str, o
             broken.setdefault(kind, []).append(str(edge))
             broken_packages.add(f"{package_of(edge.source)} -> {package_of(edge.target)} ({kind})")
     packages = {(package_of(e.source), package_of(e.target)) for e in edges}
+    top, systems = max(layers.values()), max(layers.values()) - 1
+    into_systems = [
+        e for e in edges if layers.get(package_of(e.source)) == top and layers.get(package_of(e.target)) == systems
+    ]
     return {
         "modules": len(project_modules(root, layers)),
         "edges": len(edges),
@@ -186,6 +191,9 @@ def report(root: Path = ROOT, layers: Mapping[str, int] = LAYERS) -> dict[str, o
         "package_edges_breaking_layers": sorted(broken_packages),
         "breaking": broken,
         "cycles": cycles(edges),
+        # Not enforced yet: the interfaces (cli, deployments, jobs) should reach a system through its api.
+        "interface_edges_into_systems": len(into_systems),
+        "interface_edges_through_api": sum(1 for e in into_systems if e.target.endswith(".api")),
     }
 
 
