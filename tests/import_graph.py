@@ -106,10 +106,10 @@ def import_edges(root: Path = ROOT, packages: Iterable[str] = LAYERS) -> list[Ed
 
 
 def breaks_layers(edge: Edge, layers: Mapping[str, int] = LAYERS) -> str | None:
-    """Why ``edge`` breaks the table ("upward", "sideways"), or None when it is allowed."""
+    """Why ``edge`` breaks the table ("upward", "sideways", "between apps"), or None when it is allowed."""
     source, target = package_of(edge.source), package_of(edge.target)
     if source == target:
-        return None
+        return "between apps" if _apps_of_two_systems(edge, layers) else None
     if target not in layers or source not in layers:
         return "unlisted"
     if layers[target] > layers[source]:
@@ -117,6 +117,22 @@ def breaks_layers(edge: Edge, layers: Mapping[str, int] = LAYERS) -> str | None:
     if layers[target] == layers[source] and (source, target) not in SIDEWAYS:
         return "sideways"
     return None
+
+
+def _apps_of_two_systems(edge: Edge, layers: Mapping[str, int]) -> bool:
+    """``deployments.critic`` importing ``deployments.research``: one system's interface module
+    reaching into another's (loading the critic would load the research stack). Shared helpers
+    (``deployments.base``) are for that."""
+    systems = {name for name, layer in layers.items() if layer == max(layers.values()) - 1}
+    source, target = edge.source.split("."), edge.target.split(".")
+    return (
+        len(source) > 1
+        and len(target) > 1
+        and source[1] in systems
+        and target[1] in systems
+        and source[1] != target[1]
+        and layers.get(source[0]) == max(layers.values())
+    )
 
 
 def cycles(edges: Iterable[Edge]) -> list[list[str]]:

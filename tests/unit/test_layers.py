@@ -103,6 +103,24 @@ def test_allowed_imports_pass_and_systems_stay_apart(tmp_path: Path) -> None:
     assert cycles(edges) == []
 
 
+def test_one_systems_app_does_not_import_anothers(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "deployments/__init__.py": "",
+            "deployments/base.py": "",
+            "deployments/research.py": "from deployments.base import *\n",
+            "deployments/critic.py": "from deployments.base import *\nfrom deployments.research import x\n",
+        },
+    )
+    verdicts = {(e.source, e.target): breaks_layers(e) for e in import_edges(root)}
+    assert verdicts == {
+        ("deployments.research", "deployments.base"): None,
+        ("deployments.critic", "deployments.base"): None,
+        ("deployments.critic", "deployments.research"): "between apps",
+    }
+
+
 def test_a_loop_inside_one_package_is_found(tmp_path: Path) -> None:
     root = _tree(
         tmp_path,
