@@ -20,6 +20,7 @@ from typing import Any
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 
 MAX_TOOL_RESULTS = 12
+SESSION_NAMESPACE = "advisor"  # sessions.ids.session_key: the advisor's sessions meet no other system's
 
 
 @dataclass(frozen=True)
@@ -80,4 +81,4 @@ class Commit:
         return state.model_copy(deep=True)
 
 
-__all__ = ["MAX_TOOL_RESULTS", "Begin", "Commit"]
+__all__ = ["MAX_TOOL_RESULTS", "SESSION_NAMESPACE", "Begin", "Commit"]

@@ -69,8 +69,9 @@ def check_local_search(settings: Settings) -> Check:
     from scrapers.search.factory import corpus_limits
     from scrapers.search.local import LocalCorpus
 
-    corpus_dir = SearchSettings.of(settings).corpus_dir
-    corpus = LocalCorpus(corpus_dir, corpus_limits(settings))
+    search = SearchSettings.of(settings)
+    corpus_dir = search.corpus_dir
+    corpus = LocalCorpus(corpus_dir, corpus_limits(search))
     skipped = describe_skips(corpus.skipped)
     found = f"{len(corpus.documents)} documents in {corpus_dir}"
     return Check("search:local", "ok", found + (f" ({skipped})" if skipped else ""))
@@ -125,7 +126,7 @@ def check_llm(settings: Settings, send: bool) -> Check:
             "no LLM provider configured (research runs extractively)",
             "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION",
         )
-    client = require_llm(settings, "magi doctor --llm")
+    client = require_llm(settings.llm, "magi doctor --llm")
     if not send:
         return Check(
             "llm",
@@ -205,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     if args.llm:  # fail fast, before the slower checks, when the asked-for LLM is not configured
-        require_llm(settings, "magi doctor --llm")
+        require_llm(settings.llm, "magi doctor --llm")
     checks = [
         _guarded("ray", lambda: check_ray(settings)),
         _guarded("store", lambda: check_store(settings)),

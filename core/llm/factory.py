@@ -19,15 +19,15 @@ from core.llm.python_provider import PREFIX, PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
 from core.llm.roles import RoleClient
 from core.llm.streaming import StreamEnd, StreamEvent, stream
-from core.settings import Settings
+from core.settings import LLMSettings
 
 ALLOWED = "anthropic, replay, record, or python:MODULE_OR_FILE:FUNCTION"
 
 
-def _cassette(settings: Settings, provider: str) -> Path:
-    if settings.llm.cassette is None:
+def _cassette(llm: LLMSettings, provider: str) -> Path:
+    if llm.cassette is None:
         raise ConfigError(f"MAGI_LLM_PROVIDER={provider} needs MAGI_LLM_CASSETTE (path of the cassette file)")
-    return settings.llm.cassette
+    return llm.cassette
 
 
 class MeteredClient:
@@ -56,34 +56,34 @@ def provider_of(client: LLMClient) -> LLMClient:
     return client
 
 
-def make_llm(settings: Settings, role: str | None = None, *, meter: UsageMeter | None = None) -> LLMClient | None:
+def make_llm(llm: LLMSettings, role: str | None = None, *, meter: UsageMeter | None = None) -> LLMClient | None:
     """The client for ``llm_provider`` (role-aware, limited, optionally metered), or None when no provider is set."""
-    provider = _provider(settings)
+    provider = _provider(llm)
     if provider is None:
         return None
-    client: LLMClient = RoleClient(provider, settings, role)
+    client: LLMClient = RoleClient(provider, llm, role)
     if meter is not None:
         client = MeteredClient(client, meter)
-    return LimitedClient(client, settings.llm.max_concurrency)
+    return LimitedClient(client, llm.max_concurrency)
 
 
-def _provider(settings: Settings) -> LLMClient | None:
+def _provider(llm: LLMSettings) -> LLMClient | None:
     """The bare provider client named by ``llm_provider``."""
-    raw = (settings.llm.provider or "").strip()
+    raw = (llm.provider or "").strip()
     provider = raw.lower()
     if not raw:
         return None
     if provider == "replay":
-        cassette = _cassette(settings, provider)
+        cassette = _cassette(llm, provider)
         if not cassette.is_file():
             raise ConfigError(f"LLM cassette {cassette} does not exist; record it first with MAGI_LLM_PROVIDER=record")
-        return ReplayClient(cassette, default_model=settings.llm.model)
+        return ReplayClient(cassette, default_model=llm.model)
     if provider in ("anthropic", "record"):
-        record_to = _cassette(settings, provider) if provider == "record" else None
+        record_to = _cassette(llm, provider) if provider == "record" else None
         from core.llm.anthropic import AnthropicClient
 
-        client = AnthropicClient(settings)
-        return client if record_to is None else RecordingClient(client, record_to, default_model=settings.llm.model)
+        client = AnthropicClient(llm)
+        return client if record_to is None else RecordingClient(client, record_to, default_model=llm.model)
     if raw.startswith(PREFIX):
         python_client = PythonClient(raw)
         python_client.load()  # fail now, with the configuration error, not on the first request
@@ -91,9 +91,9 @@ def _provider(settings: Settings) -> LLMClient | None:
     raise ConfigError(f"unknown LLM provider {raw!r} (MAGI_LLM_PROVIDER); allowed: {ALLOWED}")
 
 
-def require_llm(settings: Settings, command: str, role: str | None = None) -> LLMClient:
+def require_llm(llm: LLMSettings, command: str, role: str | None = None) -> LLMClient:
     """The configured client, or ``LLMNotConfiguredError`` telling the user how to configure one."""
-    client = make_llm(settings, role)
+    client = make_llm(llm, role)
     if client is None:
         raise LLMNotConfiguredError(
             f"`{command}` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to anthropic "

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.llm.base import LLMClient, LLMRequest, LLMResponse
 from core.llm.streaming import StreamEvent, stream
-from core.settings import Settings
+from core.settings import LLMSettings
 
 DEFAULT_ROLE = "default"
 
@@ -29,11 +29,11 @@ class ResolvedRole:
     max_tokens: int | None
 
 
-def resolve_role(settings: Settings, role: str | None) -> ResolvedRole:
+def resolve_role(llm: LLMSettings, role: str | None) -> ResolvedRole:
     """Model and parameters of ``role`` (None means ``default``), falling back as the module says."""
     name = role or DEFAULT_ROLE
-    model = settings.llm.models.get(name) or settings.llm.models.get(DEFAULT_ROLE) or settings.llm.model
-    params = settings.llm.params.get(name) or settings.llm.params.get(DEFAULT_ROLE)
+    model = llm.models.get(name) or llm.models.get(DEFAULT_ROLE) or llm.model
+    params = llm.params.get(name) or llm.params.get(DEFAULT_ROLE)
     return ResolvedRole(
         role=name,
         model=model,
@@ -42,9 +42,9 @@ def resolve_role(settings: Settings, role: str | None) -> ResolvedRole:
     )
 
 
-def apply_role(settings: Settings, request: LLMRequest, role: str | None) -> LLMRequest:
+def apply_role(llm: LLMSettings, request: LLMRequest, role: str | None) -> LLMRequest:
     """The request with its role's model and parameters; the request's own ``role``/``model`` win."""
-    resolved = resolve_role(settings, request.role or role)
+    resolved = resolve_role(llm, request.role or role)
     update: dict[str, Any] = {"role": resolved.role, "model": request.model or resolved.model}
     if resolved.temperature is not None:
         update["temperature"] = resolved.temperature
@@ -56,16 +56,16 @@ def apply_role(settings: Settings, request: LLMRequest, role: str | None) -> LLM
 class RoleClient:
     """Fills in each request's model and parameters from its role (or the client's) before ``inner``."""
 
-    def __init__(self, inner: LLMClient, settings: Settings, role: str | None = None) -> None:
+    def __init__(self, inner: LLMClient, llm: LLMSettings, role: str | None = None) -> None:
         self.inner = inner
-        self.settings = settings
+        self.llm = llm
         self.role = role
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        return await self.inner.complete(apply_role(self.settings, request, self.role))
+        return await self.inner.complete(apply_role(self.llm, request, self.role))
 
     def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        return stream(self.inner, apply_role(self.settings, request, self.role))
+        return stream(self.inner, apply_role(self.llm, request, self.role))
 
 
 __all__ = [
