@@ -83,7 +83,7 @@ def judge_temperature(settings: Settings) -> float:
 
 def model_label(settings: Settings) -> str:
     """Provider and model of the judge, as they enter cache keys and the output."""
-    return f"{settings.llm.provider}/{resolve_role(settings, ROLE).model}"
+    return resolve_role(settings, ROLE).label
 
 
 def preflight(settings: Settings) -> tuple[Weights, float, Profile]:
