@@ -36,7 +36,7 @@ def test_require_llm_explains_how_to_configure() -> None:
 
 
 def test_unknown_provider_lists_allowed_forms() -> None:
-    with pytest.raises(ConfigError, match=r"unknown LLM provider 'gemini'.*anthropic, openai, replay, record, or python:"):
+    with pytest.raises(ConfigError, match=r"provider .gemini.*anthropic, openai, replay, record, or python:"):
         make_llm(load_settings(overrides={"llm": {"provider": "gemini"}}))
 
 
