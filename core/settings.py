@@ -166,6 +166,13 @@ class LLMSettings(Section):
         "(Ollama); unset: api.openai.com.",
     )
     openai_api_key: SecretStr | None = Field(None, description="Secret: OPENAI_API_KEY, environment only.")
+    schema_max_items: int = Field(
+        16,
+        ge=1,
+        le=10_000,
+        description="Servers that decode under a JSON schema (openai provider): arrays without a bound get this "
+        "many items at most, so a weak model cannot repeat one item until max_tokens cuts the answer off.",
+    )
     tool_calling: ToolCalling = Field(
         "native",
         description="native: tools go to the server as tools; prompted: described in the prompt and called as "

@@ -26,6 +26,7 @@ INSTALL_HINT = (
     "bundled model), or set llm_server.model_path to a GGUF file"
 )
 _DONE = object()
+QUIET = -1  # llama.cpp logs only errors (it logs every request and slot at the default)
 
 
 def bundled_gguf() -> Path | None:
@@ -76,11 +77,17 @@ class LocalModel:
         params.cpuparams_batch.n_threads = config.threads
         params.use_jinja = True
         params.endpoint_metrics = False
+        params.verbosity = QUIET
         self._server = xllamacpp.Server(params)
 
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def base_url(self) -> str:
+        """llama.cpp's own OpenAI-compatible HTTP server on loopback (a free port, in this process)."""
+        return f"{self._server.listening_address}/v1"
 
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """One chat completion (blocking): the OpenAI response body, or ``{"error": {...}}``."""

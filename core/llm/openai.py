@@ -12,7 +12,8 @@ get the tools described in the system prompt instead, and the model answers with
 are well formed.
 
 Structured output first asks for ``response_format: json_schema`` (constrained decoding on vLLM,
-llama.cpp, Ollama, OpenAI); a server that rejects it (400/422) or ignores it (no JSON back) gets a
+llama.cpp, Ollama, OpenAI; arrays capped for the decoder at ``llm.schema_max_items``, see
+core.llm.schema_bounds); a server that rejects it (400/422) or ignores it (no JSON back) gets a
 forced function call, and one that rejects that too gets the plain prompt (``generate`` then
 validates and repairs). The client remembers the path that worked. ``temperature`` is dropped and
 ``max_tokens`` becomes ``max_completion_tokens`` for the rest of the client's life when a model
@@ -48,6 +49,7 @@ from core.llm.cost import UsageMeter
 from core.llm.limiter import report_rate_limit
 from core.llm.prompted_tools import PromptedTools
 from core.llm.roles import Endpoint
+from core.llm.schema_bounds import bounded
 from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
 from core.retry import backoff_delay, retry, retry_after_s
 from core.settings import Settings
@@ -240,7 +242,10 @@ class OpenAIClient:
         params = self._params(request)
         params["response_format"] = {
             "type": "json_schema",
-            "json_schema": {"name": request.output_name or DEFAULT_OUTPUT_NAME, "schema": request.output_schema},
+            "json_schema": {
+                "name": request.output_name or DEFAULT_OUTPUT_NAME,
+                "schema": self._bounded(request.output_schema),
+            },
         }
         try:
             response = self._convert(await self._send(params, timeout))
@@ -286,7 +291,7 @@ class OpenAIClient:
         params["messages"] = wire_messages(plan.system, plan.messages)
         params["response_format"] = {
             "type": "json_schema",
-            "json_schema": {"name": "tool_calls_or_answer", "schema": plan.schema},
+            "json_schema": {"name": "tool_calls_or_answer", "schema": self._bounded(plan.schema)},
         }
         response = self._convert(await self._send(params, timeout))
         calls, text, output = plan.parse(response.text, lambda: f"call_{next(_call_ids)}")
@@ -298,6 +303,10 @@ class OpenAIClient:
                 "stop_reason": "tool_calls" if calls else response.stop_reason,
             }
         )
+
+    def _bounded(self, schema: dict[str, Any]) -> dict[str, Any]:
+        capped: dict[str, Any] = bounded(schema, self.settings.llm.schema_max_items)
+        return capped
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
