@@ -131,3 +131,45 @@ async def test_research_with_llm_agents(served_model: ServedModel, tmp_path: Pat
     assert any(d.startswith("LLM notes: ") for d in report.decisions), report.decisions
     assert result.usage is not None and result.usage.calls >= report.llm_usage.calls
     type(result).model_validate(result.model_dump(mode="json"))  # schema-valid end to end
+
+
+OTHER_VENDOR = """from magi.scripted import respond as scripted
+
+
+def respond(request):
+    answer = scripted(request)
+    return {**answer, "model": "other-vendor-1"} if isinstance(answer, dict) else answer
+"""
+
+
+@pytest.mark.timeout(900)
+async def test_a_council_on_three_providers_names_each_sages_provider_and_model(
+    served_model: ServedModel, tmp_path: Path
+) -> None:
+    from magi.api import ask
+    from magi.models import Deliberation, SageName
+    from magi.output import to_json, to_markdown
+
+    other = tmp_path / "other_vendor.py"
+    other.write_text(OTHER_VENDOR, encoding="utf-8")
+    roles = {
+        "magi.melchior": {"provider": "python:magi.scripted:respond", "model": "scripted-1"},
+        "magi.balthasar": {"provider": f"python:{other}:respond", "model": "other-vendor-1"},
+        "magi.casper": {"provider": "openai", "base_url": served_model.base_url, "model": MODEL_NAME},
+    }
+    settings = _served(served_model, tmp_path, magi={"rounds": 1, "seed": 7, "timeout_s": 900})
+    settings = settings.updated({"llm": {"roles": roles}})
+    with timed("council on three providers"):
+        result = await ask("Should a small team adopt code review for every change?", settings, InProcessRuntime())
+    assert isinstance(result, Deliberation)
+    host = served_model.base_url.split("//", 1)[1].removesuffix("/v1")
+    shown = {m.sage: (m.provider, m.model) for m in result.sages}
+    assert shown[SageName.MELCHIOR] == ("python:magi.scripted:respond", "scripted-1")
+    assert shown[SageName.BALTHASAR][1] == "other-vendor-1" and shown[SageName.BALTHASAR][0].endswith(":respond")
+    if SageName.CASPER in shown:  # the small model may fail every phase; then it abstained, on record
+        assert shown[SageName.CASPER] == (f"openai ({host})", MODEL_NAME)
+    else:
+        assert any(f.sage is SageName.CASPER for f in result.failures)
+    markdown = to_markdown(result)
+    assert "| MELCHIOR-1 | python:magi.scripted:respond | scripted-1 |" in markdown
+    assert {s["sage"] for s in to_json(result)["sages"]} >= {"melchior", "balthasar"}
