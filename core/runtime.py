@@ -476,6 +476,7 @@ __all__ = [
     "Outcome",
     "RayRuntime",
     "Runtime",
+    "code_root",
     "current_node_id",
     "gather_calls",
     "keyed_name",
