@@ -2,8 +2,8 @@
 
 The CLI (flags), the Serve app (request body) and the Python API fill :class:`AskOptions` and call
 :func:`apply_options`; bounds and error messages come from the ``magi`` settings section once.
-Per-sage models go to ``llm.models['magi.<sage>']`` (the platform's per-role models), merged with
-the models already configured.
+Per-sage models go to ``llm.roles['magi.<sage>'].model`` (the platform's per-role settings), merged
+with the roles already configured, so a flag wins over a model set in ``magi.yaml``.
 """
 
 from __future__ import annotations
@@ -72,8 +72,11 @@ class AskOptions(BaseModel):
                 "disabled_plugins": [*magi.disabled_plugins, *self.disabled_plugins] if self.disabled_plugins else None,
             }
         }
-        if self.models:
-            tree["llm"] = {"models": {**settings.llm.models, **{s.role: m for s, m in self.models.items()}}}
+        if self.models:  # a flag beats the file: also over a model set in llm.roles.<sage>
+            roles = {name: role.model_dump(exclude_none=True) for name, role in settings.llm.roles.items()}
+            for sage, model in self.models.items():
+                roles[sage.role] = {**roles.get(sage.role, {}), "model": model}
+            tree["llm"] = {"roles": roles}
         return tree
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from core.llm import LLMRequest, Message, make_llm
+from core.llm import LLMRequest, Message, make_llm, resolve_role
 from core.resources import data_path
 from core.settings import Settings
 from sessions.models import HistoryEntry
@@ -23,7 +23,7 @@ def system_prompt() -> str:
 
 
 def llm_configured(settings: Settings) -> bool:
-    return bool((settings.llm.provider or "").strip())
+    return resolve_role(settings, ROLE).endpoint is not None
 
 
 async def general_answer(settings: Settings, query: str, earlier: list[HistoryEntry]) -> str | None:
