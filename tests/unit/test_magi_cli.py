@@ -131,6 +131,10 @@ def test_options_map_onto_the_magi_section_and_per_sage_models() -> None:
     assert resolve_role(settings, "magi.balthasar").model == "m-default"
     with pytest.raises(ConfigError, match="'rounds'"):
         apply_options(base, AskOptions(rounds=11))
+    in_file = load_settings(None, {"llm": {"roles": {"magi.casper": {"model": "m-file", "provider": "openai"}}}})
+    flagged = apply_options(in_file, AskOptions(models={SageName.CASPER: "m-flag"}))
+    casper = resolve_role(flagged, "magi.casper")
+    assert casper.model == "m-flag" and casper.endpoint is not None and casper.endpoint.provider == "openai"
 
 
 def test_progress_lines_follow_the_phases(capsys: pytest.CaptureFixture[str]) -> None:
