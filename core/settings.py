@@ -173,6 +173,13 @@ class LLMSettings(Section):
         description="Servers that decode under a JSON schema (openai provider): arrays without a bound get this "
         "many items at most, so a weak model cannot repeat one item until max_tokens cuts the answer off.",
     )
+    schema_max_string_chars: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Servers that decode under a JSON schema: free strings get at most this many characters "
+        "(unset: no cap); for small models that repeat themselves inside a string.",
+    )
     tool_calling: ToolCalling = Field(
         "native",
         description="native: tools go to the server as tools; prompted: described in the prompt and called as "

@@ -48,7 +48,8 @@ class ServedModel:
             "tool_calling": "prompted",
             "max_retries": 0,
             "timeout_s": 900,
-            "schema_max_items": 3,
+            "schema_max_items": 2,
+            "schema_max_string_chars": 48,
             "params": {"default": {"max_tokens": 256}},
             **extra,
         }

@@ -305,7 +305,8 @@ class OpenAIClient:
         )
 
     def _bounded(self, schema: dict[str, Any]) -> dict[str, Any]:
-        capped: dict[str, Any] = bounded(schema, self.settings.llm.schema_max_items)
+        llm = self.settings.llm
+        capped: dict[str, Any] = bounded(schema, llm.schema_max_items, llm.schema_max_string_chars)
         return capped
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:

@@ -75,7 +75,7 @@ async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_pa
     from core.store import open_store
     from sessions.store import SessionRepository
 
-    llm = served_model.llm_settings(roles={"advisor.mode2": {"params": {"require_tool": True, "max_tokens": 768}}})
+    llm = served_model.llm_settings(roles={"advisor.mode2": {"params": {"require_tool": True, "max_tokens": 1024}}})
     settings = load_settings(
         overrides={"data_dir": tmp_path, "llm": llm, "advisor": {"max_tool_turns": 2}, "search": {"provider": "local"}}
     )

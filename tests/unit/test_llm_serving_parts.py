@@ -23,6 +23,9 @@ def test_unbounded_arrays_get_a_cap_and_bounded_ones_keep_theirs() -> None:
     assert out["properties"]["at_least"]["maxItems"] == 5  # never below the minimum
     assert out["$defs"]["Inner"]["properties"]["xs"]["maxItems"] == 3
     assert "maxItems" not in schema["properties"]["free"]  # the caller's schema is untouched
+    assert "maxLength" not in out["properties"]["free"]["items"]  # strings: only when asked
+    strings = bounded({"properties": {"a": {"type": "string"}, "b": {"type": "string", "enum": ["x"]}}}, 3, 40)
+    assert strings["properties"]["a"]["maxLength"] == 40 and "maxLength" not in strings["properties"]["b"]
 
 
 def test_replicas_are_fixed_or_autoscaled_from_settings() -> None:
