@@ -4,8 +4,8 @@ A server that decodes under a schema's grammar (llama.cpp, vLLM, Ollama) keeps a
 the schema, but an array without ``maxItems`` still lets it repeat one item until ``max_tokens`` cuts
 the JSON off, and the answer is lost; so does a string it never closes (strings are capped only when
 ``llm.schema_max_string_chars`` is set: a strong model's long answers must not be cut). The copy
-sent for decoding carries the caps; the caller still
-validates against its own, unchanged model, so only the decoder sees the bound.
+sent for decoding carries the caps; the caller still validates against its own, unchanged model,
+so only the decoder sees the bounds.
 """
 
 from __future__ import annotations
