@@ -2,8 +2,9 @@
 wheel) on llama.cpp, loaded once per session and reached over its loopback OpenAI-compatible port.
 
 It is small and English-only: the tests prove the mechanics (prompts fit, schemas decode, tools are
-called, usage is counted), not the judgement. Settings keep each run short: a small ``max_tokens``,
-tools in the prompt (the model's chat template has none), no retries.
+called, usage is counted), not the judgement. Settings keep each run short: tools in the prompt (the
+model's chat template has none), arrays and strings capped for the decoder (so the answers close
+within each caller's own token budget), no retries.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ class ServedModel:
             "timeout_s": 900,
             "schema_max_items": 2,
             "schema_max_string_chars": 48,
-            "params": {"default": {"max_tokens": 256}},
             **extra,
         }
 

@@ -17,7 +17,7 @@ MAX_ITEMS = 16  # the default of llm.schema_max_items: above what the systems' a
 
 def bounded(schema: Any, max_items: int = MAX_ITEMS, max_chars: int | None = None) -> Any:
     """``schema`` with every array that has no ``maxItems`` capped at ``max_items`` and, with
-    ``max_chars``, every free string without ``maxLength`` capped at that many characters (a deep copy)."""
+    ``max_chars``, every free string capped at that many characters (a deep copy)."""
     if isinstance(schema, list):
         return [bounded(item, max_items, max_chars) for item in schema]
     if not isinstance(schema, dict):
@@ -25,9 +25,10 @@ def bounded(schema: Any, max_items: int = MAX_ITEMS, max_chars: int | None = Non
     copy = {key: bounded(value, max_items, max_chars) for key, value in schema.items()}
     if copy.get("type") == "array" and "maxItems" not in copy:
         copy["maxItems"] = max(max_items, int(copy.get("minItems", 0)))
-    free_string = not ({"maxLength", "enum", "const", "pattern", "format"} & copy.keys())
+    free_string = not ({"enum", "const", "pattern", "format"} & copy.keys())
     if max_chars is not None and copy.get("type") == "string" and free_string:
-        copy["maxLength"] = max(max_chars, int(copy.get("minLength", 0)))
+        cap = max(max_chars, int(copy.get("minLength", 0)))
+        copy["maxLength"] = min(cap, int(copy.get("maxLength", cap)))
     return copy
 
 

@@ -22,7 +22,7 @@ from tests.served_model import MODEL_NAME, ServedModel, timed
 @pytest.mark.timeout(900)  # the model's speed follows the machine's load; no wall-clock limit is asserted
 async def test_magi_ask_parses_every_phase_and_decides_or_abstains(served_model: ServedModel, tmp_path: Path) -> None:
     from magi.api import ask
-    from magi.models import Deliberation
+    from magi.models import Deliberation, SageName
 
     settings = _served(served_model, tmp_path, magi={"rounds": 1, "seed": 3, "timeout_s": 900})
     with timed("magi ask"):
@@ -31,10 +31,12 @@ async def test_magi_ask_parses_every_phase_and_decides_or_abstains(served_model:
     assert result.decision in ("APPROVE", "DENY", "CONDITIONAL", "NO_DECISION")
     parsed = {(u.sage, u.phase) for u in result.usage if u.model}
     failed = {(f.sage, f.phase) for f in result.failures}
-    assert len(result.usage) >= 9 and all((u.sage, u.phase) in parsed | failed for u in result.usage)
+    for sage in SageName:  # each sage thought and voted (a debate round may be skipped: early stop)
+        assert {(sage, "thinking"), (sage, "voting")} <= {(u.sage, u.phase) for u in result.usage}
+    assert all((u.sage, u.phase) in parsed | failed for u in result.usage)  # every phase parsed, or on record
     for vote in result.votes:  # every vote is schema-valid or a recorded abstention with its reason
         assert vote.final is not None or (vote.abstained and vote.abstain_reason)
-    assert result.usage_total.calls >= 9 and result.usage_total.input_tokens > 0
+    assert result.usage_total.calls >= 6 and result.usage_total.input_tokens > 0
     assert {(m.provider, m.model) for m in result.sages} <= {(f"openai ({served_model.base_url[7:-3]})", MODEL_NAME)}
 
 
@@ -164,12 +166,12 @@ async def test_a_council_on_three_providers_names_each_sages_provider_and_model(
     assert isinstance(result, Deliberation)
     host = served_model.base_url.split("//", 1)[1].removesuffix("/v1")
     shown = {m.sage: (m.provider, m.model) for m in result.sages}
-    assert shown[SageName.MELCHIOR] == ("python:magi.scripted:respond", "scripted-1")
+    assert shown[SageName.MELCHIOR] == ("python:magi.scripted:respond", "magi-scripted")  # as it reports itself
     assert shown[SageName.BALTHASAR][1] == "other-vendor-1" and shown[SageName.BALTHASAR][0].endswith(":respond")
     if SageName.CASPER in shown:  # the small model may fail every phase; then it abstained, on record
         assert shown[SageName.CASPER] == (f"openai ({host})", MODEL_NAME)
     else:
         assert any(f.sage is SageName.CASPER for f in result.failures)
     markdown = to_markdown(result)
-    assert "| MELCHIOR-1 | python:magi.scripted:respond | scripted-1 |" in markdown
+    assert "| MELCHIOR-1 | python:magi.scripted:respond | magi-scripted |" in markdown
     assert {s["sage"] for s in to_json(result)["sages"]} >= {"melchior", "balthasar"}

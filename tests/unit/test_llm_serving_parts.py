@@ -24,8 +24,20 @@ def test_unbounded_arrays_get_a_cap_and_bounded_ones_keep_theirs() -> None:
     assert out["$defs"]["Inner"]["properties"]["xs"]["maxItems"] == 3
     assert "maxItems" not in schema["properties"]["free"]  # the caller's schema is untouched
     assert "maxLength" not in out["properties"]["free"]["items"]  # strings: only when asked
-    strings = bounded({"properties": {"a": {"type": "string"}, "b": {"type": "string", "enum": ["x"]}}}, 3, 40)
-    assert strings["properties"]["a"]["maxLength"] == 40 and "maxLength" not in strings["properties"]["b"]
+    strings = bounded(
+        {
+            "properties": {
+                "a": {"type": "string"},
+                "b": {"type": "string", "enum": ["x"]},
+                "c": {"type": "string", "maxLength": 500},
+                "d": {"type": "string", "maxLength": 10},
+            }
+        },
+        3,
+        40,
+    )["properties"]
+    assert strings["a"]["maxLength"] == 40 and "maxLength" not in strings["b"]
+    assert (strings["c"]["maxLength"], strings["d"]["maxLength"]) == (40, 10)
 
 
 def test_replicas_are_fixed_or_autoscaled_from_settings() -> None:
