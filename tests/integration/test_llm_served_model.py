@@ -138,9 +138,9 @@ async def test_research_with_llm_agents(served_model: ServedModel, tmp_path: Pat
 OTHER_VENDOR = """from magi.scripted import respond as scripted
 
 
-def respond(request):
-    answer = scripted(request)
-    return {**answer, "model": "other-vendor-1"} if isinstance(answer, dict) else answer
+async def respond(request):
+    answer = await scripted(request)
+    return answer.model_copy(update={"model": "other-vendor-1"})
 """
 
 
