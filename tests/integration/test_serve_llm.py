@@ -93,20 +93,18 @@ def test_the_app_checks_keys_and_bodies(served: str) -> None:
     assert refused.status_code == 400 and "$ref" in refused.json()["error"]["message"]
 
 
-def test_the_app_off_says_how_to_turn_it_on(ray_cluster: None, tmp_path: Path) -> None:
+def test_the_app_off_says_how_to_turn_it_on(served: str, tmp_path: Path) -> None:
     from ray import serve
 
-    from deployments.llm import APP_NAME, ROUTE_PREFIX, build_app
+    from deployments.llm import build_app
 
-    port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(build_app(app_settings(tmp_path, False)), name="llm-off", route_prefix="/llm-off")
     try:
-        serve.run(build_app(app_settings(tmp_path, False)), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         answer = httpx.post(
-            f"http://127.0.0.1:{port}/llm/v1/chat/completions",
+            served.replace("/llm", "/llm-off") + "/v1/chat/completions",
             json={"messages": [{"role": "user", "content": "x"}]},
             headers={"Authorization": f"Bearer {KEY}"},
         )
     finally:
-        serve.shutdown()
+        serve.delete("llm-off")
     assert answer.status_code == 503 and "llm_server.enabled" in answer.json()["error"]["message"]
