@@ -1,6 +1,7 @@
 """The model served on the cluster: tokens per second of the ``llm`` app, and what the Serve hop costs.
 
-In one invocation, on a local Ray, with the same model and settings on both sides:
+In one invocation, on a local Ray, with the same model and settings on both sides, each figure taken
+on one side then the other (so a change in the machine's load hits both alike):
 1. In process (the baseline): llama.cpp loaded into this process (``core.llm.local_model``), chat
    completions called directly, at concurrency 1 and ``--concurrency``.
 2. Served: the ``llm`` Serve app (deployments/llm.py), the same requests over HTTP through Serve's
@@ -70,59 +71,55 @@ async def latency_ms(chat: Chat, tokens: int, repeats: int) -> float:
     return statistics.median(times)
 
 
-async def measure(chat: Chat, args: argparse.Namespace) -> dict[str, Any]:
-    await chat(body(4))  # warm: the first request builds llama.cpp's graphs
-    return {
-        "concurrency_1": await tokens_per_second(chat, args.tokens, 1, args.rounds),
-        f"concurrency_{args.concurrency}": await tokens_per_second(chat, args.tokens, args.concurrency, args.rounds),
-        "short_request_ms": round(await latency_ms(chat, args.short_tokens, args.repeats), 1),
-    }
+async def measure(sides: dict[str, Chat], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each figure taken on both sides in turn, so a change in the machine's load hits both alike."""
+    out: dict[str, dict[str, Any]] = {name: {} for name in sides}
+    for chat in sides.values():
+        await chat(body(4))  # warm: the first request builds llama.cpp's graphs
+    for concurrency in (1, args.concurrency):
+        for name, chat in sides.items():
+            out[name][f"concurrency_{concurrency}"] = await tokens_per_second(
+                chat, args.tokens, concurrency, args.rounds
+            )
+    for name, chat in sides.items():
+        out[name]["short_request_ms"] = round(await latency_ms(chat, args.short_tokens, args.repeats), 1)
+    return out
 
 
-def in_process(config: ModelConfig, args: argparse.Namespace) -> dict[str, Any]:
-    model = LocalModel(config)
-    try:
-        return asyncio.run(measure(model.achat, args))
-    finally:
-        del model  # frees llama.cpp's threads and memory before the served side loads its copy
-
-
-def served(config: ModelConfig, args: argparse.Namespace) -> dict[str, Any]:
+def run_both(config: ModelConfig, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The served app and an in-process copy of the same model, measured side by side."""
     import ray
     from ray import serve
 
     from core.settings import load_settings
     from deployments.llm import APP_NAME, ROUTE_PREFIX, build_app
 
-    settings = load_settings(
-        overrides={
-            "llm_server": {
-                "enabled": True,
-                "parallel": config.parallel,
-                "threads": config.threads,
-                "context_tokens": config.context_tokens,
-                "num_cpus": 0,  # the benchmark's Ray has no CPU to spare for the reservation
-            }
-        }
-    )
+    server = {
+        "enabled": True,
+        "parallel": config.parallel,
+        "threads": config.threads,
+        "context_tokens": config.context_tokens,
+        "num_cpus": 0,  # the benchmark's Ray has no CPU to spare for the reservation
+    }
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     port = free_port()
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
-        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        serve.run(build_app(load_settings(overrides={"llm_server": server})), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        model = LocalModel(config)
 
-        async def run() -> dict[str, Any]:
+        async def run() -> dict[str, dict[str, Any]]:
             limits = httpx.Limits(max_connections=args.concurrency * 2)
             base = f"http://127.0.0.1:{port}{ROUTE_PREFIX}/v1"
             async with httpx.AsyncClient(base_url=base, timeout=600, limits=limits) as client:
 
-                async def chat(payload: dict[str, Any]) -> dict[str, Any]:
+                async def served(payload: dict[str, Any]) -> dict[str, Any]:
                     answer = await client.post("/chat/completions", json=payload)
                     answer.raise_for_status()
                     result: dict[str, Any] = answer.json()
                     return result
 
-                return await measure(chat, args)
+                return await measure({"in_process": model.achat, "served": served}, args)
 
         return asyncio.run(run())
     finally:
@@ -137,11 +134,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight for the second figure")
     parser.add_argument("--rounds", type=int, default=2, help="waves of requests per throughput figure")
     parser.add_argument("--repeats", type=int, default=5, help="short requests per latency figure")
-    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (both sides)")
+    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (each side)")
     args = parser.parse_args()
     config = ModelConfig(context_tokens=1024, parallel=args.concurrency, threads=args.threads)
-    local = in_process(config, args)
-    remote = served(config, args)
+    sides = run_both(config, args)
+    local, remote = sides["in_process"], sides["served"]
     hop_ratio = remote["short_request_ms"] / local["short_request_ms"]
     result = {
         "model": config.name,
