@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from advisor.events import AdvisorEvent, AnswerDelta, FileMade, ToolFinished
 from advisor.policy import prompt, steps_text
 from advisor.tools import REGISTRY, loop_tools
 from advisor.tools.base import ToolContext
@@ -43,9 +44,6 @@ class AgentResult:
     files: list[dict[str, Any]] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     negotiation: list[dict[str, Any]] = field(default_factory=list)
-
-
-Event = dict[str, Any]
 
 
 def now() -> datetime:
@@ -80,7 +78,7 @@ def _attributes_text(attributes: dict[str, Any]) -> str:
 
 async def mode1(
     llm: LLMClient, settings: Settings, history: list[HistoryEntry], message: str, user: dict[str, Any], results: int
-) -> AsyncIterator[Event | AgentResult]:
+) -> AsyncIterator[AdvisorEvent | AgentResult]:
     sources: list[dict[str, str]] = []
     try:
         found = await web_search(WebSearchInput(query=message[:300], max_results=results), ToolContext(settings))
@@ -88,7 +86,7 @@ async def mode1(
     except MagiError as exc:
         log.warning("Mode 1 web search failed: %s", first_line(exc))
     if sources:
-        yield {"type": "tool", "name": "web_search", "ok": True, "summary": f"{len(sources)}件の検索結果"}
+        yield ToolFinished(name="web_search", ok=True, summary=f"{len(sources)}件の検索結果")
     messages, context = conversation(history, message)
     listing = "\n".join(f"[{i}] {s['title']} ({s['url']})\n{s['snippet']}" for i, s in enumerate(sources, 1))
     system = (
@@ -100,14 +98,14 @@ async def mode1(
     async for event in stream(llm, request):
         if isinstance(event, TextDelta):
             pieces.append(event.text)
-            yield {"type": "delta", "text": event.text}
+            yield AnswerDelta(text=event.text)
         elif isinstance(event, StreamEnd) and not pieces and event.response.text:
             pieces.append(event.response.text)
-            yield {"type": "delta", "text": event.response.text}
+            yield AnswerDelta(text=event.response.text)
     text = "".join(pieces)
     if sources:
         cited = "\n\n出典:\n" + "\n".join(f"[{i}] {s['title']} {s['url']}" for i, s in enumerate(sources, 1))
-        yield {"type": "delta", "text": cited}
+        yield AnswerDelta(text=cited)
         text += cited
     yield AgentResult(text=text)
 
@@ -115,7 +113,7 @@ async def mode1(
 class _Recorder:
     """Handlers for the tool loop that run the advisor's tools and report each call as it ends."""
 
-    def __init__(self, ctx: ToolContext, events: asyncio.Queue[Event]) -> None:
+    def __init__(self, ctx: ToolContext, events: asyncio.Queue[AdvisorEvent]) -> None:
         self.ctx = ctx
         self.events = events
         self.result = AgentResult(text="")
@@ -127,14 +125,14 @@ class _Recorder:
             try:
                 output = await tool.run(argument, self.ctx)
             except Exception as exc:
-                self.events.put_nowait({"type": "tool", "name": name, "ok": False, "summary": first_line(exc)})
+                self.events.put_nowait(ToolFinished(name=name, ok=False, summary=first_line(exc)))
                 self.result.entries.append(self._entry(name, argument, f"error: {first_line(exc)}", ok=False))
                 raise
             dumped = output.model_dump(mode="json", by_alias=True)
             files = dumped.get("files") or []
             for f in files:
                 self.result.files.append(f)
-                self.events.put_nowait({"type": "file", "file": f})
+                self.events.put_nowait(FileMade(file=f))
             record = {
                 "tool": name,
                 "input": argument.model_dump(mode="json"),
@@ -155,7 +153,7 @@ class _Recorder:
                 self.result.negotiation.append(rnd)
             text = json.dumps(dumped, ensure_ascii=False)
             self.result.entries.append(self._entry(name, argument, text[:TOOL_TEXT_CHARS], ok=True))
-            self.events.put_nowait({"type": "tool", "name": name, "ok": True, "summary": _summary(name, dumped)})
+            self.events.put_nowait(ToolFinished(name=name, ok=True, summary=_summary(name, dumped)))
             return text
 
         return call
@@ -193,8 +191,8 @@ async def mode2(
     message: str,
     user: dict[str, Any],
     max_turns: int,
-) -> AsyncIterator[Event | AgentResult]:
-    events: asyncio.Queue[Event] = asyncio.Queue()
+) -> AsyncIterator[AdvisorEvent | AgentResult]:
+    events: asyncio.Queue[AdvisorEvent] = asyncio.Queue()
     recorder = _Recorder(ctx, events)
     messages, context = conversation(history, message)
     system = (
@@ -220,9 +218,9 @@ async def mode2(
             partial + "\n\n" if partial else ""
         ) + "（ツールの呼び出し回数の上限に達したため、ここまでの結果をお伝えします）"
     for piece in chunks(text, DELTA_CHARS):
-        yield {"type": "delta", "text": piece}
+        yield AnswerDelta(text=piece)
     recorder.result.text = text
     yield recorder.result
 
 
-__all__ = ["AgentResult", "Event", "conversation", "mode1", "mode2", "now"]
+__all__ = ["AgentResult", "conversation", "mode1", "mode2", "now"]

@@ -14,9 +14,19 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from advisor.agents import AgentResult, Event, mode1, mode2
+from advisor.agents import AgentResult, mode1, mode2
 from advisor.compression import compress
 from advisor.conversation import Begin, Commit, SessionGateway
+from advisor.events import (
+    AdvisorEvent,
+    AnswerDelta,
+    ConsentAsked,
+    FileMade,
+    HistoryCompressed,
+    ModeDetected,
+    ModeSelected,
+    TurnDone,
+)
 from advisor.modes import Detection, detect
 from advisor.options import session_policy
 from advisor.policy import Mode, modes
@@ -64,7 +74,7 @@ class Orchestrator:
         message: str | None = None,
         consent: Consent | None = None,
         user_attributes: dict[str, Any] | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[AdvisorEvent]:
         """Events of one turn: ``mode``, ``consent``, ``tool``, ``file``, ``delta``, then ``done``."""
         texts = modes()
         if consent is None:
@@ -104,13 +114,9 @@ class Orchestrator:
             detection: Detection = await detect(
                 self.llm, message, state.history, current, self.section.mode_threshold, self.section.classify_history
             )
-            yield {
-                "type": "detection",
-                "mode": detection.mode,
-                "by": detection.by,
-                "keyword": detection.keyword,
-                "confidence": detection.confidence,
-            }
+            yield ModeDetected(
+                mode=detection.mode, by=detection.by, keyword=detection.keyword, confidence=detection.confidence
+            )
             entries.append(
                 HistoryEntry(
                     role="user",
@@ -134,20 +140,20 @@ class Orchestrator:
                 )
                 attributes["pending"] = {"to": detection.mode, "from": current, "message": message}
                 await self.sessions.update(session_id, owner, Commit(entries, self.policy, attributes=attributes))
-                yield {"type": "mode", "mode": current, "name": texts.names[current]}
-                yield {"type": "consent", "from": current, "to": detection.mode, "text": question}
-                yield {"type": "done", "mode": current, "text": question, "files": [], "pending": detection.mode}
+                yield ModeSelected(mode=current, name=texts.names[current])
+                yield ConsentAsked(from_mode=current, to=detection.mode, text=question)
+                yield TurnDone(mode=current, text=question, pending=detection.mode)
                 return
             mode = current or detection.mode
             history = list(state.history)  # the message itself is in ``entries``: the agent adds it last
 
-        yield {"type": "mode", "mode": mode, "name": texts.names[mode]}
+        yield ModeSelected(mode=mode, name=texts.names[mode])
         if prefix:
-            yield {"type": "delta", "text": prefix + "\n\n"}
+            yield AnswerDelta(text=prefix + "\n\n")
         compression = await compress(self.llm, history, self.section.compress_after, self.section.keep_recent)
         if compression is not None:
             history = [compression.summary, *history[compression.cutoff_index :]]
-            yield {"type": "compressed", "entries": compression.cutoff_index, "by": compression.summary.metadata["by"]}
+            yield HistoryCompressed(entries=compression.cutoff_index, by=compression.summary.metadata["by"])
         result: AgentResult | None = None
         listed: list[dict[str, Any]] = []  # files already written to the session during the turn
         if mode == "mode1":
@@ -165,11 +171,11 @@ class Orchestrator:
             if isinstance(event, AgentResult):
                 result = event
                 continue
-            if event["type"] == "file":
+            if isinstance(event, FileMade):
                 # Listed in the session before it is announced: a client fetches a file as soon as it
                 # hears of it (the chat page does), and the file endpoint serves only listed files.
-                await self.sessions.update(session_id, owner, Commit([], self.policy, files=[event["file"]]))
-                listed.append(event["file"])
+                await self.sessions.update(session_id, owner, Commit([], self.policy, files=[event.file]))
+                listed.append(event.file)
             yield event
         assert result is not None
         text = (prefix + "\n\n" + result.text) if prefix else result.text
@@ -192,7 +198,7 @@ class Orchestrator:
                 compress_until=compression.until if compression else None,
             ),
         )
-        yield {"type": "done", "mode": mode, "text": text, "files": result.files}
+        yield TurnDone(mode=mode, text=text, files=result.files)
 
 
 __all__ = ["Consent", "Orchestrator"]

@@ -29,6 +29,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 
 async def _turn(args: argparse.Namespace) -> int:
     from advisor.conversation import LocalSessions
+    from advisor.events import AdvisorEvent, AnswerDelta, TurnDone
     from advisor.options import AdvisorOptions, apply_options, session_policy
     from advisor.orchestrator import Orchestrator
     from core.store import open_store
@@ -40,24 +41,23 @@ async def _turn(args: argparse.Namespace) -> int:
     orchestrator = Orchestrator(
         settings, LocalSessions(SessionRepository(open_store(settings)), session_policy(settings))
     )
-    done: dict[str, object] = {}
-    events = []
+    done: TurnDone | None = None
+    events: list[AdvisorEvent] = []
     async for event in orchestrator.turn(session, LOCAL_OWNER, args.message, args.consent):
         events.append(event)
-        if event["type"] == "delta" and settings.output_format != "json":
-            sys.stdout.write(event["text"])
+        if isinstance(event, AnswerDelta) and settings.output_format != "json":
+            sys.stdout.write(event.text)
             sys.stdout.flush()
-        elif event["type"] == "done":
+        elif isinstance(event, TurnDone):
             done = event
     if settings.output_format == "json":
-        emit(settings, {"session": session, "events": events}, "")
-    else:
-        if done.get("pending"):
-            sys.stdout.write(str(done["text"]))
+        emit(settings, {"session": session, "events": [e.model_dump(mode="json") for e in events]}, "")
+    elif done is not None:
+        if done.pending:
+            sys.stdout.write(done.text)
             sys.stdout.write("\n\n(answer with --consent accept or --consent refuse)")
-        files = done.get("files") or []
-        if isinstance(files, list) and files:
-            sys.stdout.write("\n\nFiles:\n" + "\n".join(f"- {json.dumps(f['url'])[1:-1]}" for f in files))
+        if done.files:
+            sys.stdout.write("\n\nFiles:\n" + "\n".join(f"- {json.dumps(f['url'])[1:-1]}" for f in done.files))
         sys.stdout.write("\n")
     return 0
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from cli.common import emit, settings_from
 from core.errors import ConfigError, InputError
+from magi.events import CouncilDecided, CouncilEvent, PhaseStarted, SageAnswered
 
 
 def _add_council_options(parser: argparse.ArgumentParser) -> None:
@@ -47,18 +48,17 @@ class CouncilProgress:
 
         self.console = Console(stderr=True, highlight=False) if enabled else None
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: CouncilEvent) -> None:
         if self.console is None:
             return
-        kind = event.get("type")
-        if kind == "phase":
-            where = f"debate round {event['round']}" if event.get("round") else str(event["phase"])
+        if isinstance(event, PhaseStarted):
+            where = f"debate round {event.round}" if event.round else event.phase
             self.console.print(f"[bold]▶ {where}[/bold]")
-        elif kind == "sage":
-            mark = "[green]✓[/green]" if event.get("ok") else "[red]✗ failed[/red]"
-            self.console.print(f"  {str(event['sage']).upper()} {mark}")
-        elif kind == "decided":
-            self.console.print(f"[bold]decision: {event['decision']}[/bold]")
+        elif isinstance(event, SageAnswered):
+            mark = "[green]✓[/green]" if event.ok else "[red]✗ failed[/red]"
+            self.console.print(f"  {event.sage.upper()} {mark}")
+        elif isinstance(event, CouncilDecided):
+            self.console.print(f"[bold]decision: {event.decision}[/bold]")
 
 
 def _add_plugin_option(parser: argparse.ArgumentParser) -> None:

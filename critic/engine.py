@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from pydantic import ValidationError
 
 from actors.critic_worker import ROLE, CriticWorker, JudgeRequest, JudgeResult
 from core.errors import ConfigError, first_line
+from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
@@ -33,6 +35,7 @@ from core.store import Store
 from critic import repository
 from critic.cache import cache_key
 from critic.errors import CriticError
+from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaStatus
 from critic.models import (
     BusinessIdea,
     CriticInput,
@@ -216,6 +219,25 @@ class WorkerPool:
         self.handles.clear()
 
 
+class _Progress:
+    """Counts finished ideas and tells ``sink`` of each, in the order they finish."""
+
+    def __init__(self, sink: EventSink, run_id: str, total: int) -> None:
+        self.sink = sink
+        self.run_id = run_id
+        self.total = total
+        self.done = 0
+
+    def judged(self, idea_id: str, status: IdeaStatus) -> None:
+        self.done += 1
+        percent = round(100 * self.done / max(1, self.total), 1)
+        self.sink.emit(
+            IdeaJudged(
+                idea_id=idea_id, status=status, done=self.done, total=self.total, progress=percent, run_id=self.run_id
+            )
+        )
+
+
 async def evaluate_ideas(
     ideas: CriticInput,
     settings: Settings,
@@ -224,11 +246,12 @@ async def evaluate_ideas(
     store: Store | None = None,
     run_id: str | None = None,
     pool: WorkerPool | None = None,
+    events: EventSink | None = None,
 ) -> CriticOutput:
     """Evaluate ``ideas`` and select the best; raises CriticError when none can be evaluated.
 
     ``pool`` keeps worker actors between runs (see :class:`WorkerPool`); its settings' LLM section
-    must be that of ``settings``.
+    must be that of ``settings``. ``events`` hears how far the run is (critic/events.py).
     """
     started = time.monotonic()
     section = CriticSettings.of(settings)
@@ -256,6 +279,10 @@ async def evaluate_ideas(
                 evaluations[idea.id] = hit.model_copy(update={"idea_id": idea.id, "title": idea.title, "cached": True})
                 log.info("critic: idea %s taken from the cache (no LLM call)", idea.id)
 
+    progress = _Progress(events or ListSink(), run_id, len(ideas.ideas))
+    progress.sink.emit(EvaluationStarted(ideas=len(ideas.ideas), cached=len(evaluations), run_id=run_id, progress=0))
+    for idea_id in evaluations:
+        progress.judged(idea_id, "cached")
     own_pool = pool is None
     workers = pool or WorkerPool(runtime, settings, section.max_workers)
     tasks: dict[str, asyncio.Task[JudgeResult]] = {}
@@ -270,36 +297,46 @@ async def evaluate_ideas(
             max_tokens=section.max_tokens,
         )
         tasks[idea.id] = asyncio.ensure_future(workers.judge(request))
-    if tasks:
-        await asyncio.wait(tasks.values(), timeout=max(0.0, section.timeout_s - (time.monotonic() - started)))
 
     meter = UsageMeter()
     by_id = {idea.id: idea for idea in ideas.ideas}
-    for idea_id, task in tasks.items():
+
+    def settle(idea_id: str, task: asyncio.Task[JudgeResult]) -> None:
+        """The idea's evaluation once its task ended (a cancelled task: the run's timeout), reported at once."""
+        if idea_id in evaluations:
+            return
         idea = by_id[idea_id]
-        if not task.done():
-            task.cancel()
-            evaluations[idea_id] = IdeaEvaluation(
+        if task.cancelled():
+            evaluation = IdeaEvaluation(
                 idea_id=idea_id,
                 title=idea.title,
                 status="timeout",
                 error=f"not evaluated within the run's timeout of {section.timeout_s:g} s (--timeout)",
             )
-            continue
-        error = task.exception() if not task.cancelled() else asyncio.CancelledError("cancelled")
-        if error is not None:
+        elif (error := task.exception()) is not None:
             log.warning("critic: idea %s failed: %s", idea_id, first_line(error))
-            evaluations[idea_id] = IdeaEvaluation(
+            evaluation = IdeaEvaluation(
                 idea_id=idea_id, title=idea.title, status="failed", error=f"{type(error).__name__}: {first_line(error)}"
             )
-            continue
-        result = task.result()
-        for call in result.calls:
-            meter.add(call.usage, call.model)
-        evaluations[idea_id] = evaluation_from(idea, result, profile, weights, section.token_budget)
+        else:
+            result = task.result()
+            for call in result.calls:
+                meter.add(call.usage, call.model)
+            evaluation = evaluation_from(idea, result, profile, weights, section.token_budget)
+        evaluations[idea_id] = evaluation
+        progress.judged(idea_id, evaluation.status)
+
+    for idea_id, task in tasks.items():
+        task.add_done_callback(functools.partial(settle, idea_id))
+    if tasks:
+        await asyncio.wait(tasks.values(), timeout=max(0.0, section.timeout_s - (time.monotonic() - started)))
     pending = [t for t in tasks.values() if not t.done()]
+    for task in pending:
+        task.cancel()
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)  # the cancelled ones give their slots back
+    for idea_id, task in tasks.items():  # callbacks run soon after a task ends; make sure each one did
+        settle(idea_id, task)
     if own_pool:
         workers.close()
 
@@ -319,6 +356,8 @@ async def evaluate_ideas(
                 samples=section.samples,
             )
     ranked = rank(ordered)
+    selected = ranked[0].idea_id if ranked else None
+    progress.sink.emit(EvaluationCompleted(selected_idea_id=selected, run_id=run_id, progress=100))
     if not ranked:
         raise CriticError.all_failed({e.idea_id: e.error or e.status for e in ordered})
     best = ranked[0]

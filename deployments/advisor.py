@@ -10,7 +10,7 @@
 - ``GET /advisor/sessions/{id}/files/{name}`` a generated file, to the session's owner only; the
   name must be one the session lists (no path ever reaches the store from the request).
 - ``POST /advisor/tools/{name}?sessionId=`` one tool on its own (the tool's JSON input as body).
-- ``GET /advisor/healthz``.
+- ``GET /advisor/healthz``: store, LLM, file store and the retention task, one part each.
 
 Sessions live in their session actors (``actors/session.py``) written through the store, so any
 replica serves any session and a killed actor loses nothing. Sessions belong to the API key that
@@ -27,19 +27,18 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi import Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from ray import serve
-from ray.serve import Application
 
+from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
 from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
+from core.events import StreamFailed, event_frame
 from core.settings import Settings
-from core.validation import printable
-from deployments.app_args import settings_from_args
-from deployments.security import guard
-from deployments.validation import answer_invalid_requests
-from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
+from deployments.answers import error_answer, event_stream, failure_text, no_llm
+from deployments.base import AppService, binder, builder, http_api, service
+from deployments.readiness import Check, llm_check, store_check, task_check
+from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
 
 log = logging.getLogger(__name__)
 APP_NAME = "advisor"
@@ -53,13 +52,9 @@ MEDIA = {
     ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
 
-api = FastAPI(
-    title="MAGI price pass-through advisor", description="価格転嫁アドバイザー: chat, tools, sessions, files."
+api = http_api(
+    "MAGI price pass-through advisor", "価格転嫁アドバイザー: chat, tools, sessions, files.", open_paths=("/",)
 )
-GUARD = guard(api, open_paths=("/",))
-
-
-answer_invalid_requests(api)
 
 
 class ChatBody(BaseModel):
@@ -81,41 +76,22 @@ class ChatBody(BaseModel):
             raise ValueError(str(exc)) from exc
 
 
-def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"error": message}
-    if field:
-        body["detail"] = [{"loc": ["body", field], "msg": message, "type": "value_error"}]
-    return JSONResponse(body, status_code=status)
-
-
-def _sse(event: dict[str, Any]) -> bytes:
-    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False, default=str)}\n\n".encode()
-
-
 def file_href(session_id: str, name: str) -> str:
     return f"{ROUTE_PREFIX}/sessions/{session_id}/files/{name}"
 
 
-def _with_href(session_id: str, event: dict[str, Any]) -> dict[str, Any]:
-    if event["type"] == "file":
-        f = dict(event["file"])
-        f["href"] = file_href(session_id, f["name"])
-        return {**event, "file": f}
-    if event["type"] == "done" and event.get("files"):
-        return {**event, "files": [{**f, "href": file_href(session_id, f["name"])} for f in event["files"]]}
+def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
+    """The event with the URL of each file it names, under this app's routes."""
+    if isinstance(event, FileMade):
+        return event.model_copy(update={"file": {**event.file, "href": file_href(session_id, event.file["name"])}})
+    if isinstance(event, TurnDone) and event.files:
+        files = [{**f, "href": file_href(session_id, f["name"])} for f in event.files]
+        return event.model_copy(update={"files": files})
     return event
 
 
-@serve.deployment(
-    name="AdvisorService",
-    num_replicas=1,
-    ray_actor_options={"num_cpus": 0},
-    max_ongoing_requests=64,
-    graceful_shutdown_wait_loop_s=0.5,
-    graceful_shutdown_timeout_s=2,
-)
-@serve.ingress(api)
-class AdvisorService:
+@service(api, name="AdvisorService", max_ongoing_requests=64)
+class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
         from advisor.conversation import ActorSessions
         from advisor.options import session_policy
@@ -126,48 +102,51 @@ class AdvisorService:
         from core.store import open_store
         from sessions.store import SessionRepository
 
-        GUARD.configure(settings)
-        self._settings = settings
+        super().__init__(settings)
         self._section = AdvisorSettings.of(settings)
         self._policy = session_policy(settings)
-        self._keys = bool(settings.api_keys)
         self._sessions = ActorSessions(RayRuntime(), settings, self._policy, self._section.session_idle_s)
-        self._repo = SessionRepository(open_store(settings))
+        store = open_store(settings)
+        self._repo = SessionRepository(store)
         self._artifacts = open_artifacts(settings)
         self._page = data_path("advisor", "chat.html").read_text(encoding="utf-8")
         self._orchestrator: Any = None
         self._purger = asyncio.get_event_loop().create_task(self._purge_forever())
+        self.checks = [
+            store_check(store),
+            llm_check(settings, "POST /advisor/chat"),
+            Check("files", self._artifacts_reachable),
+            task_check("retention", lambda: self._purger),
+        ]
+
+    async def _artifacts_reachable(self) -> str:
+        """The file store answers (a listing of the advisor's folder)."""
+        await asyncio.to_thread(self._artifacts.exists, "advisor")
+        return "reachable"
 
     async def _purge_forever(self) -> None:
         from advisor.retention import purge
 
         while True:
             try:
-                report = await asyncio.to_thread(purge, self._settings)
+                report = await asyncio.to_thread(purge, self.settings)
                 if report.sessions or report.files:
                     log.info("retention: removed %d sessions, %d files", len(report.sessions), report.files)
             except Exception as exc:  # a failed purge is retried next hour; serving goes on
                 log.warning("retention purge failed: %s", first_line(exc))
             await asyncio.sleep(PURGE_EVERY_S)
 
-    def _owner(self, request: Request) -> str:
-        return owner_of_bearer(request.headers.get("authorization"), self._keys)
-
     def _llm_orchestrator(self) -> Any:
         if self._orchestrator is None:
             from advisor.orchestrator import Orchestrator
 
-            self._orchestrator = Orchestrator(self._settings, self._sessions)
+            self._orchestrator = Orchestrator(self.settings, self._sessions)
         return self._orchestrator
 
     def _state(self, session_id: str, owner: str) -> Any:
         from sessions.store import read_session
 
         return read_session(self._repo, session_id, owner, self._policy)
-
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
 
     @api.get("/")
     async def page(self) -> HTMLResponse:
@@ -176,42 +155,44 @@ class AdvisorService:
     @api.post("/chat")
     async def chat(self, body: ChatBody, request: Request) -> Response:
         if (body.message is None) == (body.consent is None):
-            return _error(422, "invalid request: give either message or consent (accept/refuse)", "message")
+            return error_answer(
+                422, "invalid request: give either message or consent (accept/refuse)", loc=("body", "message")
+            )
         try:
             orchestrator = self._llm_orchestrator()
-        except LLMNotConfiguredError as exc:
-            return _error(503, first_line(exc))
+        except LLMNotConfiguredError:
+            return no_llm()
         session_id = body.session_id or f"adv-{uuid.uuid4().hex[:16]}"
-        owner = self._owner(request)
+        owner = self.caller(request)
         events = orchestrator.turn(session_id, owner, body.message, body.consent, body.user_attributes)
         try:
             first = await events.__anext__()
         except InputError as exc:
             field = "consent" if body.consent else "message"
-            return _error(422, f"invalid request: {field}: {printable(first_line(exc))}", field)
+            return error_answer(422, f"invalid request: {field}: {first_line(exc)}", loc=("body", field))
         except SessionNotFoundError:
-            return _error(404, f"no session {session_id!r} for this client; omit sessionId to start one")
+            return error_answer(404, f"no session {session_id!r} for this client; omit sessionId to start one")
 
         async def stream() -> AsyncIterator[bytes]:
-            yield _sse({"type": "session", "sessionId": session_id})
-            yield _sse(_with_href(session_id, first))
+            yield event_frame(SessionOpened(session_id=session_id))
+            yield event_frame(with_href(session_id, first))
             try:
                 async for event in events:
-                    yield _sse(_with_href(session_id, event))
+                    yield event_frame(with_href(session_id, event))
             except Exception as exc:
                 log.exception("advisor turn failed (session %s)", session_id)
-                yield _sse({"type": "error", "message": printable(first_line(exc))})
+                yield event_frame(StreamFailed(message=failure_text(exc)))
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
+        return event_stream(stream())
 
     @api.get("/sessions/{session_id}")
     async def session(self, session_id: str, request: Request) -> JSONResponse:
         if not ID_PATTERN.fullmatch(session_id):
-            return _error(422, "invalid request: session_id: not a session id", "session_id")
+            return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
         try:
-            state = await asyncio.to_thread(self._state, session_id, self._owner(request))
+            state = await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
-            return _error(404, f"no session {printable(session_id)!r} for this client")
+            return error_answer(404, f"no session {session_id!r} for this client")
         files = [{**f, "href": file_href(session_id, f["name"])} for f in state.attributes.get("files", [])]
         return JSONResponse(
             {
@@ -230,26 +211,26 @@ class AdvisorService:
         from advisor.retention import delete_session_files
 
         if not ID_PATTERN.fullmatch(session_id):
-            return _error(422, "invalid request: session_id: not a session id", "session_id")
+            return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
         try:
-            await asyncio.to_thread(self._state, session_id, self._owner(request))
+            await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
-            return _error(404, f"no session {printable(session_id)!r} for this client")
-        removed = await asyncio.to_thread(delete_session_files, self._settings, session_id)
+            return error_answer(404, f"no session {session_id!r} for this client")
+        removed = await asyncio.to_thread(delete_session_files, self.settings, session_id)
         await asyncio.to_thread(self._repo.delete, session_id)
         return JSONResponse({"deleted": session_id, "files": removed})
 
     @api.get("/sessions/{session_id}/files/{name}")
     async def file(self, session_id: str, name: str, request: Request) -> Response:
         if not ID_PATTERN.fullmatch(session_id) or not FILE_NAME.fullmatch(name) or name.startswith("."):
-            return _error(404, "no such file")
+            return error_answer(404, "no such file")
         try:
-            state = await asyncio.to_thread(self._state, session_id, self._owner(request))
+            state = await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
-            return _error(404, "no such file")
+            return error_answer(404, "no such file")
         key = f"advisor/{session_id}/{name}"
         if key not in state.generated_files or not await asyncio.to_thread(self._artifacts.exists, key):
-            return _error(404, "no such file")
+            return error_answer(404, "no such file")
         data = await asyncio.to_thread(self._artifacts.get_bytes, key)
         suffix = name[name.rfind(".") :].lower()
         disposition = "inline" if suffix == ".png" else f'attachment; filename="{name}"'
@@ -271,33 +252,35 @@ class AdvisorService:
         from core.llm.factory import make_llm
 
         if name not in REGISTRY:
-            return _error(404, f"no tool {printable(name)!r}; the tools are {', '.join(REGISTRY)}")
+            return error_answer(404, f"no tool {name!r}; the tools are {', '.join(REGISTRY)}")
         try:
             session_id = validate_session_id(sessionId, "sessionId") if sessionId else f"tool-{uuid.uuid4().hex[:16]}"
         except InputError as exc:
-            return _error(422, f"invalid request: {first_line(exc)}", "sessionId")
+            return error_answer(422, f"invalid request: {first_line(exc)}", loc=("query", "sessionId"))
         try:
             raw = json.loads(await request.body())
         except ValueError:
-            return _error(422, "invalid request: the body is not JSON; send the tool's input as a JSON object", "body")
-        owner = self._owner(request)
+            return error_answer(
+                422, "invalid request: the body is not JSON; send the tool's input as a JSON object", loc=("body",)
+            )
+        owner = self.caller(request)
         try:
             state = await self._sessions.update(session_id, owner, Begin())
         except SessionNotFoundError:
-            return _error(404, f"no session {session_id!r} for this client")
+            return error_answer(404, f"no session {session_id!r} for this client")
         ctx = ToolContext(
-            self._settings,
+            self.settings,
             session_id=session_id,
-            llm=make_llm(self._settings),
+            llm=make_llm(self.settings),
             earlier=list(state.attributes.get("tool_results", [])),
             negotiation_rounds=list(state.attributes.get("negotiation", [])),
         )
         try:
             result = dump(await call_tool(name, raw, ctx))
         except InputError as exc:
-            return _error(422, f"invalid request: {printable(first_line(exc))}", "body")
-        except LLMNotConfiguredError as exc:
-            return _error(503, first_line(exc))
+            return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
+        except LLMNotConfiguredError:
+            return no_llm()
         files = result.get("files") or []
         record = {"tool": name, "input": raw, "output": result}
         await self._sessions.update(session_id, owner, Commit([], self._policy, files=files, tool_results=[record]))
@@ -306,15 +289,17 @@ class AdvisorService:
         return JSONResponse({"sessionId": session_id, "output": result})
 
 
-def build_app(settings: Settings) -> Application:
-    """The ``advisor`` Serve application for these settings (their store holds the sessions)."""
-    application: Application = AdvisorService.bind(settings)  # type: ignore[attr-defined]
-    return application
+build_app = binder(AdvisorService)
+app = builder(build_app)
 
-
-def app(args: dict[str, Any]) -> Application:
-    """Application builder for ``serve.yaml`` (``import_path: deployments.advisor:app``)."""
-    return build_app(settings_from_args(args))
-
-
-__all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "AdvisorService", "ChatBody", "app", "build_app", "file_href"]
+__all__ = [
+    "APP_NAME",
+    "ROUTE_PREFIX",
+    "AdvisorService",
+    "ChatBody",
+    "api",
+    "app",
+    "build_app",
+    "file_href",
+    "with_href",
+]

@@ -4,7 +4,11 @@
   industry?, noCache?}`` -> ``200`` CriticOutput (camelCase, as ``magi critic --format json``).
   Bad fields or options: 422 naming the field; no idea evaluable: 502 with each idea's error;
   no LLM configured: 503.
-- ``GET /critic/healthz`` -> ``{"status": "ok"}`` (open without an API key).
+- ``POST /critic/evaluate/stream`` (same body) -> ``text/event-stream``: ``evaluationStarted``, one
+  ``ideaJudged`` per idea as it finishes, ``evaluationCompleted`` (critic/events.py), then ``result``
+  (the CriticOutput) or ``error``.
+- ``GET /critic/healthz`` -> one part each for the store, the LLM and the warm workers; 503 when one
+  is not ready (open without an API key).
 
 Callers are checked first (deployments/security.py: API keys, body cap). The replica keeps one
 WorkerPool of ``critic.max_workers`` worker actors, shared by the requests it serves, so at most
@@ -13,31 +17,36 @@ that many ideas are judged at once and no request pays for starting them again.
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from ray import serve
-from ray.serve import Application
 
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
+from core.events import CallbackSink, Event, EventSink
 from core.settings import Settings
 from critic.errors import CriticError
-from critic.models import MAX_IDEAS, BusinessIdea, CriticInput
+from critic.models import MAX_IDEAS, BusinessIdea, CriticInput, CriticOutput
 from critic.options import OPTION_NAMES, CriticOptions, apply_options
 from critic.settings import CriticSettings
-from deployments.app_args import settings_from_args
-from deployments.research import without_server_paths
-from deployments.security import guard
-from deployments.validation import answer_invalid_requests
+from deployments.answers import (
+    error_answer,
+    event_stream,
+    failure_text,
+    invalid_option,
+    no_llm,
+    progress_frames,
+    without_server_paths,
+)
+from deployments.base import AppService, binder, builder, http_api, service
+from deployments.readiness import actors_check, llm_check, store_check
 
 log = logging.getLogger(__name__)
 APP_NAME = "critic"
 ROUTE_PREFIX = "/critic"
 
-api = FastAPI(title="MAGI critic", description="Business ideas scored on market size and Mitsubishi Estate synergy.")
-GUARD = guard(api)
+api = http_api("MAGI critic", "Business ideas scored on market size and Mitsubishi Estate synergy.")
 
 
 class CriticRequest(BaseModel):
@@ -62,82 +71,74 @@ class CriticRequest(BaseModel):
         )
 
 
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
-
-
-answer_invalid_requests(api)
-
-
-@serve.deployment(
-    name="CriticService",
-    num_replicas=1,
-    ray_actor_options={"num_cpus": 0},  # the worker actors wait on the LLM; so does the replica
-    max_ongoing_requests=20,
-    graceful_shutdown_wait_loop_s=0.5,
-    graceful_shutdown_timeout_s=2,
-)
-@serve.ingress(api)
-class CriticService:
+# The worker actors wait on the LLM; so does the replica (zero CPUs of its own).
+@service(api, name="CriticService", max_ongoing_requests=20)
+class CriticService(AppService):
     def __init__(self, settings: Settings) -> None:
         from core.runtime import RayRuntime
         from core.store import open_store
         from critic.engine import WorkerPool
 
-        self._settings = settings
-        GUARD.configure(settings)
+        super().__init__(settings)
         self._store = open_store(settings)
         self._runtime = RayRuntime()
         self._pool = WorkerPool(self._runtime, settings, CriticSettings.of(settings).max_workers)
+        self.checks = [
+            store_check(self._store),
+            llm_check(settings, "POST /critic/evaluate"),
+            actors_check("workers", lambda: self._pool.handles),
+        ]
 
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    @api.post("/evaluate")
-    async def evaluate(self, body: CriticRequest) -> JSONResponse:
-        from critic.engine import evaluate_ideas, preflight
+    def _accepted(self, body: CriticRequest) -> Settings | JSONResponse:
+        """The settings of this request, or the answer refusing it (422; 503 without an LLM)."""
+        from critic.engine import preflight
 
         names = {**OPTION_NAMES, "critic.cache": "noCache"}
         try:
-            settings = apply_options(self._settings, body.options(), origin="request field", names=names)
+            settings = apply_options(self.settings, body.options(), origin="request field", names=names)
             preflight(settings)
-        except LLMNotConfiguredError as exc:
-            return _error(503, f"the critic service has no LLM configured: {first_line(exc)}")
+        except LLMNotConfiguredError:
+            return no_llm()
         except ConfigError as exc:
-            message = first_line(exc).removeprefix("invalid setting: ")
-            return _error(422, f"invalid request: {without_server_paths(message)}")
+            return invalid_option(exc)
+        return settings
+
+    async def _evaluate(self, body: CriticRequest, settings: Settings, events: EventSink | None = None) -> CriticOutput:
+        from critic.engine import evaluate_ideas
+
+        ideas = CriticInput(ideas=body.ideas)
+        return await evaluate_ideas(ideas, settings, self._runtime, store=self._store, pool=self._pool, events=events)
+
+    @api.post("/evaluate")
+    async def evaluate(self, body: CriticRequest) -> JSONResponse:
+        settings = self._accepted(body)
+        if isinstance(settings, JSONResponse):
+            return settings
         try:
-            out = await evaluate_ideas(
-                CriticInput(ideas=body.ideas), settings, self._runtime, store=self._store, pool=self._pool
-            )
+            out = await self._evaluate(body, settings)
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
-            return _error(502, "no idea could be evaluated; see failures", failures=failures)
+            return error_answer(502, "no idea could be evaluated; see failures", failures=failures)
         except MagiError as exc:
             log.warning("critic request failed: %s", first_line(exc))
-            return _error(500, without_server_paths(first_line(exc)))
+            return error_answer(500, failure_text(exc))
         return JSONResponse(out.model_dump(mode="json", by_alias=True))
 
+    @api.post("/evaluate/stream")
+    async def evaluate_stream(self, body: CriticRequest) -> Any:
+        """The same evaluation as Server-Sent Events: progress idea by idea, then the ``result``."""
+        settings = self._accepted(body)
+        if isinstance(settings, JSONResponse):
+            return settings
 
-def build_app(settings: Settings) -> Application:
-    """The ``critic`` Serve application for these settings."""
-    application: Application = CriticService.bind(settings)  # type: ignore[attr-defined]
-    return application
+        async def work(report: Callable[[Event], None]) -> dict[str, Any]:
+            out = await self._evaluate(body, settings, CallbackSink(report))
+            return out.model_dump(mode="json", by_alias=True)
+
+        return event_stream(progress_frames(work))
 
 
-def app(args: dict[str, Any]) -> Application:
-    """Application builder for ``serve.yaml`` (``import_path: deployments.critic:app``); ``args`` are
-    settings in ``magi.yaml`` shape over ``magi.yaml`` and the environment."""
-    return build_app(settings_from_args(args))
+build_app = binder(CriticService)
+app = builder(build_app)
 
-
-__all__ = [
-    "APP_NAME",
-    "GUARD",
-    "ROUTE_PREFIX",
-    "CriticRequest",
-    "CriticService",
-    "app",
-    "build_app",
-]
+__all__ = ["APP_NAME", "ROUTE_PREFIX", "CriticRequest", "CriticService", "api", "app", "build_app"]

@@ -4,37 +4,30 @@
   earlyStop?, seed?, runs?}`` -> 200 with the JSON of ``magi ask --format json`` (``decision``,
   ``exitCode``, ``votes`` ...; a RunsReport when ``runs`` > 1). A bad body is 422, no LLM 503.
 - ``POST /magi/ask/stream`` (same body) -> ``text/event-stream``: ``phase``/``sage``/``decided``
-  progress events as the deliberation goes, then one ``result`` event (or ``error``).
-- ``GET /magi/healthz`` stays open; every other route is behind deployments/security.py (API keys,
-  body cap).
+  progress events as the deliberation goes (magi/events.py), then one ``result`` event (or ``error``).
+- ``GET /magi/healthz``: ready when an LLM is configured (deployments/base.py: the skeleton, guard
+  and body cap included).
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
-import asyncio
-import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from ray import serve
-from ray.serve import Application
 
-from core.errors import ConfigError, InputError, MagiError, first_line
+from core.errors import ConfigError, InputError, first_line
 from core.settings import Settings
-from core.validation import printable
-from deployments.app_args import settings_from_args
-from deployments.security import guard
-from deployments.validation import answer_invalid_requests
+from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
+from deployments.base import AppService, binder, builder, http_api, service
+from deployments.readiness import llm_check
+from magi.events import EventCallback
 
 log = logging.getLogger(__name__)
 APP_NAME = "magi"
 ROUTE_PREFIX = "/magi"
 
-api = FastAPI(title="MAGI council", description="Three sages decide: Thinking, Debate, Voting.")
-GUARD = guard(api)
+api = http_api("MAGI council", "Three sages decide: Thinking, Debate, Voting.")
 
 
 class AskRequest(BaseModel):
@@ -54,38 +47,16 @@ class AskRequest(BaseModel):
     runs: int | None = None
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-answer_invalid_requests(api)
-
-
-def _sse(kind: str, data: Any) -> bytes:
-    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-
-
-@serve.deployment(
-    name="MagiCouncil",
-    num_replicas=1,
-    ray_actor_options={"num_cpus": 0},  # the sages are actors of their own; the replica waits
-    max_ongoing_requests=32,
-    graceful_shutdown_wait_loop_s=0.5,
-    graceful_shutdown_timeout_s=2,
-)
-@serve.ingress(api)
-class MagiService:
+# The sages are actors of their own; the replica waits.
+@service(api, name="MagiCouncil", max_ongoing_requests=32)
+class MagiService(AppService):
     def __init__(self, settings: Settings) -> None:
         from magi.plugins import load_plugins, overrides_for
         from magi.settings import MagiSettings
 
-        GUARD.configure(settings)
-        self._settings = settings
+        super().__init__(settings)
         self._overrides = overrides_for(load_plugins(MagiSettings.of(settings)))
-
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+        self.checks = [llm_check(settings, "POST /magi/ask")]
 
     def _prepare(self, body: AskRequest) -> tuple[str, Settings]:
         from magi.api import check_llm
@@ -104,12 +75,12 @@ class MagiService:
             runs=body.runs,
         )
         names = {"magi.shuffle_peers": "shufflePeers", "magi.early_stop": "earlyStop", "magi.timeout_s": "timeout"}
-        settings = apply_options(self._settings, options, origin="request field", names=names)
+        settings = apply_options(self.settings, options, origin="request field", names=names)
         prompt = clean_question(body.prompt, max_chars=MagiSettings.of(settings).max_prompt_chars, where="prompt")
         check_llm(settings, "POST /magi/ask")
         return prompt, settings
 
-    async def _run(self, prompt: str, settings: Settings, on_event: Any = None) -> dict[str, Any]:
+    async def _run(self, prompt: str, settings: Settings, on_event: EventCallback | None = None) -> dict[str, Any]:
         from core.runtime import RayRuntime
         from magi.api import ask
         from magi.output import to_json
@@ -120,61 +91,32 @@ class MagiService:
         finally:
             await runtime.close()
 
-    def _refusal(self, exc: MagiError) -> JSONResponse:
-        message = first_line(exc).removeprefix("invalid setting: ")
-        if isinstance(exc, ConfigError) and "needs an LLM" in message:
-            return _error(503, "no LLM is configured on this service; ask its operator")
-        return _error(422, f"invalid request: {printable(message)}")
+    def _accepted(self, body: AskRequest) -> tuple[str, Settings] | JSONResponse:
+        """The question and its settings, or the answer refusing the request (422; 503 without an LLM)."""
+        try:
+            return self._prepare(body)
+        except (ConfigError, InputError) as exc:
+            if isinstance(exc, ConfigError) and "needs an LLM" in first_line(exc):
+                return no_llm()
+            return invalid_option(exc)
 
     @api.post("/ask")
     async def ask(self, body: AskRequest) -> JSONResponse:
-        try:
-            prompt, settings = self._prepare(body)
-        except (ConfigError, InputError) as exc:
-            return self._refusal(exc)
-        return JSONResponse(await self._run(prompt, settings))
+        accepted = self._accepted(body)
+        if isinstance(accepted, JSONResponse):
+            return accepted
+        return JSONResponse(await self._run(*accepted))
 
     @api.post("/ask/stream")
     async def ask_stream(self, body: AskRequest) -> Any:
-        try:
-            prompt, settings = self._prepare(body)
-        except (ConfigError, InputError) as exc:
-            return self._refusal(exc)
-        return StreamingResponse(
-            self._stream(prompt, settings),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-
-    async def _stream(self, prompt: str, settings: Settings) -> AsyncIterator[bytes]:
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        task = asyncio.ensure_future(self._run(prompt, settings, on_event=queue.put_nowait))
-        try:
-            while not task.done() or not queue.empty():
-                try:
-                    event = await asyncio.wait_for(queue.get(), timeout=0.25)
-                except TimeoutError:
-                    continue
-                yield _sse(str(event.get("type", "progress")), event)
-            try:
-                yield _sse("result", task.result())
-            except Exception as exc:  # the client sees why; the log keeps the detail
-                log.warning("deliberation failed: %s", exc)
-                yield _sse("error", {"error": printable(first_line(exc))})
-        finally:
-            if not task.done():  # the client went away: stop the deliberation
-                task.cancel()
+        accepted = self._accepted(body)
+        if isinstance(accepted, JSONResponse):
+            return accepted
+        prompt, settings = accepted
+        return event_stream(progress_frames(lambda report: self._run(prompt, settings, on_event=report)))
 
 
-def build_app(settings: Settings) -> Application:
-    application: Application = MagiService.bind(settings)  # type: ignore[attr-defined]
-    return application
+build_app = binder(MagiService)
+app = builder(build_app)
 
-
-def app(args: dict[str, Any]) -> Application:
-    """Application builder for ``serve.yaml`` (``import_path: deployments.magi:app``); ``args`` are
-    settings in ``magi.yaml`` shape over ``magi.yaml`` and the environment."""
-    return build_app(settings_from_args(args))
-
-
-__all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "AskRequest", "MagiService", "api", "app", "build_app"]
+__all__ = ["APP_NAME", "ROUTE_PREFIX", "AskRequest", "MagiService", "api", "app", "build_app"]

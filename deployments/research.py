@@ -23,29 +23,28 @@ import asyncio
 import json
 import logging
 import os
-import re
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi import Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from ray import serve
 from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, ResearchError, first_line
+from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
 from core.resources import data_path
 from core.settings import Settings
-from core.validation import bounded_int, invalid_unicode_at, printable
-from deployments.app_args import settings_from_args
+from core.validation import bounded_int, invalid_unicode_at
+from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
 from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
-from deployments.security import guard
+from deployments.base import AppService, bind, builder, http_api, service
+from deployments.readiness import Check, NotReady, store_check, task_check
 from deployments.settings import ServeSettings, corpus_roots
-from deployments.validation import answer_invalid_requests
 from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
@@ -64,15 +63,12 @@ KEEPALIVE_S = 15.0
 
 MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
 OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
-_SERVER_PATH = re.compile(r"(?<![\w.:/])/[^\s'\",;)]+")
 
 PAGE_PATH = data_path("research", "page.html")
 MAX_LISTED_CORPORA = 50  # subfolders listed per corpus root on the page
 
-api = FastAPI(title="MAGI research", description="Consensus research runs over HTTP.")
-# API keys and the body cap, configured by each replica from its settings. The page (``/ui``) holds
-# no data, so it is open; every call it makes sends the key the person types into it.
-GUARD = guard(api, open_paths=("/ui",))
+# The page (``/ui``) holds no data, so it is open; every call it makes sends the key the person types into it.
+api = http_api("MAGI research", "Consensus research runs over HTTP.", open_paths=("/ui",))
 
 
 class ResearchRequest(BaseModel):
@@ -116,18 +112,6 @@ class ResearchRequest(BaseModel):
         return corpus
 
 
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
-
-
-answer_invalid_requests(api)
-
-
-def without_server_paths(message: str) -> str:
-    """An error message fit for a remote caller: absolute paths (folders, /proc/<pid>) replaced."""
-    return printable(_SERVER_PATH.sub("<server path>", message))
-
-
 def inside_roots(corpus: str, roots: list[Path]) -> bool:
     """True when ``corpus`` is an existing folder within one of ``roots``, symlinks followed (a missing
     folder is refused like a forbidden one, so answers do not tell which folders exist)."""
@@ -139,20 +123,9 @@ def _links(run_id: str) -> dict[str, str]:
     return {"self": f"/research/{run_id}", "events": f"/research/{run_id}/events"}
 
 
-def _sse(seq: int, kind: str, data: str) -> bytes:
-    return f"id: {seq}\nevent: {kind}\ndata: {data}\n\n".encode()
-
-
-@serve.deployment(
-    name="ResearchService",
-    num_replicas=1,
-    ray_actor_options={"num_cpus": 0},  # the run's actors take the CPUs; the replica mostly waits
-    max_ongoing_requests=100,  # open event streams count as ongoing requests
-    graceful_shutdown_wait_loop_s=0.5,
-    graceful_shutdown_timeout_s=2,
-)
-@serve.ingress(api)
-class ResearchService:
+# The run's actors take the CPUs; the replica mostly waits. Open event streams count as ongoing requests.
+@service(api, name="ResearchService", max_ongoing_requests=100)
+class ResearchService(AppService):
     def __init__(self, settings: Settings) -> None:
         import ray
 
@@ -160,10 +133,9 @@ class ResearchService:
 
         if not ray.is_initialized():  # pragma: no cover - a replica always runs inside Ray
             raise RuntimeError("the research replica must run inside Ray")
-        self._settings = settings
+        super().__init__(settings)
         self._serve = ServeSettings.of(settings)
         self._roots = corpus_roots(settings)
-        GUARD.configure(settings)
         self._store = open_store(settings)
         self._waiting: deque[tuple[str, str, Settings]] = deque()  # bounded by serve.queue_size for POSTs
         self._wakeup = asyncio.Event()
@@ -181,6 +153,19 @@ class ResearchService:
             except (ValueError, MagiError) as exc:
                 runs.finish_failed(self._store, run.run_id, f"cannot run again: {first_line(exc)}")
         self._ensure_worker()
+        self.checks = [
+            store_check(self._store),
+            task_check("runner", lambda: self._worker, started_lazily=True),
+            Check("nlp", self._nlp_pool_alive, hint="the NLP workers died; the next run starts new ones"),
+        ]
+
+    async def _nlp_pool_alive(self) -> str:
+        """The NLP pool kept warm between runs still has workers (a run drops the ones that fail)."""
+        if self._pool is None:
+            return "starts with the first run"
+        if not self._pool.workers:
+            raise NotReady("every NLP worker of the pool failed")
+        return f"{len(self._pool.workers)} warm"
 
     def _ensure_worker(self) -> None:
         """The task that runs queued runs one at a time, on this replica's event loop."""
@@ -246,14 +231,10 @@ class ResearchService:
             ][:MAX_LISTED_CORPORA]
         return JSONResponse({"corpora": found})
 
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
     def _settings_for(self, body: ResearchRequest) -> Settings:
         """The service's settings with the request's options; a bad option is a ConfigError naming it."""
         return apply_options(
-            self._settings,
+            self.settings,
             body.options(),
             origin="request field",
             names={**OPTION_NAMES, "research.conflict_threshold": "conflictThreshold"},
@@ -266,16 +247,15 @@ class ResearchService:
         if full is not None:
             return full
         if body.corpus is not None and not inside_roots(body.corpus, self._roots):
-            return _error(403, OUTSIDE_ROOTS)  # one answer for missing and forbidden: no map of the disk
+            return error_answer(403, OUTSIDE_ROOTS)  # one answer for missing and forbidden: no map of the disk
         try:
             settings = self._settings_for(body)
         except ConfigError as exc:
-            message = first_line(exc).removeprefix("invalid setting: ")
-            return _error(422, f"invalid request: {without_server_paths(message)}")
+            return invalid_option(exc)
         try:  # a bad corpus fails now, not in the background; loading a corpus may take a moment
             await asyncio.to_thread(preflight, body.topic, settings)
         except MagiError as exc:
-            return _error(400, without_server_paths(first_line(exc)))
+            return error_answer(400, failure_text(exc))
         full = self._full()  # checked again: other POSTs were accepted while this one was checked
         if full is not None:
             return full
@@ -310,7 +290,7 @@ class ResearchService:
             runtime = RayRuntime()
             try:
                 if self._pool is None or not self._pool.workers:  # kept warm between runs (models stay loaded)
-                    self._pool = start_pool(runtime, self._settings)
+                    self._pool = start_pool(runtime, self.settings)
                 result = await run_research(topic, settings, runtime, sink, run_id=run_id, pool=self._pool)
             finally:
                 await runtime.close()
@@ -328,7 +308,7 @@ class ResearchService:
         self._ensure_worker()
         run = runs.load_run(self._store, run_id)
         if run is None:
-            return _error(404, f"no research run {printable(run_id)!r}; POST /research to start one")
+            return error_answer(404, f"no research run {run_id!r}; POST /research to start one")
         body: dict[str, Any] = {
             "runId": run.run_id,
             "topic": run.topic,
@@ -350,27 +330,23 @@ class ResearchService:
         """A chart of a completed run's report, drawn from the stored result (research/charts.py)."""
         run = runs.load_run(self._store, run_id)
         if run is None or not run.result_json:
-            return _error(404, f"no finished research run {printable(run_id)!r}")
+            return error_answer(404, f"no finished research run {run_id!r}")
         charts = json.loads(run.result_json).get("charts") or []
         found = next((ChartRef.model_validate(c) for c in charts if c.get("file") == file), None)
         if found is None:
-            return _error(404, f"run {printable(run_id)!r} has no chart {printable(file)!r}")
+            return error_answer(404, f"run {run_id!r} has no chart {file!r}")
         font = find_japanese_font()
         if font is None:
-            return _error(503, missing_font_message("this chart", "en"))
+            return error_answer(503, missing_font_message("this chart", "en"))
         png = await asyncio.to_thread(render_png, found, font)
         return Response(png, media_type="image/png")
 
     @api.get("/research/{run_id}/events")
     async def events(self, run_id: str, request: Request) -> Any:
         if runs.load_run(self._store, run_id) is None:
-            return _error(404, f"no research run {printable(run_id)!r}; POST /research to start one")
+            return error_answer(404, f"no research run {run_id!r}; POST /research to start one")
         after = bounded_int(request.headers.get("last-event-id"), high=MAX_EVENT_ID) or 0
-        return StreamingResponse(
-            self._stream(run_id, after),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return event_stream(self._stream(run_id, after))
 
     async def _stream(self, run_id: str, after: int) -> AsyncIterator[bytes]:
         idle = 0.0
@@ -378,7 +354,7 @@ class ResearchService:
             batch = await asyncio.to_thread(runs.load_events, self._store, run_id, after)
             for event in batch:
                 after = event.seq
-                yield _sse(event.seq, event.type, event.json)
+                yield sse_frame(event.type, event.json, event.seq)
                 if event.type in runs.TERMINAL_EVENTS:
                     return
             if not batch:
@@ -388,7 +364,7 @@ class ResearchService:
                 idle += POLL_S
                 if idle >= KEEPALIVE_S:
                     idle = 0.0
-                    yield b": keepalive\n\n"
+                    yield SSE_KEEPALIVE
             else:
                 idle = 0.0
             await asyncio.sleep(POLL_S)
@@ -400,29 +376,15 @@ def build_app(settings: Settings) -> Application:
     Replicas scale on the runs they hold (``serve.min_replicas`` .. ``serve.max_replicas``, aiming at
     ``serve.target_queued_runs`` each; default one replica), see deployments/autoscaling.py.
     """
-    serve_settings = ServeSettings.of(settings)
-    deployment = ResearchService.options(  # type: ignore[attr-defined]
-        num_replicas="auto",
-        autoscaling_config=autoscaling_config(
-            serve_settings.min_replicas, serve_settings.max_replicas, serve_settings.target_queued_runs
-        ),
-    )
-    application: Application = deployment.bind(settings)
-    return application
+    section = ServeSettings.of(settings)
+    scaling = autoscaling_config(section.min_replicas, section.max_replicas, section.target_queued_runs)
+    return bind(ResearchService, settings, num_replicas="auto", autoscaling_config=scaling)
 
 
-def app(args: dict[str, Any]) -> Application:
-    """Application builder for ``serve.yaml`` (``import_path: deployments.research:app``).
-
-    ``args`` are settings in ``magi.yaml`` shape (``data_dir``, ``research: {agents: 2}``, ...) over
-    ``magi.yaml`` and the environment; ``config`` names another settings file.
-    """
-    return build_app(settings_from_args(args))
-
+app = builder(build_app)
 
 __all__ = [
     "APP_NAME",
-    "GUARD",
     "INTERRUPTED",
     "KEEPALIVE_S",
     "MAX_ATTEMPTS",
@@ -434,8 +396,8 @@ __all__ = [
     "ROUTE_PREFIX",
     "ResearchRequest",
     "ResearchService",
+    "api",
     "app",
     "build_app",
     "inside_roots",
-    "without_server_paths",
 ]

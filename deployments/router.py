@@ -19,38 +19,35 @@ import asyncio
 import logging
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from ray import serve
 from ray.serve import Application
 
 from actors.session import SessionActor, SessionHandles, session_call
 from core.errors import InputError, MagiError, first_line
+from core.events import LogSink
 from core.settings import Settings
-from core.validation import printable
-from deployments.app_args import settings_from_args
-from deployments.security import guard
-from deployments.validation import answer_invalid_requests
+from deployments.answers import error_answer
+from deployments.base import AppService, bind, builder, http_api, service
+from deployments.readiness import Check, store_check
 from router.answers import unavailable_answer
 from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
+from router.events import RouteDecided
 from router.options import session_policy
 from router.settings import RouterSettings
-from sessions.ids import ID_PATTERN, SessionNotFoundError, owner_of_bearer, validate_session_id
+from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
 from sessions.store import SessionRepository, read_session
 
 log = logging.getLogger(__name__)
+DECISIONS = LogSink(logging.getLogger("router.decisions"))  # one JSON line per routed question
 APP_NAME = "router"
 ROUTE_PREFIX = "/router"
 
-api = FastAPI(
-    title="MAGI Engineer Cafe router",
-    description="Routes a visitor's question to the agent that should answer it; sessions carry context.",
+api = http_api(
+    "MAGI Engineer Cafe router",
+    "Routes a visitor's question to the agent that should answer it; sessions carry context.",
 )
-GUARD = guard(api)
-
-
-answer_invalid_requests(api)
 
 
 class RouteBody(BaseModel):
@@ -70,59 +67,45 @@ class RouteBody(BaseModel):
             raise ValueError(str(exc)) from exc
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
 def _not_found(session_id: str) -> JSONResponse:
-    return _error(404, f"no session {printable(session_id)!r} for this client; POST /router/route to start one")
+    return error_answer(404, f"no session {session_id!r} for this client; POST /router/route to start one")
 
 
-@serve.deployment(
-    name="RouterService",
-    num_replicas=1,
-    ray_actor_options={"num_cpus": 0},
-    max_ongoing_requests=256,
-    graceful_shutdown_wait_loop_s=0.5,
-    graceful_shutdown_timeout_s=2,
-)
-@serve.ingress(api)
-class RouterService:
+@service(api, name="RouterService", max_ongoing_requests=256)
+class RouterService(AppService):
     def __init__(self, settings: Settings) -> None:
         from core.runtime import RayRuntime
         from core.store import open_store
 
-        GUARD.configure(settings)
-        self._settings = settings
+        super().__init__(settings)
         self._section = RouterSettings.of(settings)
         self._policy = session_policy(settings)
-        self._keys = bool(settings.api_keys)
         self._runtime = RayRuntime()
         self._handles = SessionHandles()
-        self._repo = SessionRepository(open_store(settings))
+        store = open_store(settings)
+        self._repo = SessionRepository(store)
         shared_router(self._section.confidence_threshold).route("warm up")  # rules and tokenizer loaded now
+        self.checks = [store_check(store), Check("rules", self._rules_loaded)]
 
-    def _owner(self, request: Request) -> str:
-        return owner_of_bearer(request.headers.get("authorization"), self._keys)
+    async def _rules_loaded(self) -> str:
+        """The routing rules answer (loaded at start, shared by the requests)."""
+        result = shared_router(self._section.confidence_threshold).route("warm up")
+        return f"loaded (a test query goes to {result.agent})"
 
     def _query(self, body: RouteBody) -> str | JSONResponse:
         if len(body.query) > self._section.max_query_chars:
-            return _error(413, f"query has {len(body.query)} characters; keep it under {self._section.max_query_chars}")
+            return error_answer(
+                413, f"query has {len(body.query)} characters; keep it under {self._section.max_query_chars}"
+            )
         try:
             return check_query(body.query, self._section.max_query_chars)
         except InputError as exc:
-            return JSONResponse(
-                {
-                    "error": f"invalid request: query: {printable(first_line(exc))}",
-                    "detail": [{"loc": ["body", "query"], "msg": printable(first_line(exc)), "type": "value_error"}],
-                },
-                status_code=422,
-            )
+            return error_answer(422, f"invalid request: query: {first_line(exc)}", loc=("body", "query"))
 
     async def _turn(self, session_id: str, owner: str, turn: Turn | Reply) -> Any:
         return await session_call(
             self._runtime,
-            self._settings,
+            self.settings,
             session_id,
             self._policy,
             self._section.session_idle_s,
@@ -136,17 +119,15 @@ class RouterService:
             return query
         turn = Turn(query, self._section.confidence_threshold, self._policy, answer=answer)
         try:
-            outcome: TurnOutcome = await self._turn(body.session_id, self._owner(request), turn)
-            return outcome
+            outcome: TurnOutcome = await self._turn(body.session_id, self.caller(request), turn)
         except SessionNotFoundError:
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
-            return TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
-
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+            outcome = TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
+        if DECISIONS.enabled:
+            DECISIONS.emit(RouteDecided.of(outcome.result, body.session_id))
+        return outcome
 
     @api.post("/route")
     async def route(self, body: RouteBody, request: Request) -> Response:
@@ -164,16 +145,16 @@ class RouterService:
             return outcome
         result = outcome.result
         answer, answered = outcome.answer, outcome.answer is not None
-        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self._settings):
+        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self.settings):
             try:
-                answer = await general_answer(self._settings, outcome.query, list(outcome.context))
+                answer = await general_answer(self.settings, outcome.query, list(outcome.context))
             except MagiError as exc:
                 log.warning("GeneralKnowledgeAgent could not answer: %s", first_line(exc))
                 answer = None
             answered = answer is not None
             if answer is not None:
                 reply = Reply(answer, result.language, result.agent, self._policy)
-                await self._turn(body.session_id, self._owner(request), reply)
+                await self._turn(body.session_id, self.caller(request), reply)
         if answer is None:
             answer = unavailable_answer(result.agent, result.language)
         return JSONResponse(
@@ -189,15 +170,9 @@ class RouterService:
     async def session(self, session_id: str, request: Request) -> JSONResponse:
         if not ID_PATTERN.fullmatch(session_id):
             message = "session_id: not a session id (1-128 of A-Z a-z 0-9 _ - ., starting with a letter or digit)"
-            return JSONResponse(
-                {
-                    "error": f"invalid request: {message}",
-                    "detail": [{"loc": ["path", "session_id"], "msg": message, "type": "value_error"}],
-                },
-                status_code=422,
-            )
+            return error_answer(422, f"invalid request: {message}", loc=("path", "session_id"))
         try:
-            state = await asyncio.to_thread(read_session, self._repo, session_id, self._owner(request), self._policy)
+            state = await asyncio.to_thread(read_session, self._repo, session_id, self.caller(request), self._policy)
         except SessionNotFoundError:
             return _not_found(session_id)
         return JSONResponse(state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"}))
@@ -205,15 +180,9 @@ class RouterService:
 
 def build_app(settings: Settings) -> Application:
     """The ``router`` Serve application for these settings (their store holds the sessions)."""
-    replicas = RouterSettings.of(settings).replicas
-    application: Application = RouterService.options(num_replicas=replicas).bind(settings)  # type: ignore[attr-defined]
-    return application
+    return bind(RouterService, settings, num_replicas=RouterSettings.of(settings).replicas)
 
 
-def app(args: dict[str, Any]) -> Application:
-    """Application builder for ``serve.yaml`` (``import_path: deployments.router:app``); ``args`` are
-    settings in ``magi.yaml`` shape over ``magi.yaml`` and the environment, ``config`` another file."""
-    return build_app(settings_from_args(args))
+app = builder(build_app)
 
-
-__all__ = ["APP_NAME", "GUARD", "ROUTE_PREFIX", "RouteBody", "RouterService", "app", "build_app"]
+__all__ = ["APP_NAME", "ROUTE_PREFIX", "RouteBody", "RouterService", "api", "app", "build_app"]

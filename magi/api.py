@@ -10,9 +10,10 @@ from core.errors import ConfigError, LLMNotConfiguredError
 from core.llm import LLMClient, require_llm
 from core.runtime import Runtime
 from core.settings import Settings
+from magi.events import EventCallback
 from magi.models import Deliberation, SageName
 from magi.output import RunsReport, summarize_runs
-from magi.protocol import EventCallback, deliberate
+from magi.protocol import deliberate
 from magi.settings import MagiSettings
 
 

@@ -24,7 +24,7 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,6 +33,15 @@ from core.llm import LLMClient
 from core.runtime import Handle, Runtime
 from core.settings import Settings
 from magi.context import estimate_tokens, truncate_text
+from magi.events import (
+    CouncilDecided,
+    CouncilEvent,
+    CouncilPhaseName,
+    EventCallback,
+    PhaseStarted,
+    SageAnswered,
+    phase_progress,
+)
 from magi.models import (
     SAGES,
     ConformityEntry,
@@ -63,7 +72,6 @@ from magi.settings import MagiSettings
 from magi.tally import decision_name, exit_code, merge_conditions, tally
 
 FailureKind = Literal["exception", "timeout", "invalid_output"]
-EventCallback = Callable[[dict[str, Any]], None]
 LABELS = ("Sage A", "Sage B")
 PEER_SHARE = 4  # a peer's position may take up to budget / PEER_SHARE tokens before it is summarised
 STARTUP_TIMEOUT_S = 120.0  # how long the sages' actors may take to start before the first phase
@@ -177,9 +185,13 @@ class _State:
             return ""
         return f"The request under deliberation (your earlier answer failed, so here it is again):\n{self.question}\n\n"
 
-    def emit(self, kind: str, **data: Any) -> None:
+    def emit(self, event: CouncilEvent) -> None:
         if self.on_event is not None:
-            self.on_event({"type": kind, **data})
+            self.on_event(event.model_copy(update={"run_id": f"s{self.seed}"}))
+
+    def phase(self, phase: CouncilPhaseName, round: int | None = None) -> None:
+        progress = phase_progress(phase, round, self.settings.rounds)
+        self.emit(PhaseStarted(phase=phase, round=round, progress=progress))
 
     def count(self, reply: SageReply) -> None:
         key = (reply.sage, reply.phase)
@@ -279,7 +291,7 @@ class _State:
                 else:
                     answers[sage] = reply.output
                     self.answered.add(sage)
-            self.emit("sage", sage=sage.value, phase=phase, round=round, ok=sage in answers)
+            self.emit(SageAnswered(sage=sage.value, phase=phase, round=round, ok=sage in answers))
         return answers
 
     def fail(self, sage: SageName, phase: Phase, round: int | None, kind: FailureKind, message: str) -> None:
@@ -372,7 +384,7 @@ async def deliberate(
         await runtime.gather([h.call(Sage.history) for h in handles.values()], max(cfg.timeout_s, STARTUP_TIMEOUT_S))
         timings.setup_ms = int((time.monotonic() - t0) * 1000)
         # --- Thinking: isolated, with blind votes --------------------------------------------------
-        state.emit("phase", phase="thinking")
+        state.phase("thinking")
         t0 = time.monotonic()
         raw = await state.ask(
             "thinking", {s: prompts.thinking.format(session=session, question=question) for s in SAGES}
@@ -394,7 +406,7 @@ async def deliberate(
             saved = cfg.rounds * len(SAGES)
         turns_of: dict[SageName, list[DebateTurn]] = {s: [] for s in SAGES}
         for k in range(1, cfg.rounds + 1) if stopped is None else ():
-            state.emit("phase", phase="debate", round=k)
+            state.phase("debate", k)
             t0 = time.monotonic()
             source = "their Thinking" if k == 1 else f"debate round {k - 1}"
             await state.condense("debate")
@@ -430,7 +442,7 @@ async def deliberate(
                 break
 
         # --- Voting ----------------------------------------------------------------------------------
-        state.emit("phase", phase="voting")
+        state.phase("voting")
         t0 = time.monotonic()
         await state.condense("voting")
         asks = {}
@@ -444,7 +456,7 @@ async def deliberate(
         timings.voting_ms = int((time.monotonic() - t0) * 1000)
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
         decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted)
-        state.emit("decided", decision=decision_name(decision))
+        state.emit(CouncilDecided(decision=decision_name(decision), progress=100.0))
         transcripts = await _transcripts(runtime, handles, cfg.timeout_s)
     finally:
         for handle in handles.values():
@@ -518,7 +530,6 @@ async def _transcripts(
 __all__ = [
     "LABELS",
     "STARTUP_TIMEOUT_S",
-    "EventCallback",
     "conformity",
     "debate_text",
     "deliberate",

@@ -21,10 +21,10 @@ async def test_an_advisor_session_continues_on_another_node(three_nodes: ThreeNo
     runtime = RayRuntime()
     orchestrator = Orchestrator(settings, ActorSessions(runtime, settings, policy, 300.0))
     first = [e async for e in orchestrator.turn("roaming-advice", "", "値上げの試算をお願いします")]
-    assert first[-1]["mode"] == "mode2"
+    assert first[-1].mode == "mode2"
     handle = await move_to_another_node(runtime, settings, "roaming-advice", policy, 300.0)
     second = [e async for e in orchestrator.turn("roaming-advice", "", "申入書を作ってください")]
-    assert second[-1]["mode"] == "mode2" and [f["type"] for f in second[-1]["files"]] == ["pdf"]
+    assert second[-1].mode == "mode2" and [f["type"] for f in second[-1].files] == ["pdf"]
     state = await handle.call(SessionActor.read, "")
     assert [e.text for e in state.history if e.role == "user"] == [
         "値上げの試算をお願いします",

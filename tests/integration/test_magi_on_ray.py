@@ -7,6 +7,7 @@ from typing import Any
 
 from core.runtime import InProcessRuntime, RayRuntime
 from core.settings import Settings, load_settings
+from magi.events import CouncilEvent, PhaseStarted
 from magi.models import SageName
 from magi.protocol import deliberate
 
@@ -20,8 +21,8 @@ async def test_sages_are_ray_actors_and_the_result_matches_in_process(ray_cluste
 
     seen: list[set[str]] = []
 
-    def on_event(event: dict[str, Any]) -> None:
-        if event["type"] == "phase" and event["phase"] == "thinking":
+    def on_event(event: CouncilEvent) -> None:
+        if isinstance(event, PhaseStarted) and event.phase == "thinking":
             names = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == "magi"}
             seen.append({n for n in names if n.startswith("Sage:")})
 

@@ -77,7 +77,8 @@ def test_the_page_is_open_but_every_call_needs_the_key(service: httpx.Client) ->
     assert page.status_code == 200 and "価格転嫁アドバイザー" in page.text and "Authorization" in page.text
     assert service.post("/advisor/chat", json={"message": "こんにちは"}).status_code == 401
     assert service.get("/advisor/sessions/x").status_code == 401
-    assert service.get("/advisor/healthz").status_code == 200
+    health = service.get("/advisor/healthz")
+    assert health.status_code == 200 and set(health.json()["parts"]) == {"store", "llm", "files", "retention"}
 
 
 def test_a_conversation_over_sse_with_consent_files_and_ownership(service: httpx.Client) -> None:
@@ -157,7 +158,7 @@ async def test_a_session_continues_after_its_actor_is_killed(ray_cluster: None, 
     before = await handle.call(SessionActor.where)
     ray.kill(handle.target, no_restart=True)
     events = [e async for e in orchestrator.turn("kill-me", "", "申入書を作ってください")]
-    assert next(e for e in events if e["type"] == "done")["mode"] == "mode2"
+    assert next(e for e in events if e.type == "done").mode == "mode2"
     again = await session_actor(runtime, settings, "kill-me", policy, 300.0)
     assert (await again.call(SessionActor.where))["pid"] != before["pid"]
     state = await again.call(SessionActor.read, "")

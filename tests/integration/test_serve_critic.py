@@ -12,6 +12,7 @@ import pytest
 from core.resources import data_path
 from core.settings import load_settings
 from tests.ports import free_port
+from tests.sse import named_events
 
 KEY = "critic-key-42"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -73,3 +74,24 @@ def test_bad_requests_are_422_naming_the_field(service: httpx.Client, body: dict
     assert answer.status_code == 422, answer.text
     assert expected in answer.json()["error"]
     assert str(Path.cwd()) not in answer.text
+
+
+def test_healthz_answers_one_part_per_need(service: httpx.Client) -> None:
+    answer = service.get("/critic/healthz")
+    assert answer.status_code == 200, answer.text
+    parts = answer.json()["parts"]
+    assert set(parts) == {"store", "llm", "workers"} and all(p["ready"] for p in parts.values())
+    assert parts["store"]["detail"] == "reachable (sqlite)" and parts["workers"]["detail"].endswith(" warm")
+
+
+def test_the_stream_reports_each_idea_then_the_output(service: httpx.Client) -> None:
+    body = {"ideas": IDEAS, "weights": "55:45", "noCache": True}
+    with service.stream("POST", "/critic/evaluate/stream", json=body, headers=AUTH) as response:
+        events = named_events(response)
+    kinds = [k for k, _ in events]
+    assert kinds == ["evaluationStarted", *["ideaJudged"] * len(IDEAS), "evaluationCompleted", "result"]
+    assert [data["done"] for k, data in events if k == "ideaJudged"] == list(range(1, len(IDEAS) + 1))
+    result = events[-1][1]
+    assert result["selectedIdea"] == {"id": events[-2][1]["selectedIdeaId"], "title": result["selectedIdea"]["title"]}
+    refused = service.post("/critic/evaluate/stream", json={"ideas": []}, headers=AUTH)
+    assert refused.status_code == 422

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 
 from core.settings import load_settings
 from tests.ports import free_port
+from tests.sse import named_events
 
 KEY = "magi-test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -37,7 +36,8 @@ def client(ray_cluster: None) -> Iterator[httpx.Client]:
 
 
 def test_healthz_is_open_and_everything_else_needs_a_key(client: httpx.Client) -> None:
-    assert client.get("/magi/healthz").status_code == 200
+    health = client.get("/magi/healthz")
+    assert health.status_code == 200 and health.json()["parts"]["llm"]["ready"]
     refused = client.post("/magi/ask", json={"prompt": QUESTION})
     assert refused.status_code == 401 and "API key" in refused.json()["error"]
 
@@ -61,17 +61,11 @@ def test_bad_options_are_422_naming_the_field(client: httpx.Client) -> None:
 
 
 def test_stream_sends_progress_then_the_result(client: httpx.Client) -> None:
-    events: list[tuple[str, Any]] = []
-    kind = ""
     with client.stream("POST", "/magi/ask/stream", json={"prompt": QUESTION, "rounds": 1}, headers=AUTH) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                events.append((kind, json.loads(line[6:])))
+        events = named_events(response)
     kinds = [k for k, _ in events]
     assert kinds[0] == "phase" and events[0][1]["phase"] == "thinking"
     assert "sage" in kinds and "decided" in kinds and kinds[-1] == "result"
     assert events[-1][1]["decision"] == "APPROVE"
+    decided = next(data for kind, data in events if kind == "decided")
+    assert decided["progress"] == 100 and decided["runId"].startswith("s")  # typed events (magi/events.py)

@@ -116,6 +116,7 @@ def test_bad_ids_long_queries_and_broken_json(client: httpx.Client) -> None:
 
 def test_health_and_docs(client: httpx.Client) -> None:
     base = str(client.base_url).rstrip("/")
-    assert httpx.get(f"{base}/healthz").status_code == 200  # open without a key
+    health = httpx.get(f"{base}/healthz")  # open without a key
+    assert health.status_code == 200 and set(health.json()["parts"]) == {"store", "rules"}
     assert client.get("/openapi.json").json()["info"]["title"] == "MAGI Engineer Cafe router"
     assert httpx.get(f"{base}/openapi.json").status_code == 401

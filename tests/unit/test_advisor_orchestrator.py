@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from advisor.conversation import LocalSessions
+from advisor.events import FileMade
 from advisor.options import session_policy
 from advisor.orchestrator import Orchestrator
 from core.errors import InputError, LLMError, LLMNotConfiguredError
@@ -34,7 +35,9 @@ def make(tmp_path: Path, **advisor: Any) -> tuple[Orchestrator, SessionRepositor
 async def turn(
     o: Orchestrator, message: str | None, consent: str | None = None, sid: str = "s1"
 ) -> list[dict[str, Any]]:
-    return [e async for e in o.turn(sid, "", message, consent)]  # type: ignore[arg-type]
+    # Each event as the wire carries it, without the stamps every event has (time, run, progress).
+    stamps = {"ts", "run_id", "progress", "attempt"}
+    return [e.model_dump(mode="json", exclude=stamps) async for e in o.turn(sid, "", message, consent)]  # type: ignore[arg-type]
 
 
 def state(repo: SessionRepository, sid: str = "s1") -> SessionState:
@@ -237,9 +240,9 @@ async def test_a_file_is_listed_in_the_session_before_its_event_announces_it(tmp
     o, repo = make(tmp_path)
     announced: list[str] = []
     async for event in o.turn("s1", "", "値上げの試算をして、グラフと申入書も作ってください"):
-        if event["type"] == "file":
-            announced.append(event["file"]["key"])
-            assert state(repo).generated_files == announced, f"{event['file']['name']} announced before it was listed"
+        if isinstance(event, FileMade):
+            announced.append(event.file["key"])
+            assert state(repo).generated_files == announced, f"{event.file['name']} announced before it was listed"
     assert len(announced) == 3
     assert state(repo).generated_files == announced  # each listed once, also after the turn's own write
     assert [f["key"] for f in state(repo).attributes["files"]] == announced

@@ -23,7 +23,7 @@ async def test_turns_and_retention_on_both_backends(store_url: str, tmp_path: Pa
     orchestrator = Orchestrator(settings, LocalSessions(repo, session_policy(settings)))
     for sid in ("kept", "aged"):
         events = [e async for e in orchestrator.turn(sid, "", "値上げの試算をお願いします")]
-        assert events[-1]["mode"] == "mode2" and events[-1]["files"]
+        assert events[-1].mode == "mode2" and events[-1].files
     state = repo.load("aged")
     assert state is not None and state.mode == "mode2" and len(state.generated_files) == 1
     old = state.model_copy(
@@ -48,7 +48,7 @@ async def test_files_go_to_an_fsspec_url_when_configured(tmp_path: Path) -> None
     repo = SessionRepository(open_store(settings))
     orchestrator = Orchestrator(settings, LocalSessions(repo, session_policy(settings)))
     events = [e async for e in orchestrator.turn("mem", "", "値上げの試算をしてグラフにしてください")]
-    files = events[-1]["files"]
+    files = events[-1].files
     assert [f["type"] for f in files] == ["excel", "graph"] and all(f["url"].startswith("memory://") for f in files)
     store = Artifacts(url)
     assert store.get_bytes(files[1]["key"])[:4] == b"\x89PNG"

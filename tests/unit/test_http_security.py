@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 from core.errors import ConfigError
 from core.settings import describe, load_settings
-from deployments.research import inside_roots, without_server_paths
+from deployments.answers import without_server_paths
+from deployments.research import inside_roots
 from deployments.security import UNAUTHORIZED, GuardConfig, KeyCheck, exposed_without_keys, guard
 from deployments.settings import ServeSettings, corpus_roots
 

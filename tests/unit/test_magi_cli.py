@@ -139,20 +139,22 @@ def test_options_map_onto_the_magi_section_and_per_sage_models() -> None:
 
 def test_progress_lines_follow_the_phases(capsys: pytest.CaptureFixture[str]) -> None:
     from cli.council import CouncilProgress
+    from magi.events import CouncilDecided, CouncilEvent, PhaseStarted, SageAnswered
 
     progress = CouncilProgress(enabled=True)
-    for event in (
-        {"type": "phase", "phase": "thinking"},
-        {"type": "sage", "sage": "melchior", "phase": "thinking", "ok": True},
-        {"type": "sage", "sage": "casper", "phase": "thinking", "ok": False},
-        {"type": "phase", "phase": "debate", "round": 2},
-        {"type": "decided", "decision": "DENY"},
-    ):
+    events: tuple[CouncilEvent, ...] = (
+        PhaseStarted(phase="thinking"),
+        SageAnswered(sage="melchior", phase="thinking", ok=True),
+        SageAnswered(sage="casper", phase="thinking", ok=False),
+        PhaseStarted(phase="debate", round=2),
+        CouncilDecided(decision="DENY"),
+    )
+    for event in events:
         progress(event)
     err = capsys.readouterr().err
     assert "▶ thinking" in err and "MELCHIOR ✓" in err and "CASPER ✗ failed" in err
     assert "▶ debate round 2" in err and "decision: DENY" in err
-    CouncilProgress(enabled=False)({"type": "phase", "phase": "voting"})
+    CouncilProgress(enabled=False)(PhaseStarted(phase="voting"))
     assert capsys.readouterr().err == ""
 
 

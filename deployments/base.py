@@ -1,0 +1,200 @@
+"""The skeleton every Serve app stands on, so that an app module is its routes and nothing more.
+
+An app module writes::
+
+    api = http_api("MAGI critic", "what it does")        # guard, body cap, 422 answers, GET /healthz
+
+    @service(api, name="CriticService", max_ongoing_requests=20)
+    class CriticService(AppService):
+        def __init__(self, settings: Settings) -> None:
+            super().__init__(settings)                    # guard configured, logs routed through Serve
+            self.store = open_store(settings)
+            # what /healthz and Serve's probe test (deployments/readiness.py)
+            self.checks = [store_check(self.store), llm_check(settings, "POST /critic/evaluate")]
+
+        @api.post("/evaluate")
+        async def evaluate(self, body: CriticRequest) -> JSONResponse: ...
+
+    build_app = binder(CriticService)                     # Settings -> Serve Application
+    app = builder(build_app)                              # serve.yaml's import_path names this
+
+What comes with it: API keys and the body cap (deployments/security.py, before any route), a 422 that
+names each bad field (deployments/validation.py), error answers without server paths
+(deployments/answers.py), ``GET /healthz`` answering one part per readiness check and 503 when one
+fails, Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
+caller's identity for what it owns (:meth:`AppService.caller`), Server-Sent Events streamed with
+``event_stream`` (deployments/answers.py, frames from core/events.py), and Serve's logging config
+(``serve.log_level``, ``serve.log_format``, ``serve.access_log``) also for the project's own loggers,
+so every line carries the replica and the request id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from core.settings import Settings, load_settings
+from deployments.readiness import Check, NotReady, report, run_checks
+from deployments.security import GuardConfig, guard
+from deployments.settings import ServeSettings
+from deployments.validation import answer_invalid_requests
+from sessions.ids import owner_of_bearer
+
+if TYPE_CHECKING:
+    from ray.serve import Application
+    from ray.serve.deployment import Deployment
+
+log = logging.getLogger(__name__)
+SERVE_LOGGER = "ray.serve"  # the logger Ray Serve configures in every replica (handlers, format, level)
+
+# What every app's deployment shares: replicas wait on actors and I/O (zero CPUs of their own), and a
+# shutdown does not keep a test or a redeploy waiting.
+DEPLOYMENT_DEFAULTS: dict[str, Any] = {
+    "num_replicas": 1,
+    "ray_actor_options": {"num_cpus": 0},
+    "graceful_shutdown_wait_loop_s": 0.5,
+    "graceful_shutdown_timeout_s": 2,
+}
+
+S = TypeVar("S", bound="AppService")
+
+
+def http_api(title: str, description: str, *, open_paths: Iterable[str] = ()) -> FastAPI:
+    """The FastAPI app of one Serve app: guarded (API keys, body cap; ``/healthz`` and ``open_paths``
+    need no key), answering validation failures with a clear 422, with ``GET /healthz``."""
+    api = FastAPI(title=title, description=description)
+    api.state.guard = guard(api, open_paths=open_paths)
+    answer_invalid_requests(api)
+    # Registered as the base class's method: Serve's ingress turns it into a route of each replica.
+    api.add_api_route("/healthz", AppService.healthz, methods=["GET"], summary="Readiness, one part per need")
+    return api
+
+
+def guard_of(api: FastAPI) -> GuardConfig:
+    """The guard :func:`http_api` put in front of ``api``."""
+    config: GuardConfig = api.state.guard
+    return config
+
+
+class AppService:
+    """The replica side of the skeleton: the class every app's deployment extends."""
+
+    http_api: ClassVar[FastAPI]  # set by :func:`service`
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        # What this app needs to serve (store, LLM, warm workers), set by the app's constructor.
+        self.checks: Sequence[Check] = ()
+        guard_of(self.http_api).configure(settings)
+        route_logs_through_serve()
+
+    def caller(self, request: Request) -> str:
+        """Who is calling, for what they own (sessions, files): their API key's fingerprint, or the one
+        local client when the service has no keys (the guard has checked the key already)."""
+        return owner_of_bearer(request.headers.get("authorization"), bool(self.settings.api_keys))
+
+    async def healthz(self) -> JSONResponse:
+        """Every readiness check at once: 200 with one part per check, 503 when one is not ready."""
+        status, body = report(await run_checks(self.checks))
+        return JSONResponse(body, status_code=status)
+
+    async def check_health(self) -> None:
+        """Serve's periodic probe: raising makes Serve replace this replica, so only the checks a
+        restart repairs count (dead workers, a stopped background task), never the store or the LLM."""
+        owned = [c for c in self.checks if c.owned]
+        failed = [p.name for p in await run_checks(owned) if not p.ready]
+        if failed:
+            raise NotReady(f"not ready: {', '.join(failed)}")
+
+
+def service(api: FastAPI, *, name: str, max_ongoing_requests: int, **options: Any) -> Callable[[type[S]], Deployment]:
+    """Make an :class:`AppService` subclass the Serve deployment behind ``api`` (its routes are the
+    class's methods); ``options`` add to or replace :data:`DEPLOYMENT_DEFAULTS`."""
+    from ray import serve
+
+    def wrap(cls: type[S]) -> Deployment:
+        cls.http_api = api
+        settings = {**DEPLOYMENT_DEFAULTS, **options}
+        deployment: Deployment = serve.deployment(name=name, max_ongoing_requests=max_ongoing_requests, **settings)(
+            serve.ingress(api)(cls)
+        )
+        return deployment
+
+    return wrap
+
+
+def logging_config(settings: Settings) -> dict[str, Any]:
+    """Serve's ``logging_config`` of every app's deployment, from the ``serve`` settings."""
+    section = ServeSettings.of(settings)
+    return {
+        "log_level": section.log_level,
+        "encoding": section.log_format.upper(),
+        "enable_access_log": section.access_log,
+    }
+
+
+def route_logs_through_serve() -> None:
+    """Send the project's log lines (``research.engine``, ``critic.engine`` ...) through the handlers
+    Serve configured for this replica, at its level: one format, the replica's log file, the request
+    id of the request being served. A replica is a process of its own, so its root logger is ours."""
+    serve_logger = logging.getLogger(SERVE_LOGGER)
+    if not serve_logger.handlers:  # not in a replica (a unit test): leave logging as it is
+        return
+    root = logging.getLogger()
+    for handler in serve_logger.handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(serve_logger.level or logging.INFO)
+
+
+def binder(deployment: Any, **options: Any) -> Callable[[Settings], Application]:
+    """A ``build_app(settings)`` for a deployment that needs nothing but its settings."""
+
+    def build_app(settings: Settings) -> Application:
+        return bind(deployment, settings, **options)
+
+    return build_app
+
+
+def bind(deployment: Any, settings: Settings, **options: Any) -> Application:
+    """The Serve application of ``deployment`` for ``settings``, with the logging config and ``options``
+    (``num_replicas``, ``autoscaling_config`` ...)."""
+    application: Application = deployment.options(logging_config=logging_config(settings), **options).bind(settings)
+    return application
+
+
+def settings_from_args(args: dict[str, Any] | None) -> Settings:
+    """``args`` are settings in ``magi.yaml`` shape, over ``magi.yaml`` and the environment; the key
+    ``config`` names another settings file."""
+    args = dict(args or {})
+    return load_settings(args.pop("config", None), args, origin="serve.yaml argument")
+
+
+def builder(build_app: Callable[[Settings], Application]) -> Callable[[dict[str, Any]], Application]:
+    """The application builder ``serve.yaml`` names (``import_path: deployments.x:app``)."""
+
+    def app(args: dict[str, Any]) -> Application:
+        """``args``: see :func:`settings_from_args`."""
+        return build_app(settings_from_args(args))
+
+    return app
+
+
+__all__ = [
+    "DEPLOYMENT_DEFAULTS",
+    "SERVE_LOGGER",
+    "AppService",
+    "bind",
+    "binder",
+    "builder",
+    "guard_of",
+    "http_api",
+    "logging_config",
+    "route_logs_through_serve",
+    "service",
+    "settings_from_args",
+]
