@@ -21,23 +21,26 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from ray import serve
 from ray.serve import Application
 
 from core.settings import Settings
-from deployments.app_args import settings_from_args
+from deployments.answers import event_stream, without_server_paths
+from deployments.base import AppService, bind, builder, guard_of, http_api, service
 from deployments.llm_settings import LLMServerSettings
-from deployments.research import without_server_paths
-from deployments.security import guard
+from deployments.readiness import Check, NotReady
 
 log = logging.getLogger(__name__)
 APP_NAME = "llm"
 ROUTE_PREFIX = "/llm"
+OFF = (
+    "this cluster hosts no model: set llm_server.enabled (MAGI_LLM_SERVER_ENABLED=true) and install the "
+    "llm-server extra and a GGUF model (see docs/models.md)"
+)
 
-api = FastAPI(title="MAGI llm", description="A GGUF model on llama.cpp behind the OpenAI chat completions API.")
-GUARD = guard(api)
+api = http_api("MAGI llm", "A GGUF model on llama.cpp behind the OpenAI chat completions API.")
+off_api = http_api("MAGI llm (off)", "Hosts no model until llm_server.enabled is set.")
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
@@ -58,7 +61,8 @@ def check_body(body: Any) -> str | None:
     return None
 
 
-async def _events(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+async def _frames(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+    """OpenAI's stream framing: ``data: <chunk>`` lines, then ``data: [DONE]``."""
     try:
         async for chunk in chunks:
             yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
@@ -68,29 +72,24 @@ async def _events(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]
     yield b"data: [DONE]\n\n"
 
 
-@serve.deployment(
-    name="LLMServer",
-    num_replicas=1,
-    ray_actor_options={"num_cpus": 1},
-    max_ongoing_requests=8,
-    graceful_shutdown_wait_loop_s=0.5,
-    graceful_shutdown_timeout_s=2,
-)
-@serve.ingress(api)
-class LLMServer:
+# llama.cpp's threads are real CPU work: the replica reserves llm_server.num_cpus (build_app).
+@service(api, name="LLMServer", max_ongoing_requests=8)
+class LLMServer(AppService):
     def __init__(self, settings: Settings) -> None:
         from core.llm.local_model import LocalModel
 
+        super().__init__(settings)
         section = LLMServerSettings.of(settings)
-        GUARD.configure(settings)
-        GUARD.max_body_bytes = max(GUARD.max_body_bytes, section.max_body_bytes)
+        guard = guard_of(self.http_api)
+        guard.max_body_bytes = max(guard.max_body_bytes, section.max_body_bytes)  # prompts are long
         started = time.perf_counter()
         self._model = LocalModel(section.llama_config())
         log.info("llm app: model %s loaded in %.1f s", section.model_name, time.perf_counter() - started)
 
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+        async def loaded() -> str:
+            return f"{self._model.name} loaded"
+
+        self.checks = [Check("model", loaded, owned=True)]
 
     @api.get("/v1/models")
     async def models(self) -> JSONResponse:
@@ -107,7 +106,8 @@ class LLMServer:
         if problem is not None:
             return _error(422, problem)
         if body.get("stream"):
-            return StreamingResponse(_events(self._model.astream(body)), media_type="text/event-stream")
+            stream: StreamingResponse = event_stream(_frames(self._model.astream(body)))
+            return stream
         try:
             answer = await self._model.achat(body)
         except ValueError as exc:  # llama.cpp refused the request (bad schema, prompt over the context...)
@@ -115,25 +115,19 @@ class LLMServer:
         return JSONResponse(answer)
 
 
-OFF = (
-    "this cluster hosts no model: set llm_server.enabled (MAGI_LLM_SERVER_ENABLED=true) and install the "
-    "llm-server extra and a GGUF model (see docs/models.md)"
-)
-
-
-@serve.deployment(name="LLMServerOff", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=100)
-@serve.ingress(api)
-class LLMServerOff:
-    """What the app is while ``llm_server.enabled`` is off: every route says how to turn it on."""
+@service(off_api, name="LLMServerOff", max_ongoing_requests=100)
+class LLMServerOff(AppService):
+    """What the app is while ``llm_server.enabled`` is off: not ready, and every route says how to turn it on."""
 
     def __init__(self, settings: Settings) -> None:
-        GUARD.configure(settings)
+        super().__init__(settings)
 
-    @api.get("/healthz")
-    async def healthz(self) -> JSONResponse:
-        return JSONResponse({"status": "off", "detail": OFF})
+        async def off() -> str:
+            raise NotReady("llm_server.enabled is off")
 
-    @api.api_route("/v1/{path:path}", methods=["GET", "POST"])
+        self.checks = [Check("model", off, hint=OFF)]
+
+    @off_api.api_route("/v1/{path:path}", methods=["GET", "POST"])
     async def off(self, path: str) -> JSONResponse:
         return _error(503, OFF, "service_unavailable")
 
@@ -142,15 +136,10 @@ def build_app(settings: Settings) -> Application:
     """The ``llm`` Serve application: the model on replicas from ``llm_server``, or the 503 stand-in."""
     section = LLMServerSettings.of(settings)
     if not section.enabled:
-        off: Application = LLMServerOff.bind(settings)  # type: ignore[attr-defined]
-        return off
-    application: Application = LLMServer.options(**section.deployment_options()).bind(settings)  # type: ignore[attr-defined]
-    return application
+        return bind(LLMServerOff, settings)
+    return bind(LLMServer, settings, **section.deployment_options())
 
 
-def app(args: dict[str, Any]) -> Application:
-    """Application builder for ``serve.yaml`` (``import_path: deployments.llm:app``)."""
-    return build_app(settings_from_args(args))
+app = builder(build_app)
 
-
-__all__ = ["APP_NAME", "GUARD", "OFF", "ROUTE_PREFIX", "LLMServer", "LLMServerOff", "app", "build_app", "check_body"]
+__all__ = ["APP_NAME", "OFF", "ROUTE_PREFIX", "LLMServer", "LLMServerOff", "api", "app", "build_app", "check_body"]

@@ -55,6 +55,7 @@ class LLMServerSettings(Section):
             "max_ongoing_requests": self.parallel * 4,
         }
         if self.max_replicas > self.min_replicas:
+            options["num_replicas"] = "auto"
             options["autoscaling_config"] = {
                 "min_replicas": self.min_replicas,
                 "max_replicas": self.max_replicas,

@@ -45,6 +45,7 @@ def test_replicas_are_fixed_or_autoscaled_from_settings() -> None:
     assert fixed["num_replicas"] == 2 and "autoscaling_config" not in fixed
     assert fixed["ray_actor_options"] == {"num_cpus": 0.5}
     scaled = LLMServerSettings(min_replicas=1, max_replicas=4, target_ongoing_requests=3).deployment_options()
+    assert scaled["num_replicas"] == "auto"
     assert scaled["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 3.0}
     assert LLMServerSettings(parallel=3).llama_config().parallel == 3
 
