@@ -85,7 +85,7 @@ async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_pa
     orchestrator = Orchestrator(settings, LocalSessions(repo, session_policy(settings)))
     message = "原材料高騰で困っています。原価1000円のうち材料費が400円で、材料費が20%上がりました。影響を計算して。"
     with timed("advisor mode 2 turn"):
-        events = [e async for e in orchestrator.turn("served-1", "", message)]
+        events = [e.model_dump(mode="json") async for e in orchestrator.turn("served-1", "", message)]
     kinds = [e["type"] for e in events]
     assert "tool" in kinds, events  # the model called at least one tool (its arguments decoded under the schema)
     done = next(e for e in events if e["type"] == "done")
