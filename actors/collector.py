@@ -102,7 +102,7 @@ class Collector:
     async def _get_fetcher(self) -> Fetcher:
         if self._fetcher is None:  # built lazily: the local corpus loads once, in this process
             local = (await self._setup()).resolver
-            self._fetcher = Fetcher(local=local, policy=FetchPolicy.from_settings(self._settings))
+            self._fetcher = Fetcher(local=local, policy=FetchPolicy.of(FetchSettings.of(self._settings)))
         return self._fetcher
 
     async def search(self, query: str, *, max_results: int = 10, time_range: str | None = None) -> list[SearchResult]:

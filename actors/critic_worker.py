@@ -18,7 +18,7 @@ from core.errors import CassetteMissError, LLMError, LLMOutputError, first_line
 from core.llm.base import LLMClient, LLMRequest, LLMResponse, Message, Usage, generate
 from core.llm.factory import make_llm, provider_of
 from core.retry import backoff_delay, retry
-from core.settings import Settings
+from core.settings import LLMSettings
 from critic.models import IdeaJudgement
 
 ROLE = "critic.worker"
@@ -83,9 +83,9 @@ def current_rss_bytes() -> int:
 
 
 class CriticWorker:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        client = make_llm(settings, ROLE)
+    def __init__(self, llm: LLMSettings) -> None:
+        self.llm = llm
+        client = make_llm(llm, ROLE)
         if client is None:
             raise LLMError("CriticWorker needs an LLM; set MAGI_LLM_PROVIDER (the engine checks this first)")
         self.client = client
@@ -99,7 +99,7 @@ class CriticWorker:
 
     async def _sample(self, request: JudgeRequest, index: int, recorder: _Recorder) -> SampleResult:
         """One judgement; its tokens are those of all its calls (a repair turn included)."""
-        llm = self.settings.llm
+        llm = self.llm
         attempts = 0
 
         async def attempt() -> IdeaJudgement:

@@ -129,7 +129,7 @@ class ResearchAgent:
         self._decisions = []
         started = self._started = time.perf_counter()
         meter = UsageMeter()
-        llm = make_llm(self.settings, role=AGENT_ROLE, meter=meter)
+        llm = make_llm(self.settings.llm, role=AGENT_ROLE, meter=meter)
         planned: list[str] = []
         if llm is not None:
             try:
@@ -140,7 +140,7 @@ class ResearchAgent:
         self._progress("search", 0, 1)
         provider = (
             CollectorSearch(self._collector)
-            if uses_local_corpus(self.settings)
+            if uses_local_corpus(SearchSettings.of(self.settings))
             else open_search(self.settings).provider
         )
         results = await self._search(provider, topic, queries, set(brief.covered_sources))

@@ -17,11 +17,11 @@ from pydantic import BaseModel
 from core.errors import LLMOutputError
 from core.llm import LLMClient, Message, UsageMeter, generate, make_llm
 from core.llm.factory import MeteredClient
-from core.settings import Settings
+from core.settings import LLMSettings
 from magi.context import ContextManager, truncate_text
 from magi.models import DebateTurn, Phase, SageName, SageReply, Summary, ThinkingOutput, Vote
 from magi.prompts import bundled_prompts
-from magi.settings import MagiSettings
+from magi.settings import CouncilSettings
 
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {
     "thinking": ThinkingOutput,
@@ -34,18 +34,20 @@ OUTPUT_TYPES: dict[str, type[BaseModel]] = {
 class Sage:
     """A sage: ``ask`` one phase's prompt, get a :class:`SageReply` (never raises for bad output)."""
 
-    def __init__(self, name: SageName, settings: Settings, system: str, client: LLMClient | None = None) -> None:
+    def __init__(
+        self, name: SageName, council: CouncilSettings, llm: LLMSettings, system: str, client: LLMClient | None = None
+    ) -> None:
         self.name = SageName(name)
         self.system = system
         self.meter = UsageMeter()
         if client is not None:  # tests and in-process callers bring their own (scripted) client
             self.client: LLMClient = MeteredClient(client, self.meter)
         else:
-            built = make_llm(settings, role=self.name.role, meter=self.meter)
+            built = make_llm(llm, role=self.name.role, meter=self.meter)
             if built is None:
                 raise RuntimeError(f"sage {self.name.display}: no LLM configured (the caller checks this first)")
             self.client = built
-        self.context = ContextManager(MagiSettings.of(settings).context_budget_tokens)
+        self.context = ContextManager(council.context_budget_tokens)
         self.extra_types: dict[str, type[BaseModel]] = {}
 
     def register_output(self, phase: str, output_type: type[BaseModel]) -> None:

@@ -23,6 +23,7 @@ from sessions.models import HistoryEntry, SessionPolicy, SessionState
 from sessions.store import SessionRepository, update_session
 
 MAX_TOOL_RESULTS = 12
+SESSION_NAMESPACE = "advisor"  # sessions.ids.session_key: the advisor's sessions meet no other system's
 
 
 @dataclass(frozen=True)
@@ -126,4 +127,12 @@ class ActorSessions:
         return state
 
 
-__all__ = ["MAX_TOOL_RESULTS", "ActorSessions", "Begin", "Commit", "LocalSessions", "SessionGateway"]
+__all__ = [
+    "MAX_TOOL_RESULTS",
+    "SESSION_NAMESPACE",
+    "ActorSessions",
+    "Begin",
+    "Commit",
+    "LocalSessions",
+    "SessionGateway",
+]

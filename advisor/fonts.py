@@ -12,15 +12,14 @@ from pathlib import Path
 from advisor.settings import AdvisorSettings
 from core.errors import ConfigError
 from core.fonts import FONT_PACKAGE, INSTALL_HINT, find_japanese_font
-from core.settings import Settings
 
 
-def japanese_font(settings: Settings) -> Path:
+def japanese_font(section: AdvisorSettings) -> Path:
     """The font file; a ConfigError saying what to install or set when there is none.
 
     Inside the tool loop the error becomes a tool result the model reads (and tells the user); the
     rest of the advisor works without a font."""
-    configured = AdvisorSettings.of(settings).font
+    configured = section.font
     found = find_japanese_font(configured, truetype_only=True)
     if found is not None:
         return found

@@ -28,7 +28,6 @@ from advisor.events import (
     TurnDone,
 )
 from advisor.modes import Detection, detect
-from advisor.options import session_policy
 from advisor.policy import Mode, modes
 from advisor.settings import AdvisorSettings
 from advisor.tools.base import ToolContext
@@ -36,6 +35,7 @@ from core.errors import InputError
 from core.llm.base import LLMClient
 from core.llm.factory import require_llm
 from core.settings import Settings
+from core.validation import invalid_unicode_at, without_controls
 from sessions.models import HistoryEntry
 
 Consent = Literal["accept", "refuse"]
@@ -49,17 +49,20 @@ def _stamp(base: datetime, offset: int) -> datetime:
 class Orchestrator:
     def __init__(self, settings: Settings, sessions: SessionGateway, llm: LLMClient | None = None) -> None:
         if llm is None:
-            llm = require_llm(settings, "the advisor")
+            llm = require_llm(settings.llm, "the advisor")
         self.settings = settings
         self.section = AdvisorSettings.of(settings)
-        self.policy = session_policy(settings)
+        self.policy = self.section.session_policy()
         self.sessions = sessions
         self.llm = llm
 
     def check_message(self, message: str) -> str:
-        text = message.strip()
-        if not text:
-            raise InputError("message is empty; write what you would like to ask")
+        bad = invalid_unicode_at(message)
+        if bad is not None:
+            raise InputError(f"message is not valid Unicode (a lone surrogate at character {bad + 1}); send UTF-8 text")
+        text = without_controls(message).strip()
+        if not any(char.isalnum() for char in text):
+            raise InputError("message is empty once control characters are removed; write what you would like to ask")
         if len(text) > self.section.max_message_chars:
             raise InputError(
                 f"message has {len(text)} characters; keep it under {self.section.max_message_chars} "
@@ -74,8 +77,11 @@ class Orchestrator:
         message: str | None = None,
         consent: Consent | None = None,
         user_attributes: dict[str, Any] | None = None,
+        section: AdvisorSettings | None = None,
     ) -> AsyncIterator[AdvisorEvent]:
-        """Events of one turn: ``mode``, ``consent``, ``tool``, ``file``, ``delta``, then ``done``."""
+        """Events of one turn: ``mode``, ``consent``, ``tool``, ``file``, ``delta``, then ``done``;
+        ``section`` carries this turn's options (``ADVISOR_OPTIONS`` applied to a request's fields)."""
+        section = section or self.section
         texts = modes()
         if consent is None:
             message = self.check_message(message or "")
@@ -112,7 +118,7 @@ class Orchestrator:
             if pending:
                 attributes["pending"] = None  # a new message instead of an answer: the change is declined
             detection: Detection = await detect(
-                self.llm, message, state.history, current, self.section.mode_threshold, self.section.classify_history
+                self.llm, message, state.history, current, section.mode_threshold, section.classify_history
             )
             yield ModeDetected(
                 mode=detection.mode, by=detection.by, keyword=detection.keyword, confidence=detection.confidence

@@ -1,18 +1,24 @@
-"""Settings section ``advisor:`` (mode detection, context compression, sessions, files, knowledge base)."""
+"""Settings section ``advisor:`` (mode detection, context compression, sessions, files, knowledge base).
+
+The fields marked :class:`~core.options.Option` are the per-turn options of ``magi advisor``,
+``POST /advisor/chat`` and ``Orchestrator.turn``, derived from :data:`ADVISOR_OPTIONS`.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import Field
 
+from core.options import Option, Options
 from core.settings import AbsolutePath, Section
+from sessions.models import SessionPolicy
 
 
 class AdvisorSettings(Section):
     name: ClassVar[str] = "advisor"
 
-    mode_threshold: float = Field(
+    mode_threshold: Annotated[float, Option("threshold", metavar="X")] = Field(
         0.7, ge=0, le=1, description="LLM classification confidence above which a keyword-less message is Mode 2."
     )
     classify_history: int = Field(5, ge=0, le=50, description="Recent history entries shown to the classifier.")
@@ -32,6 +38,16 @@ class AdvisorSettings(Section):
         None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
     )
     web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
+    scripted_latency_s: float = Field(
+        0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
+    )
+
+    def session_policy(self) -> SessionPolicy:
+        """Advisor sessions live ``retention_h`` hours after their last message (the spec: 24 h)."""
+        return SessionPolicy(ttl_s=self.retention_h * 3600.0, history_limit=self.history_limit)
 
 
-__all__ = ["AdvisorSettings"]
+ADVISOR_OPTIONS = Options(AdvisorSettings)
+
+
+__all__ = ["ADVISOR_OPTIONS", "AdvisorSettings"]

@@ -40,6 +40,7 @@ from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.entities import extract_entities_batch
 from scrapers.extract import extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
+from scrapers.settings import FetchSettings
 
 CORPUS = data_path("corpus")
 
@@ -104,7 +105,7 @@ def bench_settings(data_dir: Path) -> Settings:
 
 async def sequential(urls: list[str], settings: Settings) -> tuple[float, int, list[str]]:
     """The baseline: one page at a time, fetch -> extract -> analyse, in this process."""
-    fetcher = Fetcher(policy=FetchPolicy.from_settings(settings))
+    fetcher = Fetcher(policy=FetchPolicy.of(FetchSettings.of(settings)))
     texts: list[str] = []
     started = time.perf_counter()
     for url in urls:

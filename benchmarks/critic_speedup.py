@@ -64,7 +64,7 @@ def request_for(ideas: CriticInput, index: int, settings: Settings) -> JudgeRequ
 
 async def parallel_vs_sequential(ideas: CriticInput, settings: Settings) -> dict[str, Any]:
     runtime = RayRuntime()
-    pool = WorkerPool(runtime, settings, len(ideas.ideas))
+    pool = WorkerPool(runtime, settings.llm, len(ideas.ideas))
     try:
         started = time.perf_counter()
         await evaluate_ideas(ideas, settings, runtime, pool=pool)  # cold: starts the 5 worker processes
@@ -75,7 +75,7 @@ async def parallel_vs_sequential(ideas: CriticInput, settings: Settings) -> dict
     finally:
         pool.close()
         await runtime.close()
-    worker = CriticWorker(settings)
+    worker = CriticWorker(settings.llm)
     started = time.perf_counter()
     for index in range(len(ideas.ideas)):
         await worker.judge(request_for(ideas, index, settings))
@@ -94,7 +94,7 @@ async def parallel_vs_sequential(ideas: CriticInput, settings: Settings) -> dict
 
 async def worker_memory(ideas: CriticInput, settings: Settings) -> dict[str, Any]:
     runtime = RayRuntime()
-    handles = [runtime.spawn(CriticWorker, settings, num_cpus=0) for _ in ideas.ideas]
+    handles = [runtime.spawn(CriticWorker, settings.llm, num_cpus=0) for _ in ideas.ideas]
     try:
         results = await asyncio.gather(
             *(h.call(CriticWorker.judge, request_for(ideas, i, settings)) for i, h in enumerate(handles))
@@ -114,7 +114,7 @@ async def worker_memory(ideas: CriticInput, settings: Settings) -> dict[str, Any
 
 async def consecutive(ideas: CriticInput, settings: Settings, repeat: int) -> dict[str, Any]:
     runtime = RayRuntime()
-    handle = runtime.spawn(CriticWorker, settings, num_cpus=0)
+    handle = runtime.spawn(CriticWorker, settings.llm, num_cpus=0)
     worker_rss: list[float] = []
     idle_rss: list[float] = []
     try:

@@ -80,7 +80,7 @@ class Caller:
         from core.llm import make_llm, provider_of
         from core.settings import load_settings
 
-        client = make_llm(load_settings(overrides={"llm": {"provider": PROVIDER, "max_concurrency": permits}}))
+        client = make_llm(load_settings(overrides={"llm": {"provider": PROVIDER, "max_concurrency": permits}}).llm)
         assert client is not None
         self.client: LLMClient = client if limited else provider_of(client)
 
@@ -133,7 +133,7 @@ def overhead(calls: int) -> dict[str, float]:
     from core.llm import make_llm, provider_of
     from core.settings import load_settings
 
-    client = make_llm(load_settings(overrides={"llm": {"provider": IDLE, "max_concurrency": PERMITS}}))
+    client = make_llm(load_settings(overrides={"llm": {"provider": IDLE, "max_concurrency": PERMITS}}).llm)
     assert client is not None
     limited = asyncio.run(per_call_ms(client, calls))
     unlimited = asyncio.run(per_call_ms(provider_of(client), calls))

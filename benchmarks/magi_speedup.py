@@ -41,7 +41,7 @@ def settings(rounds: int, early_stop: str) -> Settings:
         None,
         {
             "llm": {"provider": "python:magi.scripted:respond", "max_concurrency": 16},
-            "magi": {"rounds": rounds, "early_stop": early_stop, "timeout_s": 600},
+            "council": {"rounds": rounds, "early_stop": early_stop, "timeout_s": 600},
         },
     )
 

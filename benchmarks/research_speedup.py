@@ -59,10 +59,12 @@ from core.events import ListSink
 from core.runtime import RayRuntime, start_ray, stop_ray
 from core.settings import Settings, load_settings
 from nlp.analysis import AnalysisInput, analyse_texts
+from nlp.settings import NlpSettings
 from research.engine import run_research, start_pool
 from scrapers.extract import extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.search.local import LocalCorpus, LocalSearchProvider
+from scrapers.settings import FetchSettings
 
 TIME_RANGES = {"day": "d", "week": "w", "month": "m", "year": "y"}
 CATEGORIES = {"news": "news", "academic": "science"}  # what the searxng client maps back to source types
@@ -180,7 +182,7 @@ class Tally:
 
 async def baseline_agent(urls: list[str], settings: Settings, tally: Tally) -> None:
     """One KATASHIRO-like agent: its own fetcher, each page fetched, extracted and analysed alone."""
-    fetcher = Fetcher(policy=FetchPolicy.from_settings(settings))
+    fetcher = Fetcher(policy=FetchPolicy.of(FetchSettings.of(settings)))
     try:
         for url in urls:
             try:
@@ -221,7 +223,7 @@ async def engine(topic: str, settings: Settings) -> tuple[Any, float, Any, float
     Returns (cold result, cold seconds, warm result, warm seconds). The warm run finds every analysis
     in the cache (pages are fetched again: the page cache is off), so its NLP workers get no batch."""
     runtime = RayRuntime()
-    pool = start_pool(runtime, settings)
+    pool = start_pool(runtime, NlpSettings.of(settings))
     try:
         started = time.perf_counter()
         sink = ListSink()

@@ -9,6 +9,7 @@ import asyncio
 import json
 import sys
 
+from advisor.settings import ADVISOR_OPTIONS
 from cli.common import emit, settings_from
 
 
@@ -22,28 +23,29 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
     parser.add_argument("message", nargs="?", help="what you want to ask (Japanese)")
     parser.add_argument("--session", metavar="ID", default="cli", help="session id (default: cli)")
     parser.add_argument("--consent", choices=["accept", "refuse"], help="answer the pending mode change")
-    parser.add_argument("--threshold", type=float, metavar="X", help="LLM confidence above which a message is Mode 2")
+    ADVISOR_OPTIONS.add_flags(parser)
     parser.add_argument("--purge", action="store_true", help="remove sessions and files older than the retention")
     parser.set_defaults(handler=run)
 
 
 async def _turn(args: argparse.Namespace) -> int:
-    from advisor.conversation import LocalSessions
+    from advisor.conversation import SESSION_NAMESPACE, LocalSessions
     from advisor.events import AdvisorEvent, AnswerDelta, TurnDone
-    from advisor.options import AdvisorOptions, apply_options, session_policy
     from advisor.orchestrator import Orchestrator
+    from advisor.settings import AdvisorSettings
     from core.store import open_store
-    from sessions.ids import LOCAL_OWNER, validate_session_id
+    from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository
 
-    settings = apply_options(settings_from(args), AdvisorOptions(mode_threshold=args.threshold), "command-line option")
+    settings = ADVISOR_OPTIONS.apply(settings_from(args), ADVISOR_OPTIONS.from_args(args))
     session = validate_session_id(args.session, "--session")
     orchestrator = Orchestrator(
-        settings, LocalSessions(SessionRepository(open_store(settings)), session_policy(settings))
+        settings, LocalSessions(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy())
     )
     done: TurnDone | None = None
     events: list[AdvisorEvent] = []
-    async for event in orchestrator.turn(session, LOCAL_OWNER, args.message, args.consent):
+    key = session_key(SESSION_NAMESPACE, LOCAL_OWNER, session)
+    async for event in orchestrator.turn(key, LOCAL_OWNER, args.message, args.consent):
         events.append(event)
         if isinstance(event, AnswerDelta) and settings.output_format != "json":
             sys.stdout.write(event.text)

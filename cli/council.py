@@ -16,23 +16,15 @@ from typing import Any
 
 from cli.common import emit, settings_from
 from core.errors import ConfigError, InputError
+from core.files import MAX_INPUT_BYTES, read_input_text
 from magi.events import CouncilDecided, CouncilEvent, PhaseStarted, SageAnswered
 
 
-def _add_council_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rounds", type=int, metavar="N", help="debate rounds (default 1; 0 allowed)")
-    parser.add_argument("--threshold", choices=["majority", "unanimous"], help="how final votes decide")
-    parser.add_argument("--weighted", action="store_true", default=None, help="confidence-weighted majority tally")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one sage call (default 120)")
-    parser.add_argument("--seed", type=int, metavar="N", help="seed (peer order; scripted answers)")
-    parser.add_argument("--token-budget", type=int, metavar="TOKENS", help="per-sage history budget")
-    parser.add_argument(
-        "--no-anonymity", dest="anonymous", action="store_false", default=None, help="show peers by name"
-    )
-    parser.add_argument(
-        "--fixed-order", dest="shuffle_peers", action="store_false", default=None, help="do not shuffle peer order"
-    )
-    parser.add_argument("--early-stop", choices=["off", "unanimous", "stable", "both"], help="debate early stop")
+def _add_council_options(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> None:
+    """The council's options (derived from its settings section), per-sage models and how to run."""
+    from magi.settings import COUNCIL_OPTIONS
+
+    COUNCIL_OPTIONS.add_flags(parser, exclude=exclude)
     for sage in ("melchior", "balthasar", "casper"):
         parser.add_argument(f"--model-{sage}", metavar="MODEL", help=f"model of {sage.upper()} (llm.models)")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
@@ -61,12 +53,6 @@ class CouncilProgress:
             self.console.print(f"[bold]decision: {event.decision}[/bold]")
 
 
-def _add_plugin_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--plugin", metavar="FILE", action="append", type=Path, default=argparse.SUPPRESS, help="load a plugin"
-    )
-
-
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
     parser = commands.add_parser(
         "ask",
@@ -77,9 +63,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
     )
     parser.add_argument("prompt", nargs="?", help="the request to decide on; '-' reads it from stdin")
     parser.add_argument("--file", type=Path, metavar="FILE", help="read the request from FILE")
-    parser.add_argument("--runs", type=int, metavar="K", help="K independent deliberations (different seeds)")
     _add_council_options(parser)
-    _add_plugin_option(parser)
     parser.set_defaults(handler=run_ask)
 
 
@@ -101,11 +85,11 @@ def register_plugins(
     from core.errors import MagiError
     from core.settings import load_settings
     from magi.plugins import load_plugins
-    from magi.settings import MagiSettings
+    from magi.settings import CouncilSettings
 
     config, extra = preparse_plugins(argv)
     try:
-        plugins = load_plugins(MagiSettings.of(load_settings(config)), extra)
+        plugins = load_plugins(CouncilSettings.of(load_settings(config)), extra)
     except MagiError:
         return
     for plugin in plugins:
@@ -116,8 +100,7 @@ def register_plugins(
             parser.add_argument("request", help="what to build; '-' reads it from stdin")
             parser.add_argument("--dir", type=Path, default=Path("."), help="the project folder (default: here)")
             parser.add_argument("--feature", help="feature folder name under .kiro/specs (default: from the request)")
-            _add_council_options(parser)
-            _add_plugin_option(parser)
+            _add_council_options(parser, exclude=("runs",))
             parser.set_defaults(handler=_plugin_handler(command.action, plugin.name))
 
 
@@ -131,18 +114,18 @@ def _plugin_handler(action: str, plugin: str) -> Any:
 async def plugin_command(args: argparse.Namespace, action: str, plugin_name: str) -> int:
     """Run a plugin command's workflow (e.g. ``magi spec``) with the council's settings and runtime."""
     from magi.api import check_llm
-    from magi.options import clean_question
     from magi.plugins import ACTIONS, find_plugin, load_plugins
-    from magi.settings import MagiSettings
+    from magi.question import clean_question
+    from magi.settings import CouncilSettings
 
     settings = council_settings(args)
-    cfg = MagiSettings.of(settings)
-    raw = sys.stdin.read() if args.request == "-" else str(args.request)
+    cfg = CouncilSettings.of(settings)
+    raw = sys.stdin.read(MAX_INPUT_BYTES) if args.request == "-" else str(args.request)
     request = clean_question(raw, max_chars=cfg.max_prompt_chars, where="the request")
     plugin = find_plugin(load_plugins(cfg), plugin_name)
     if plugin is None:
-        raise ConfigError(f"plugin {plugin_name!r} is not loaded (disabled in magi.disabled_plugins?)")
-    check_llm(settings, f"magi {args.command}")
+        raise ConfigError(f"plugin {plugin_name!r} is not loaded (disabled in council.disabled_plugins?)")
+    check_llm(settings.llm, f"magi {args.command}")
     module, _, function = ACTIONS[action].partition(":")
     workflow = getattr(importlib.import_module(module), function)
     if args.in_process:
@@ -164,34 +147,24 @@ def read_prompt(args: argparse.Namespace) -> str:
     if len(given) != 1:
         raise InputError("give the request once: as an argument, '-' to read stdin, or --file FILE")
     if args.file is not None:
-        try:
-            return Path(args.file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the request from {args.file}: {exc}; give a readable UTF-8 file") from exc
+        return read_input_text(Path(args.file), "request file")
     if args.prompt == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(MAX_INPUT_BYTES)
     return str(args.prompt)
 
 
-def council_settings(args: argparse.Namespace, *, runs: int | None = None) -> Any:
-    from magi.options import AskOptions, apply_options
+def council_settings(args: argparse.Namespace) -> Any:
+    """The settings with the command's council options and per-sage models on top."""
+    from magi.settings import COUNCIL_OPTIONS
 
-    models = {s: m for s in ("melchior", "balthasar", "casper") if (m := getattr(args, f"model_{s}", None))}
-    options = AskOptions(
-        rounds=args.rounds,
-        threshold=args.threshold,
-        timeout_s=args.timeout,
-        weighted=args.weighted,
-        anonymous=args.anonymous,
-        shuffle_peers=args.shuffle_peers,
-        early_stop=args.early_stop,
-        seed=args.seed,
-        runs=runs,
-        token_budget=args.token_budget,
-        models=models or None,
-        plugins=list(getattr(args, "plugin", []) or []) or None,
-    )
-    return apply_options(settings_from(args), options, origin="command-line option")
+    settings = COUNCIL_OPTIONS.apply(settings_from(args), COUNCIL_OPTIONS.from_args(args))
+    models = {f"magi.{s}": m for s in ("melchior", "balthasar", "casper") if (m := getattr(args, f"model_{s}", None))}
+    if models:
+        names = {"llm.models": "--model-<sage>"}
+        settings = settings.updated(
+            {"llm": {"models": {**settings.llm.models, **models}}}, origin="command-line option", names=names
+        )
+    return settings
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -200,16 +173,16 @@ def run_ask(args: argparse.Namespace) -> int:
 
 async def ask_command(args: argparse.Namespace) -> int:
     from magi.api import ask, check_llm
-    from magi.options import clean_question
     from magi.output import RunsReport, runs_markdown, to_json, to_markdown
     from magi.plugins import load_plugins, overrides_for
-    from magi.settings import MagiSettings
+    from magi.question import clean_question
+    from magi.settings import CouncilSettings
 
-    settings = council_settings(args, runs=args.runs)
-    cfg = MagiSettings.of(settings)
+    settings = council_settings(args)
+    cfg = CouncilSettings.of(settings)
     question = clean_question(read_prompt(args), max_chars=cfg.max_prompt_chars)
     plugins = load_plugins(cfg)
-    check_llm(settings, "magi ask")  # before any work (exit 2)
+    check_llm(settings.llm, "magi ask")  # before any work (exit 2)
     overrides = overrides_for(plugins)
     progress = CouncilProgress(enabled=not args.no_progress and sys.stderr.isatty())
     if args.in_process:

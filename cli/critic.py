@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.common import emit, settings_from
+from critic.settings import CRITIC_OPTIONS
 
 if TYPE_CHECKING:
     from critic.models import CriticInput, CriticOutput
@@ -27,11 +27,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
         description='Evaluate the ideas of IDEAS.json ({"ideas": [...]}, 1-10 ideas) and select the best.',
     )
     parser.add_argument("ideas", type=Path, metavar="IDEAS.json", help="the ideator's output")
-    parser.add_argument("--weights", metavar="M:S", help="market:synergy weights adding up to 100 (default 50:50)")
-    parser.add_argument("--samples", type=int, metavar="K", help="judgements per idea: median and spread (default 1)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of the whole run (default 30)")
-    parser.add_argument("--industry", metavar="NAME", help="add an industry profile (data/critic/industries/NAME.yaml)")
-    parser.add_argument("--no-cache", action="store_true", help="judge every idea again, ignoring stored evaluations")
+    CRITIC_OPTIONS.add_flags(parser)
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
     parser.set_defaults(handler=run)
 
@@ -41,16 +37,12 @@ def read_ideas(path: Path) -> CriticInput:
     from pydantic import ValidationError
 
     from core.errors import InputError
+    from core.files import read_input_text
+    from core.validation import load_json
     from critic.models import CriticInput
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ideas file {path}: {exc}; give a UTF-8 JSON file") from exc
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f'ideas file {path} is not JSON ({exc}); expected {{"ideas": [...]}}') from exc
+    text = read_input_text(path, "ideas file")
+    raw = load_json(text, f"ideas file {path}", '{"ideas": [...]}')
     try:
         return CriticInput.model_validate(raw)
     except ValidationError as exc:
@@ -97,27 +89,8 @@ async def critic(args: argparse.Namespace) -> int:
     from core.runtime import ray_runtime
     from core.store import open_store
     from critic.engine import evaluate_ideas, preflight
-    from critic.options import CriticOptions, apply_options
 
-    options = CriticOptions(
-        weights=args.weights,
-        samples=args.samples,
-        timeout_s=args.timeout,
-        industry=args.industry,
-        no_cache=args.no_cache,
-    )
-    settings = apply_options(
-        settings_from(args),
-        options,
-        origin="command-line option",
-        names={
-            "critic.market_weight": "--weights",
-            "critic.synergy_weight": "--weights",
-            "critic.samples": "--samples",
-            "critic.timeout_s": "--timeout",
-            "critic.industry": "--industry",
-        },
-    )
+    settings = CRITIC_OPTIONS.apply(settings_from(args), CRITIC_OPTIONS.from_args(args))
     ideas = read_ideas(args.ideas)  # bad input fails before Ray starts
     preflight(settings)  # bad weights, temperature, industry or no LLM: before Ray starts
     store = open_store(settings)

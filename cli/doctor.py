@@ -74,8 +74,9 @@ def check_local_search(settings: Settings) -> Check:
     from scrapers.search.factory import corpus_limits
     from scrapers.search.local import LocalCorpus
 
-    corpus_dir = SearchSettings.of(settings).corpus_dir
-    corpus = LocalCorpus(corpus_dir, corpus_limits(settings))
+    search = SearchSettings.of(settings)
+    corpus_dir = search.corpus_dir
+    corpus = LocalCorpus(corpus_dir, corpus_limits(search))
     skipped = describe_skips(corpus.skipped)
     found = f"{len(corpus.documents)} documents in {corpus_dir}"
     return Check("search:local", "ok", found + (f" ({skipped})" if skipped else ""))
@@ -124,7 +125,7 @@ def check_llm(settings: Settings, send: bool) -> list[Check]:
     from core.llm import resolve_role
     from core.llm.roles import configured_roles
 
-    roles = [resolve_role(settings, role) for role in configured_roles(settings)]
+    roles = [resolve_role(settings.llm, role) for role in configured_roles(settings.llm)]
     if not any(r.endpoint for r in roles):
         return [
             Check(
@@ -146,7 +147,7 @@ def _check_role(settings: Settings, resolved: ResolvedRole, send: bool) -> Check
     if resolved.endpoint is None:
         return Check(name, "warn", f"no provider (model {resolved.model})", "set llm.roles.<role>.provider")
     where = f"provider {resolved.endpoint.label}, model {resolved.model}"
-    client = require_llm(settings, "magi doctor --llm", resolved.role)  # builds the client: bad settings fail here
+    client = require_llm(settings.llm, "magi doctor --llm", resolved.role)  # builds the client: bad settings fail here
     if not send:
         return Check(name, "ok", f"{where} (not contacted; use --llm to send a test request)")
     started = time.perf_counter()
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     if args.llm:  # fail fast, before the slower checks, when the asked-for LLM is not configured
-        require_llm(settings, "magi doctor --llm")
+        require_llm(settings.llm, "magi doctor --llm")
     checks = [
         _guarded("ray", lambda: check_ray(settings)),
         _guarded("store", lambda: check_store(settings)),

@@ -16,6 +16,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from cli.common import emit, settings_from
+from research.settings import RESEARCH_OPTIONS
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
@@ -26,23 +27,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
         description="Research TOPIC with parallel agents and write a cited report.",
     )
     parser.add_argument("topic", help="what to research, in Japanese or English")
-    parser.add_argument(
-        "--corpus",
-        metavar="DIR",
-        type=Path,
-        help="search this folder of HTML/Markdown/text files (implies --provider local)",
-    )
-    parser.add_argument("--provider", choices=["local", "ddgs", "searxng"], help="search provider")
-    parser.add_argument("--agents", type=int, metavar="N", help="parallel research agents (default 3)")
-    parser.add_argument("--iterations", type=int, metavar="N", help="refinement iterations (default 3)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="timeout of one agent (default 300)")
-    parser.add_argument(
-        "--conflict-threshold",
-        type=float,
-        metavar="X",
-        help="share of conflicting claims (0-1) above which reports are flagged (default 0.1)",
-    )
-    parser.add_argument("--results-per-agent", type=int, metavar="N", help="search results per agent")
+    RESEARCH_OPTIONS.add_flags(parser)
     parser.add_argument("--out", metavar="DIR", type=Path, help="output folder (default: out/research/RUN_ID)")
     parser.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
     parser.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
@@ -64,19 +49,9 @@ async def research(args: argparse.Namespace) -> int:
     from research import runs
     from research.engine import preflight, run_research
     from research.events import ResearchCompleted
-    from research.options import ResearchOptions, apply_options
     from research.result import write_outputs, write_partial
 
-    options = ResearchOptions(
-        agents=args.agents,
-        iterations=args.iterations,
-        timeout_s=args.timeout,
-        conflict_threshold=args.conflict_threshold,
-        results_per_agent=args.results_per_agent,
-        provider=args.provider,
-        corpus=args.corpus,
-    )
-    settings = apply_options(settings_from(args), options, origin="command-line option")
+    settings = RESEARCH_OPTIONS.apply(settings_from(args), RESEARCH_OPTIONS.from_args(args))
     topic = preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts
     run_id = uuid.uuid4().hex[:12]
     out_dir = args.out or Path("out") / "research" / run_id

@@ -10,12 +10,12 @@ reported with its file and line before anything is routed, exit code 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.common import emit, settings_from
+from router.settings import ROUTER_OPTIONS
 
 if TYPE_CHECKING:
     from router.models import RouteRequest
@@ -31,33 +31,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
     parser.add_argument("query", nargs="?", help="the visitor's question, in Japanese or English")
     parser.add_argument("--session", metavar="ID", help="session id: follow-ups inherit its context (stored)")
     parser.add_argument("--batch", metavar="FILE", type=Path, help='JSON Lines of {"query", "sessionId"}')
-    parser.add_argument("--threshold", type=float, metavar="X", help="confidence below which the router abstains")
+    ROUTER_OPTIONS.add_flags(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from core.errors import InputError
     from core.store import open_store
-    from router.conversation import Turn, check_query, shared_router
-    from router.options import RouterOptions, apply_options, session_policy
+    from router.conversation import SESSION_NAMESPACE, Turn, check_query, shared_router
     from router.settings import RouterSettings
-    from sessions.ids import LOCAL_OWNER, validate_session_id
+    from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository, update_session
 
     if (args.query is None) == (args.batch is None):
         raise InputError('give either a QUERY or --batch FILE (e.g. magi route "営業時間は？")')
-    settings = apply_options(
-        settings_from(args), RouterOptions(confidence_threshold=args.threshold), origin="command-line option"
-    )
+    settings = ROUTER_OPTIONS.apply(settings_from(args), ROUTER_OPTIONS.from_args(args))
     section = RouterSettings.of(settings)
-    policy = session_policy(settings)
+    policy = section.session_policy()
 
     if args.batch is not None:
         requests = _read_batch(args.batch, section.max_query_chars)
         repo = SessionRepository(open_store(settings))
         for request in requests:
             turn = Turn(request.query, section.confidence_threshold, policy)
-            outcome, _ = update_session(repo, request.session_id, LOCAL_OWNER, turn, policy)
+            key = session_key(SESSION_NAMESPACE, LOCAL_OWNER, request.session_id)
+            outcome, _ = update_session(repo, key, LOCAL_OWNER, turn, policy)
             sys.stdout.write(outcome.result.model_dump_json(by_alias=True) + "\n")
         return 0
 
@@ -66,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
         session_id = validate_session_id(args.session, "--session")
         repo = SessionRepository(open_store(settings))
         outcome, _ = update_session(
-            repo, session_id, LOCAL_OWNER, Turn(query, section.confidence_threshold, policy), policy
+            repo,
+            session_key(SESSION_NAMESPACE, LOCAL_OWNER, session_id),
+            LOCAL_OWNER,
+            Turn(query, section.confidence_threshold, policy),
+            policy,
         )
         result = outcome.result
     else:
@@ -93,23 +95,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _read_batch(path: Path, max_chars: int) -> list[RouteRequest]:
     from core.errors import InputError
+    from core.files import read_input_text
+    from core.validation import load_json
     from router.conversation import check_query
     from router.models import RouteRequest
     from sessions.ids import validate_session_id
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read batch file {path}: {exc}; give a UTF-8 JSON Lines file") from exc
+    text = read_input_text(path, "batch file")
     requests = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f'{where}: not JSON ({exc.msg}); each line is {{"query": ..., "sessionId": ...}}') from exc
+        raw = load_json(line, where, 'one object per line, {"query": ..., "sessionId": ...}')
         if not isinstance(raw, dict) or set(raw) - {"query", "sessionId"} or "query" not in raw:
             raise InputError(f'{where}: expected an object with "query" and "sessionId" (nothing else)')
         if "sessionId" not in raw:

@@ -34,22 +34,19 @@ def run(args: argparse.Namespace) -> int:
     from advisor.tools import call_tool, dump
     from advisor.tools.base import ToolContext
     from core.errors import InputError
+    from core.files import read_input_text
     from core.llm.factory import make_llm
+    from core.validation import load_json
     from sessions.ids import validate_session_id
 
     settings = settings_from(args)
-    try:
-        raw = json.loads(args.input.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"--input {args.input}: cannot read it ({exc.strerror}); give a JSON file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(
-            f"--input {args.input}: not valid JSON ({exc}); give the tool's input as a JSON object"
-        ) from None
+    raw = load_json(
+        read_input_text(args.input, "--input"), f"--input {args.input}", "a JSON object of the tool's fields"
+    )
     if not isinstance(raw, dict):
         raise InputError(f"--input {args.input}: expected a JSON object of the tool's fields, got {type(raw).__name__}")
     session = validate_session_id(args.session, "--session")
-    ctx = ToolContext(settings, session_id=session, llm=make_llm(settings))
+    ctx = ToolContext(settings, session_id=session, llm=make_llm(settings.llm))
     result = dump(asyncio.run(call_tool(args.name, raw, ctx)))
     files = result.get("files") or []
     lines = [f"# {args.name}", "", "```json", json.dumps(result, ensure_ascii=False, indent=2), "```"]

@@ -10,6 +10,23 @@ from pathlib import Path
 from core.errors import InputError
 
 TEMP_SUFFIX = ".tmp"
+MAX_INPUT_BYTES = 16 * 1024 * 1024  # an input file (ideas, batch, tool input) larger than this is refused
+
+
+def read_input_text(path: Path, what: str, max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """A user's input file as UTF-8 text, read at most ``max_bytes`` + 1 bytes: ``/dev/zero`` or an
+    endless pipe is refused after that much, never read until memory runs out."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}; give a readable file") from None
+    if len(data) > max_bytes:
+        raise InputError(f"{what} {path} is larger than {max_bytes} bytes; split it into smaller files")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path} is not UTF-8 text; save it as UTF-8") from None
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = None) -> Path:
@@ -67,9 +84,11 @@ def ensure_writable_dir(path: Path, what: str = "output folder") -> bool:
 
 
 __all__ = [
+    "MAX_INPUT_BYTES",
     "TEMP_SUFFIX",
     "atomic_write_bytes",
     "atomic_write_text",
     "ensure_writable_dir",
+    "read_input_text",
     "remove_stale_temp_files",
 ]

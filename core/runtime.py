@@ -383,6 +383,51 @@ def local_cpus(settings: Settings) -> int:
     return settings.ray.num_cpus or os.cpu_count() or 1
 
 
+LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray takes 127.0.0.1 as the node's address
+
+
+def keep_ray_on_loopback() -> None:
+    """Make a Ray started by this process listen on loopback only. On Linux Ray replaces ``localhost``
+    by the machine's outward address, and then its gRPC servers and its three Prometheus exporters
+    (autoscaler, dashboard, dashboard agent) listen on every address; with this switch off (read by
+    Ray at import, so set for the processes it starts as well) the node's address is 127.0.0.1 and
+    nothing listens beyond the machine. Only for a single-node Ray: other nodes could not join it."""
+    os.environ[LOOPBACK_ONLY_ENV] = "0"
+    import ray._private.ray_constants as ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+_WILDCARDS = ("[::]:", "0.0.0.0:", "[::0]:", ":")
+
+
+def _on_loopback(address: str) -> str:
+    for wildcard in _WILDCARDS:
+        if address.startswith(wildcard) and address[len(wildcard) :].isdigit():
+            return "127.0.0.1:" + address[len(wildcard) :]
+    return address
+
+
+def loopback_worker_hook() -> None:
+    """Ray's ``worker_process_setup_hook`` of a loopback-only Ray: the gRPC servers Python code opens in
+    a worker (Serve replicas and proxies ask for ``[::]:0`` whatever the node's address) listen on
+    127.0.0.1 instead. Serve's HTTP port is not gRPC: it listens where ``--host`` says."""
+    import grpc._server
+    import grpc.aio._server
+
+    for server in (grpc._server._Server, grpc.aio._server.Server):
+        for method in ("add_insecure_port", "add_secure_port"):
+            original = getattr(server, method)
+            if getattr(original, "_magi_loopback", False):
+                continue
+
+            def bound(self: Any, address: str, *rest: Any, _original: Any = original) -> Any:
+                return _original(self, _on_loopback(address), *rest)
+
+            bound._magi_loopback = True  # type: ignore[attr-defined]
+            setattr(server, method, bound)
+
+
 def code_root() -> Path:
     """The folder this project's packages are imported from (a checkout, or site-packages for a wheel)."""
     return Path(__file__).resolve().parent.parent
@@ -405,7 +450,8 @@ def _in_folder(folder: Path) -> Iterator[None]:
 
 
 def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = True) -> None:
-    """Attach to ``address``/``RAY_ADDRESS`` or start a local single-node Ray (dashboard off).
+    """Attach to ``address``/``RAY_ADDRESS`` or start a local single-node Ray (dashboard off, every
+    port on loopback: :func:`keep_ray_on_loopback`).
 
     A local Ray keeps Ray >= 2.59's default, token authentication (a token is generated in
     ``~/.ray/auth_token`` when missing), without its start-up warning; set ``RAY_AUTH_MODE``
@@ -428,7 +474,14 @@ def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = T
             else:
                 if quiet:
                     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-                ray.init(address="local", num_cpus=local_cpus(settings), include_dashboard=False, **common)
+                keep_ray_on_loopback()
+                ray.init(
+                    address="local",
+                    num_cpus=local_cpus(settings),
+                    include_dashboard=False,
+                    runtime_env={"worker_process_setup_hook": "core.runtime.loopback_worker_hook"},
+                    **common,
+                )
     except ray.exceptions.AuthenticationError as exc:
         raise RuntimeSetupError(
             f"Ray cluster at {target} refused this client: token authentication is on. Put the cluster's "
@@ -470,6 +523,7 @@ async def maybe_await(value: Awaitable[T] | T) -> T:
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "LOOPBACK_ONLY_ENV",
     "Call",
     "Handle",
     "InProcessRuntime",
@@ -479,8 +533,10 @@ __all__ = [
     "code_root",
     "current_node_id",
     "gather_calls",
+    "keep_ray_on_loopback",
     "keyed_name",
     "local_cpus",
+    "loopback_worker_hook",
     "maybe_await",
     "ray_runtime",
     "start_ray",

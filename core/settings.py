@@ -27,7 +27,16 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from core.errors import ConfigError
 from core.yamlfile import read_yaml
@@ -76,6 +85,8 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
     name: ClassVar[str]
+    # earlier names of the section: still read from magi.yaml and MAGI_<FORMER>_<KEY>, with a warning
+    formerly: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def of(cls, settings: Settings) -> Self:
@@ -213,6 +224,18 @@ class Settings(BaseModel):
     ray: RaySettings = Field(default_factory=RaySettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
+    @field_validator("api_keys")
+    @classmethod
+    def _usable_keys(cls, keys: list[SecretStr]) -> list[SecretStr]:
+        """A blank key would leave the service open while the operator believes it is guarded."""
+        for number, key in enumerate(keys, start=1):
+            value = key.get_secret_value()
+            if not value.strip():
+                raise ValueError(f"key {number} is empty; give real keys or unset MAGI_API_KEYS")
+            if any(char.isspace() or not char.isprintable() for char in value):
+                raise ValueError(f"key {number} holds spaces or control characters; a Bearer token cannot carry them")
+        return keys
+
     _sections: dict[str, Section] = PrivateAttr(default_factory=dict)
     _raw: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
     _origins: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
@@ -246,6 +269,17 @@ class Settings(BaseModel):
 def registered_sections() -> dict[str, type[Section]]:
     """Core's sections plus those registered by installed packages (entry-point group ``magi.settings``)."""
     return {**CORE_SECTIONS, **_entry_point_sections()}
+
+
+def former_names() -> dict[str, str]:
+    """An earlier section name -> the section's name now (``magi`` -> ``council``)."""
+    return {old: name for name, cls in registered_sections().items() for old in cls.formerly}
+
+
+def _renamed_section(old: str, where: str) -> str:
+    new = former_names()[old]
+    log.warning("%s: settings section '%s' is now '%s'; the old name still works but will go away", where, old, new)
+    return new
 
 
 @cache
@@ -285,9 +319,12 @@ def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
     values: Values = {}
     origins: Origins = {}
     sections = registered_sections()
+    former = former_names()
     for key, value in tree.items():
         if value is None:
             continue
+        if key in former and isinstance(value, Mapping):
+            key = _renamed_section(key, origin_of(key))
         legacy = None if key in sections or key in Settings.model_fields else _legacy(key)
         if key in sections or (isinstance(value, Mapping) and key not in Settings.model_fields and not legacy):
             if not isinstance(value, Mapping):
@@ -309,9 +346,10 @@ def _legacy(flat: str) -> tuple[str, str] | None:
     """The (section, key) of a pre-section flat key such as ``research_agents`` or ``corpus_dir``."""
     if flat in RENAMED:
         return RENAMED[flat]
-    for section in sorted(registered_sections(), key=len, reverse=True):
-        if flat.startswith(section + "_"):
-            return section, flat[len(section) + 1 :]
+    names = {**{name: name for name in registered_sections()}, **former_names()}
+    for prefix in sorted(names, key=len, reverse=True):
+        if flat.startswith(prefix + "_"):
+            return names[prefix], flat[len(prefix) + 1 :]
     return None
 
 
@@ -348,7 +386,12 @@ def _env_value(section: str, key: str, text: str) -> Any:
             return json.loads(text)
         except ValueError:
             if kind is list:
-                return [item.strip() for item in text.split(",") if item.strip()]
+                items = [item.strip() for item in text.split(",") if item.strip()]
+                if text.strip() and not items:
+                    raise ConfigError(
+                        f"{ENV_PREFIX}{_env_suffix(section, key)} is set but names nothing; give values or unset it"
+                    ) from None
+                return items
             raise ConfigError(f"{ENV_PREFIX}{_env_suffix(section, key)} must be a JSON object, got {text!r}") from None
     return text
 
@@ -368,6 +411,7 @@ def _env_layer() -> Layer:
         values.setdefault(section, {})[key] = _env_value(section, key, text)
         origins[(section, key)] = origin
 
+    earlier: list[tuple[str, str]] = []  # (variable, former section name)
     for variable, section, key in FOREIGN_ENV:
         if variable in os.environ:
             put(section, key, os.environ[variable], f"environment variable {variable}")
@@ -397,7 +441,24 @@ def _env_layer() -> Layer:
         elif prefix:
             known = ", ".join(ENV_PREFIX + _env_suffix(prefix, k) for k in sections[prefix].model_fields)
             raise ConfigError(f"{where} names no '{prefix}' setting; known: {known}")
+        elif (former := _former_prefix(name)) is not None:
+            earlier.append((variable, former))
+    for variable, former in earlier:  # after the new names, which win when both are set
+        name = variable[len(ENV_PREFIX) :].lower()
+        section, key = former_names()[former], name[len(former) + 1 :]
+        where = f"environment variable {variable}"
+        if key not in sections[section].model_fields:
+            known = ", ".join(ENV_PREFIX + _env_suffix(section, k) for k in sections[section].model_fields)
+            raise ConfigError(f"{where} names no '{section}' setting; known: {known}")
+        log.warning(
+            "%s is now %s%s; the old name still works but will go away", variable, ENV_PREFIX, _env_suffix(section, key)
+        )
+        put(section, key, os.environ[variable], f"{where} (now {ENV_PREFIX}{_env_suffix(section, key)})")
     return values, origins
+
+
+def _former_prefix(name: str) -> str | None:
+    return next((old for old in sorted(former_names(), key=len, reverse=True) if name.startswith(old + "_")), None)
 
 
 def _merge(layers: list[Layer]) -> Layer:
@@ -423,7 +484,8 @@ def _problems(exc: ValidationError, section: str, origins: Origins) -> list[str]
             sec, key = section, loc[0] if loc else "?"
         where = origins.get((sec, key), f"default of '{_dotted(sec, key)}'")
         label = _dotted(sec, key)
-        shown = "" if err["type"] == "extra_forbidden" else f" (got {err.get('input')!r})"
+        secret = (sec, key) in ENV_ONLY  # a secret's value never reaches a message
+        shown = "" if err["type"] == "extra_forbidden" or secret else f" (got {err.get('input')!r})"
         message = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
         problems.append(f"{label} from {where}: {message}{shown}")
     return problems
@@ -554,6 +616,7 @@ __all__ = [
     "config_path",
     "describe",
     "env_table",
+    "former_names",
     "load_settings",
     "registered_sections",
 ]

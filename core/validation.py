@@ -9,10 +9,12 @@ digit, and a length bound. Integers read from headers are bounded before they ar
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
-from core.errors import InputError
+from core.errors import InputError, first_line
 
 # Categories removed from text: controls (Cc), format characters (Cf: bidi overrides, zero widths),
 # surrogates (Cs), private use (Co) and unassigned code points (Cn).
@@ -46,6 +48,14 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
+def without_controls(text: str, keep: str = "\n\t") -> str:
+    """``text`` with terminal escape sequences removed whole (so no ``[31m`` remains of ``ESC [31m``) and
+    control, format, private-use and unassigned characters dropped, but those in ``keep``."""
+    return "".join(
+        char for char in _ESCAPES.sub("", text) if char in keep or unicodedata.category(char) not in _DROPPED
+    )
+
+
 def clean_text(text: object, what: str, *, max_chars: int, example: str = "") -> str:
     """``text`` checked and normalised for use; an :class:`InputError` (exit 2, HTTP 422) otherwise.
 
@@ -71,6 +81,50 @@ def clean_text(text: object, what: str, *, max_chars: int, example: str = "") ->
     return cleaned
 
 
+MAX_JSON_DEPTH = 32  # no input model of the project nests deeper; a JSON parser recurses once per level
+
+
+def json_shape_problem(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why ``data`` cannot be JSON that is safe to parse, found without parsing it: brackets nested
+    deeper than ``max_depth`` (a parser recurses once per level: 100,000 levels end in RecursionError)
+    or NaN/Infinity (not JSON, yet Python's parser takes them as numbers). None when neither is there."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    depth = 0
+    in_string = False
+    escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > max_depth:
+                return f"nested deeper than {max_depth} levels; send a flatter document"
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+        elif byte in (0x4E, 0x49):  # N I: NaN, Infinity, -Infinity
+            return "NaN and Infinity are not JSON numbers; use finite numbers"
+    return None
+
+
+def load_json(text: str, what: str, expected: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``text`` parsed as JSON after :func:`json_shape_problem`; an InputError naming ``what`` and what
+    was ``expected`` otherwise (never a RecursionError or a NaN)."""
+    problem = json_shape_problem(text, max_depth)
+    if problem is not None:
+        raise InputError(f"{what}: {problem}; expected {expected}")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{what} is not valid JSON ({first_line(exc)}); expected {expected}") from None
+
+
 def bounded_int(text: str | None, *, low: int = 0, high: int = 2**63 - 1) -> int | None:
     """``text`` as an integer in ``[low, high]`` if it is plain ASCII digits, else None (never raises).
 
@@ -87,8 +141,12 @@ def bounded_int(text: str | None, *, low: int = 0, high: int = 2**63 - 1) -> int
 
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "bounded_int",
     "clean_text",
     "invalid_unicode_at",
+    "json_shape_problem",
+    "load_json",
     "printable",
+    "without_controls",
 ]

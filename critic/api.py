@@ -20,40 +20,21 @@ from core.settings import load_settings
 from core.store import open_store
 from critic.engine import evaluate_ideas, preflight
 from critic.models import CriticInput, CriticOutput
-from critic.options import CriticOptions, apply_options
-
-API_NAMES = {
-    "critic.market_weight": "market_weight",
-    "critic.synergy_weight": "synergy_weight",
-    "critic.samples": "samples",
-    "critic.timeout_s": "timeout_s",
-    "critic.industry": "industry",
-}
+from critic.settings import CRITIC_OPTIONS
 
 
 async def acritique(
     ideas: CriticInput | dict[str, Any],
     *,
-    market_weight: float | None = None,
-    synergy_weight: float | None = None,
-    samples: int | None = None,
-    timeout_s: float | None = None,
-    industry: str | None = None,
-    use_cache: bool = True,
     config: Path | None = None,
     address: str | None = None,
+    **options: Any,
 ) -> CriticOutput:
-    """Evaluate the ideas and select the best; raises MagiError subclasses (CriticError, ConfigError ...)."""
+    """Evaluate the ideas and select the best; ``options`` are the keywords of ``CRITIC_OPTIONS``
+    (``market_weight``, ``synergy_weight``, ``samples``, ``timeout_s``, ``industry``, ``use_cache`` ...).
+    Raises MagiError subclasses (CriticError, ConfigError ...)."""
     data = ideas if isinstance(ideas, CriticInput) else CriticInput.model_validate(ideas)
-    weights = None
-    if market_weight is not None or synergy_weight is not None:
-        market = market_weight if market_weight is not None else 100 - (synergy_weight or 0)
-        synergy = synergy_weight if synergy_weight is not None else 100 - market
-        weights = f"{market:g}:{synergy:g}"
-    options = CriticOptions(
-        weights=weights, samples=samples, timeout_s=timeout_s, industry=industry, no_cache=not use_cache
-    )
-    settings = apply_options(load_settings(config), options, origin="argument", names=API_NAMES)
+    settings = CRITIC_OPTIONS.apply(load_settings(config), CRITIC_OPTIONS.from_keywords(options))
     preflight(settings)
     async with ray_runtime(settings, address=address) as runtime:
         return await evaluate_ideas(data, settings, runtime, store=open_store(settings))
@@ -64,4 +45,4 @@ def critique(ideas: CriticInput | dict[str, Any], **options: Any) -> CriticOutpu
     return asyncio.run(acritique(ideas, **options))
 
 
-__all__ = ["API_NAMES", "acritique", "critique"]
+__all__ = ["acritique", "critique"]

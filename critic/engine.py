@@ -30,7 +30,7 @@ from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
 from core.runtime import Handle, Runtime
-from core.settings import Settings
+from core.settings import LLMSettings, Settings
 from core.store import Store
 from critic import repository
 from critic.cache import cache_key
@@ -56,8 +56,7 @@ log = logging.getLogger(__name__)
 TEMPERATURE_RANGE = (0.3, 0.5)
 
 
-def configured_weights(settings: Settings) -> Weights:
-    section = CriticSettings.of(settings)
+def configured_weights(section: CriticSettings) -> Weights:
     try:
         return Weights(market=section.market_weight, synergy=section.synergy_weight)
     except ValidationError as exc:
@@ -67,14 +66,14 @@ def configured_weights(settings: Settings) -> Weights:
         ) from exc
 
 
-def judge_temperature(settings: Settings) -> float:
+def judge_temperature(llm: LLMSettings, section: CriticSettings) -> float:
     """critic.temperature, unless ``llm.params`` sets one for the role; either must lie in 0.3-0.5."""
-    role_value = resolve_role(settings, ROLE).temperature
+    role_value = resolve_role(llm, ROLE).temperature
     if role_value is None:
-        return CriticSettings.of(settings).temperature
+        return section.temperature
     low, high = TEMPERATURE_RANGE
     if not low <= role_value <= high:
-        params = settings.llm.params
+        params = llm.params
         key = ROLE if params.get(ROLE) and params[ROLE].temperature is not None else "default"
         raise ConfigError(
             f"llm.params[{key!r}].temperature is {role_value:g} and would apply to the critic, which needs "
@@ -84,17 +83,18 @@ def judge_temperature(settings: Settings) -> float:
     return role_value
 
 
-def model_label(settings: Settings) -> str:
+def model_label(llm: LLMSettings) -> str:
     """Provider and model of the judge, as they enter cache keys and the output."""
-    return resolve_role(settings, ROLE).label
+    return resolve_role(llm, ROLE).label
 
 
 def preflight(settings: Settings) -> tuple[Weights, float, Profile]:
     """Everything that can be wrong before any work: weights, temperature, the LLM, the profile."""
-    weights = configured_weights(settings)
-    temperature = judge_temperature(settings)
-    require_llm(settings, "magi critic", ROLE)  # no LLM: a clear error before any work
-    return weights, temperature, load_profile(CriticSettings.of(settings).industry)
+    section = CriticSettings.of(settings)
+    weights = configured_weights(section)
+    temperature = judge_temperature(settings.llm, section)
+    require_llm(settings.llm, "magi critic", ROLE)  # no LLM: a clear error before any work
+    return weights, temperature, load_profile(section.industry)
 
 
 def _log_stages(evaluation: IdeaEvaluation, run_id: str) -> None:
@@ -177,9 +177,9 @@ class WorkerPool:
     again (~2 s for 5 on 2 cores). A call cut by the run's timeout is cancelled in its worker.
     """
 
-    def __init__(self, runtime: Runtime, settings: Settings, size: int) -> None:
+    def __init__(self, runtime: Runtime, llm: LLMSettings, size: int) -> None:
         self.runtime = runtime
-        self.settings = settings
+        self.llm = llm
         self.handles: dict[int, Handle[CriticWorker]] = {}
         self._slots: asyncio.Queue[int] = asyncio.Queue()
         for slot in range(size):
@@ -192,7 +192,7 @@ class WorkerPool:
                 handle = self.handles.get(slot)
                 if handle is None:
                     # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
-                    handle = self.runtime.spawn(CriticWorker, self.settings, num_cpus=0)
+                    handle = self.runtime.spawn(CriticWorker, self.llm, num_cpus=0)
                     self.handles[slot] = handle
                 call = handle.call(CriticWorker.judge, request)
                 try:
@@ -256,7 +256,7 @@ async def evaluate_ideas(
     started = time.monotonic()
     section = CriticSettings.of(settings)
     weights, temperature, profile = preflight(settings)
-    model = model_label(settings)
+    model = model_label(settings.llm)
     run_id = run_id or uuid.uuid4().hex[:12]
     system = system_prompt(profile)
     keys = {
@@ -284,7 +284,7 @@ async def evaluate_ideas(
     for idea_id in evaluations:
         progress.judged(idea_id, "cached")
     own_pool = pool is None
-    workers = pool or WorkerPool(runtime, settings, section.max_workers)
+    workers = pool or WorkerPool(runtime, settings.llm, section.max_workers)
     tasks: dict[str, asyncio.Task[JudgeResult]] = {}
     for idea in ideas.ideas:
         if idea.id in evaluations:

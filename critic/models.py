@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from core.llm.cost import UsageSummary
 from core.models import CamelModel
@@ -33,8 +33,10 @@ class BusinessIdea(CamelModel):
     customer_problem: ShortText | None = None
     value_proposition: ShortText | None = None
     revenue_model: ShortText | None = None
-    estimated_revenue: float | None = Field(None, ge=0, description="Yen per year at maturity.")
-    estimated_operating_profit: float | None = Field(None, description="Yen per year at maturity (may be negative).")
+    estimated_revenue: float | None = Field(None, ge=0, allow_inf_nan=False, description="Yen per year at maturity.")
+    estimated_operating_profit: float | None = Field(
+        None, allow_inf_nan=False, description="Yen per year at maturity (may be negative)."
+    )
     market_opportunity: ShortText | None = None
     competitive_advantage: ShortText | None = None
     implementation_difficulty: ShortText | None = None
@@ -43,21 +45,24 @@ class BusinessIdea(CamelModel):
     )
 
 
+def distinct_ids(ideas: list[BusinessIdea]) -> list[BusinessIdea]:
+    ids = [i.id for i in ideas]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"idea id {twice[0]!r} is used twice; every idea needs its own id")
+    return ideas
+
+
+# 1-10 ideas of distinct ids: the one rule for the CLI file, the HTTP body and the Python API
+IdeaList = Annotated[list[BusinessIdea], Field(min_length=1, max_length=MAX_IDEAS), AfterValidator(distinct_ids)]
+
+
 class CriticInput(CamelModel):
     """The ideator's output: ``{"ideas": [BusinessIdea, ...]}`` with 1-10 ideas of distinct ids."""
 
     model_config = ConfigDict(extra="ignore")
 
-    ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
-
-    @field_validator("ideas")
-    @classmethod
-    def _distinct_ids(cls, ideas: list[BusinessIdea]) -> list[BusinessIdea]:
-        ids = [i.id for i in ideas]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise ValueError(f"idea id {twice[0]!r} is used twice; every idea needs its own id")
-        return ideas
+    ideas: IdeaList
 
 
 # --- what the LLM returns for one idea (one judgement) ---------------------------------------------
@@ -273,6 +278,7 @@ __all__ = [
     "IdeaEvaluation",
     "IdeaId",
     "IdeaJudgement",
+    "IdeaList",
     "JudgementModel",
     "MarketBreakdown",
     "MarketJudgement",
@@ -286,4 +292,5 @@ __all__ = [
     "VerificationBreakdown",
     "VerificationJudgement",
     "Weights",
+    "distinct_ids",
 ]

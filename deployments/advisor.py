@@ -3,7 +3,8 @@
 - ``GET /advisor/`` the chat page (plain HTML+JS, Japanese). It holds no data, so it is served
   without a key; every call it makes sends ``Authorization: Bearer <key>`` (the key is typed once
   into the page and kept in the tab's sessionStorage).
-- ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?}`` -> Server-Sent Events:
+- ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?, threshold?}`` (the
+  advisor section's options for this turn) -> Server-Sent Events:
   ``session``, ``detection``, ``mode``, ``consent``, ``tool``, ``file``, ``compressed``, ``delta``,
   ``done`` (``error`` if the turn fails midway). Input errors before the stream are 422 naming the field.
 - ``GET /advisor/sessions/{id}`` mode, history and files; ``DELETE`` removes the session and its files.
@@ -20,7 +21,6 @@ removed by each replica at start and every hour.
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import asyncio
-import json
 import logging
 import re
 import uuid
@@ -32,18 +32,28 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
-from core.errors import InputError, LLMNotConfiguredError, MagiError, first_line
+from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
+from core.errors import ConfigError, InputError, LLMNotConfiguredError, MagiError, first_line
 from core.events import StreamFailed, event_frame
 from core.settings import Settings
-from deployments.answers import error_answer, event_stream, failure_text, no_llm
+from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import Check, llm_check, store_check, task_check
-from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
+from deployments.security import ClientBusyError, InFlightLimit, too_many
+from deployments.settings import ServeSettings
+from sessions.ids import (
+    ID_PATTERN,
+    SessionNotFoundError,
+    TooManySessionsError,
+    session_key,
+    validate_session_id,
+)
 
 log = logging.getLogger(__name__)
 APP_NAME = "advisor"
 ROUTE_PREFIX = "/advisor"
 PURGE_EVERY_S = 3600.0
+STANDALONE_SESSION = "standalone-tools"  # where a client's tool calls without a sessionId keep their files
 FILE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,120}")
 MEDIA = {
     ".png": "image/png",
@@ -57,7 +67,9 @@ api = http_api(
 )
 
 
-class ChatBody(BaseModel):
+class _ChatFields(BaseModel):
+    """The body of ``POST /advisor/chat``: a message or a consent answer, plus every advisor option."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     message: str | None = Field(None, description="The user's message (omit when answering a consent question).")
@@ -76,17 +88,36 @@ class ChatBody(BaseModel):
             raise ValueError(str(exc)) from exc
 
 
+class ChatBody(ADVISOR_OPTIONS.body(_ChatFields, "ChatBody")):  # type: ignore[misc]  # options from the section
+    pass
+
+
 def file_href(session_id: str, name: str) -> str:
     return f"{ROUTE_PREFIX}/sessions/{session_id}/files/{name}"
 
 
+def public(value: Any, session_id: str) -> Any:
+    """``value`` fit for a caller: every generated file described by its name and ``href`` under the
+    caller's own session id; where it is stored (a server path, the storage key) is left out."""
+    if isinstance(value, dict):
+        if {"key", "name", "url"} <= value.keys():
+            kept = {k: v for k, v in value.items() if k not in ("key", "url")}
+            return {**kept, "href": file_href(session_id, str(value["name"]))}
+        if {"key", "image_url"} <= value.keys():  # generate_chart's own output names its file too
+            name = str(value["key"]).rsplit("/", 1)[-1]
+            value = {**{k: v for k, v in value.items() if k != "key"}, "image_url": file_href(session_id, name)}
+        return {k: public(v, session_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [public(v, session_id) for v in value]
+    return value
+
+
 def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
-    """The event with the URL of each file it names, under this app's routes."""
+    """The event with the URL of each file it names, under this app's routes (and no storage path)."""
     if isinstance(event, FileMade):
-        return event.model_copy(update={"file": {**event.file, "href": file_href(session_id, event.file["name"])}})
+        return event.model_copy(update={"file": public(event.file, session_id)})
     if isinstance(event, TurnDone) and event.files:
-        files = [{**f, "href": file_href(session_id, f["name"])} for f in event.files]
-        return event.model_copy(update={"files": files})
+        return event.model_copy(update={"files": public(event.files, session_id)})
     return event
 
 
@@ -94,8 +125,6 @@ def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
 class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
         from advisor.conversation import ActorSessions
-        from advisor.options import session_policy
-        from advisor.settings import AdvisorSettings
         from core.resources import data_path
         from core.runtime import RayRuntime
         from core.storage import open_artifacts
@@ -103,8 +132,10 @@ class AdvisorService(AppService):
         from sessions.store import SessionRepository
 
         super().__init__(settings)
+        self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # turns and tool calls per client
         self._section = AdvisorSettings.of(settings)
-        self._policy = session_policy(settings)
+        self._policy = self._section.session_policy()
         self._sessions = ActorSessions(RayRuntime(), settings, self._policy, self._section.session_idle_s)
         store = open_store(settings)
         self._repo = SessionRepository(store)
@@ -114,7 +145,7 @@ class AdvisorService(AppService):
         self._purger = asyncio.get_event_loop().create_task(self._purge_forever())
         self.checks = [
             store_check(store),
-            llm_check(settings, "POST /advisor/chat"),
+            llm_check(settings.llm, "POST /advisor/chat"),
             Check("files", self._artifacts_reachable),
             task_check("retention", lambda: self._purger),
         ]
@@ -143,10 +174,29 @@ class AdvisorService(AppService):
             self._orchestrator = Orchestrator(self.settings, self._sessions)
         return self._orchestrator
 
+    def _key(self, session_id: str, owner: str) -> str:
+        """Where the caller's session ``session_id`` is stored and hosted (sessions.ids.session_key)."""
+        from advisor.conversation import SESSION_NAMESPACE
+
+        return session_key(SESSION_NAMESPACE, owner, session_id)
+
     def _state(self, session_id: str, owner: str) -> Any:
         from sessions.store import read_session
 
-        return read_session(self._repo, session_id, owner, self._policy)
+        return read_session(self._repo, self._key(session_id, owner), owner, self._policy)
+
+    async def _admit(self, session_id: str, owner: str) -> None:
+        """TooManySessionsError when ``session_id`` would be one session too many for ``owner``."""
+        from advisor.conversation import SESSION_NAMESPACE
+        from sessions.store import admit_session
+
+        key = self._key(session_id, owner)
+        limit = self._serve.client_sessions
+        await asyncio.to_thread(admit_session, self._repo, key, owner, SESSION_NAMESPACE, limit, self._policy)
+
+    def _too_many(self, exc: Exception) -> JSONResponse:
+        response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
+        return response
 
     @api.get("/")
     async def page(self) -> HTMLResponse:
@@ -162,26 +212,49 @@ class AdvisorService(AppService):
             orchestrator = self._llm_orchestrator()
         except LLMNotConfiguredError:
             return no_llm()
+        try:
+            section = ADVISOR_OPTIONS.section(AdvisorSettings, self.settings, ADVISOR_OPTIONS.from_body(body))
+        except ConfigError as exc:
+            return invalid_option(exc)
         session_id = body.session_id or f"adv-{uuid.uuid4().hex[:16]}"
         owner = self.caller(request)
-        events = orchestrator.turn(session_id, owner, body.message, body.consent, body.user_attributes)
+        try:
+            if body.message is not None:
+                orchestrator.check_message(body.message)  # a bad message costs no session
+            await self._admit(session_id, owner)
+            slot = self._in_flight.slot(owner)
+            slot.__enter__()
+        except InputError as exc:
+            return error_answer(422, f"invalid request: message: {first_line(exc)}", loc=("body", "message"))
+        except (TooManySessionsError, ClientBusyError) as exc:
+            return self._too_many(exc)
+        events = orchestrator.turn(
+            self._key(session_id, owner), owner, body.message, body.consent, body.user_attributes, section
+        )
         try:
             first = await events.__anext__()
         except InputError as exc:
+            slot.__exit__()
             field = "consent" if body.consent else "message"
             return error_answer(422, f"invalid request: {field}: {first_line(exc)}", loc=("body", field))
         except SessionNotFoundError:
+            slot.__exit__()
             return error_answer(404, f"no session {session_id!r} for this client; omit sessionId to start one")
+        except BaseException:
+            slot.__exit__()
+            raise
 
         async def stream() -> AsyncIterator[bytes]:
-            yield event_frame(SessionOpened(session_id=session_id))
-            yield event_frame(with_href(session_id, first))
             try:
+                yield event_frame(SessionOpened(session_id=session_id))
+                yield event_frame(with_href(session_id, first))
                 async for event in events:
                     yield event_frame(with_href(session_id, event))
             except Exception as exc:
-                log.exception("advisor turn failed (session %s)", session_id)
+                log.exception("advisor turn failed")
                 yield event_frame(StreamFailed(message=failure_text(exc)))
+            finally:
+                slot.__exit__()
 
         return event_stream(stream())
 
@@ -193,7 +266,7 @@ class AdvisorService(AppService):
             state = await asyncio.to_thread(self._state, session_id, self.caller(request))
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
-        files = [{**f, "href": file_href(session_id, f["name"])} for f in state.attributes.get("files", [])]
+        files = public(state.attributes.get("files", []), session_id)
         return JSONResponse(
             {
                 "sessionId": session_id,
@@ -201,7 +274,7 @@ class AdvisorService(AppService):
                 "pending": (state.attributes.get("pending") or {}).get("to"),
                 "history": [e.model_dump(mode="json", by_alias=True) for e in state.history],
                 "files": files,
-                "negotiation": state.attributes.get("negotiation", []),
+                "negotiation": public(state.attributes.get("negotiation", []), session_id),
                 "updatedAt": state.updated_at.isoformat(),
             }
         )
@@ -212,23 +285,28 @@ class AdvisorService(AppService):
 
         if not ID_PATTERN.fullmatch(session_id):
             return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
+        owner = self.caller(request)
         try:
-            await asyncio.to_thread(self._state, session_id, self.caller(request))
+            await asyncio.to_thread(self._state, session_id, owner)
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
-        removed = await asyncio.to_thread(delete_session_files, self.settings, session_id)
-        await asyncio.to_thread(self._repo.delete, session_id)
+        key = self._key(session_id, owner)
+        removed = await asyncio.to_thread(delete_session_files, self.settings, key)
+        await asyncio.to_thread(self._repo.delete, key)
         return JSONResponse({"deleted": session_id, "files": removed})
 
     @api.get("/sessions/{session_id}/files/{name}")
     async def file(self, session_id: str, name: str, request: Request) -> Response:
+        from advisor.tools.base import artifact_prefix
+
         if not ID_PATTERN.fullmatch(session_id) or not FILE_NAME.fullmatch(name) or name.startswith("."):
             return error_answer(404, "no such file")
+        owner = self.caller(request)
         try:
-            state = await asyncio.to_thread(self._state, session_id, self.caller(request))
+            state = await asyncio.to_thread(self._state, session_id, owner)
         except SessionNotFoundError:
             return error_answer(404, "no such file")
-        key = f"advisor/{session_id}/{name}"
+        key = artifact_prefix(self._key(session_id, owner)) + name
         if key not in state.generated_files or not await asyncio.to_thread(self._artifacts.exists, key):
             return error_answer(404, "no such file")
         data = await asyncio.to_thread(self._artifacts.get_bytes, key)
@@ -247,46 +325,50 @@ class AdvisorService(AppService):
     @api.post("/tools/{name}")
     async def tool(self, name: str, request: Request, sessionId: str | None = None) -> JSONResponse:
         from advisor.conversation import Begin, Commit
-        from advisor.tools import REGISTRY, call_tool, dump
+        from advisor.tools import REGISTRY, dump, validate_input
         from advisor.tools.base import ToolContext
         from core.llm.factory import make_llm
+        from deployments.validation import BodyError, read_json_body
 
         if name not in REGISTRY:
             return error_answer(404, f"no tool {name!r}; the tools are {', '.join(REGISTRY)}")
         try:
-            session_id = validate_session_id(sessionId, "sessionId") if sessionId else f"tool-{uuid.uuid4().hex[:16]}"
+            session_id = validate_session_id(sessionId, "sessionId") if sessionId else STANDALONE_SESSION
         except InputError as exc:
             return error_answer(422, f"invalid request: {first_line(exc)}", loc=("query", "sessionId"))
         try:
-            raw = json.loads(await request.body())
-        except ValueError:
-            return error_answer(
-                422, "invalid request: the body is not JSON; send the tool's input as a JSON object", loc=("body",)
-            )
+            raw = await read_json_body(request)
+            data = validate_input(REGISTRY[name], raw)  # a bad input costs no session
+        except BodyError as exc:
+            return error_answer(422, f"invalid request: {exc}", loc=("body",))
+        except InputError as exc:
+            return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
         owner = self.caller(request)
+        key = self._key(session_id, owner)
         try:
-            state = await self._sessions.update(session_id, owner, Begin())
+            await self._admit(session_id, owner)
+            with self._in_flight.slot(owner):
+                state = await self._sessions.update(key, owner, Begin())
+                ctx = ToolContext(
+                    self.settings,
+                    session_id=key,
+                    llm=make_llm(self.settings.llm),
+                    earlier=list(state.attributes.get("tool_results", [])),
+                    negotiation_rounds=list(state.attributes.get("negotiation", [])),
+                )
+                result = dump(await REGISTRY[name].run(data, ctx))
+                files = result.get("files") or []
+                record = {"tool": name, "input": raw, "output": result}
+                await self._sessions.update(key, owner, Commit([], self._policy, files=files, tool_results=[record]))
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
-        ctx = ToolContext(
-            self.settings,
-            session_id=session_id,
-            llm=make_llm(self.settings),
-            earlier=list(state.attributes.get("tool_results", [])),
-            negotiation_rounds=list(state.attributes.get("negotiation", [])),
-        )
-        try:
-            result = dump(await call_tool(name, raw, ctx))
+        except (TooManySessionsError, ClientBusyError) as exc:
+            return self._too_many(exc)
         except InputError as exc:
             return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
         except LLMNotConfiguredError:
             return no_llm()
-        files = result.get("files") or []
-        record = {"tool": name, "input": raw, "output": result}
-        await self._sessions.update(session_id, owner, Commit([], self._policy, files=files, tool_results=[record]))
-        for f in files:
-            f["href"] = file_href(session_id, f["name"])
-        return JSONResponse({"sessionId": session_id, "output": result})
+        return JSONResponse({"sessionId": session_id, "output": public(result, session_id)})
 
 
 build_app = binder(AdvisorService)
@@ -301,5 +383,6 @@ __all__ = [
     "app",
     "build_app",
     "file_href",
+    "public",
     "with_href",
 ]

@@ -10,7 +10,7 @@ An app module writes::
             super().__init__(settings)                    # guard configured, logs routed through Serve
             self.store = open_store(settings)
             # what /healthz and Serve's probe test (deployments/readiness.py)
-            self.checks = [store_check(self.store), llm_check(settings, "POST /critic/evaluate")]
+            self.checks = [store_check(self.store), llm_check(settings.llm, "POST /critic/evaluate")]
 
         @api.post("/evaluate")
         async def evaluate(self, body: CriticRequest) -> JSONResponse: ...

@@ -1,7 +1,8 @@
 """Serve app ``critic`` (route prefix ``/critic``): evaluate business ideas over HTTP.
 
 - ``POST /critic/evaluate`` ``{ideas: [BusinessIdea], weights?: "60:40", samples?, timeout?,
-  industry?, noCache?}`` -> ``200`` CriticOutput (camelCase, as ``magi critic --format json``).
+  industry?, noCache?, marketWeight?, synergyWeight? ...}`` (every HTTP option of the critic
+  section) -> ``200`` CriticOutput (camelCase, as ``magi critic --format json``).
   Bad fields or options: 422 naming the field; no idea evaluable: 502 with each idea's error;
   no LLM configured: 503.
 - ``POST /critic/evaluate/stream`` (same body) -> ``text/event-stream``: ``evaluationStarted``, one
@@ -21,15 +22,14 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
 from core.events import CallbackSink, Event, EventSink
 from core.settings import Settings
 from critic.errors import CriticError
-from critic.models import MAX_IDEAS, BusinessIdea, CriticInput, CriticOutput
-from critic.options import OPTION_NAMES, CriticOptions, apply_options
-from critic.settings import CriticSettings
+from critic.models import CriticInput, CriticOutput, IdeaList
+from critic.settings import CRITIC_OPTIONS, CriticSettings
 from deployments.answers import (
     error_answer,
     event_stream,
@@ -49,26 +49,16 @@ ROUTE_PREFIX = "/critic"
 api = http_api("MAGI critic", "Business ideas scored on market size and Mitsubishi Estate synergy.")
 
 
-class CriticRequest(BaseModel):
-    """The body of ``POST /critic/evaluate``; option bounds come from the settings (critic/options.py)."""
+class _CriticFields(BaseModel):
+    """The body of ``POST /critic/evaluate``: the ideas, plus every critic option (``CRITIC_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "samples": "3" is no 3
 
-    ideas: list[BusinessIdea] = Field(min_length=1, max_length=MAX_IDEAS)
-    weights: str | None = Field(None, max_length=20, description="market:synergy, e.g. 60:40 (default 50:50).")
-    samples: int | None = Field(None, description="Judgements per idea (median and spread).")
-    timeout: float | None = Field(None, description="Timeout of the whole evaluation in seconds.")
-    industry: str | None = Field(None, max_length=64, description="Industry profile name.")
-    no_cache: bool = Field(False, alias="noCache")
+    ideas: IdeaList
 
-    def options(self) -> CriticOptions:
-        return CriticOptions(
-            weights=self.weights,
-            samples=self.samples,
-            timeout_s=self.timeout,
-            industry=self.industry,
-            no_cache=self.no_cache,
-        )
+
+class CriticRequest(CRITIC_OPTIONS.body(_CriticFields, "CriticRequest")):  # type: ignore[misc]  # from the section
+    pass
 
 
 # The worker actors wait on the LLM; so does the replica (zero CPUs of its own).
@@ -82,10 +72,10 @@ class CriticService(AppService):
         super().__init__(settings)
         self._store = open_store(settings)
         self._runtime = RayRuntime()
-        self._pool = WorkerPool(self._runtime, settings, CriticSettings.of(settings).max_workers)
+        self._pool = WorkerPool(self._runtime, settings.llm, CriticSettings.of(settings).max_workers)
         self.checks = [
             store_check(self._store),
-            llm_check(settings, "POST /critic/evaluate"),
+            llm_check(settings.llm, "POST /critic/evaluate"),
             actors_check("workers", lambda: self._pool.handles),
         ]
 
@@ -93,9 +83,8 @@ class CriticService(AppService):
         """The settings of this request, or the answer refusing it (422; 503 without an LLM)."""
         from critic.engine import preflight
 
-        names = {**OPTION_NAMES, "critic.cache": "noCache"}
         try:
-            settings = apply_options(self.settings, body.options(), origin="request field", names=names)
+            settings = CRITIC_OPTIONS.apply(self.settings, CRITIC_OPTIONS.from_body(body))
             preflight(settings)
         except LLMNotConfiguredError:
             return no_llm()
@@ -119,9 +108,9 @@ class CriticService(AppService):
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
             return error_answer(502, "no idea could be evaluated; see failures", failures=failures)
-        except MagiError as exc:
+        except MagiError as exc:  # not the caller's fault: said without a traceback or a server path
             log.warning("critic request failed: %s", first_line(exc))
-            return error_answer(500, failure_text(exc))
+            return error_answer(503, failure_text(exc))
         return JSONResponse(out.model_dump(mode="json", by_alias=True))
 
     @api.post("/evaluate/stream")

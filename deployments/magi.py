@@ -1,7 +1,8 @@
 """Serve app ``magi`` (route prefix ``/magi``): the council over HTTP.
 
-- ``POST /magi/ask`` ``{prompt, rounds?, threshold?, timeout?, weighted?, anonymous?, shufflePeers?,
-  earlyStop?, seed?, runs?}`` -> 200 with the JSON of ``magi ask --format json`` (``decision``,
+- ``POST /magi/ask`` ``{prompt, rounds?, threshold?, quorum?, timeout?, weighted?, anonymous?,
+  shufflePeers?, earlyStop?, seed?, runs?, ...}`` (every HTTP option of the council's settings
+  section, camelCase) -> 200 with the JSON of ``magi ask --format json`` (``decision``,
   ``exitCode``, ``votes`` ...; a RunsReport when ``runs`` > 1). A bad body is 422, no LLM 503.
 - ``POST /magi/ask/stream`` (same body) -> ``text/event-stream``: ``phase``/``sage``/``decided``
   progress events as the deliberation goes (magi/events.py), then one ``result`` event (or ``error``).
@@ -11,8 +12,10 @@
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import logging
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from typing import Any
 
+from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +24,10 @@ from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
 from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import llm_check
+from deployments.security import ClientBusyError, InFlightLimit, too_many
+from deployments.settings import ServeSettings
 from magi.events import EventCallback
+from magi.settings import COUNCIL_OPTIONS
 
 log = logging.getLogger(__name__)
 APP_NAME = "magi"
@@ -30,21 +36,16 @@ ROUTE_PREFIX = "/magi"
 api = http_api("MAGI council", "Three sages decide: Thinking, Debate, Voting.")
 
 
-class AskRequest(BaseModel):
-    """The body of ``POST /magi/ask``; bounds come from the ``magi`` settings (magi/options.py)."""
+class _AskFields(BaseModel):
+    """The body of ``POST /magi/ask``: the prompt, plus every council option (``COUNCIL_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     prompt: str = Field(description="The request the council decides on.")
-    rounds: int | None = None
-    threshold: Literal["majority", "unanimous"] | None = None
-    timeout: float | None = Field(None, description="Timeout of one sage call in seconds.")
-    weighted: bool | None = None
-    anonymous: bool | None = None
-    shuffle_peers: bool | None = Field(None, alias="shufflePeers")
-    early_stop: Literal["off", "unanimous", "stable", "both"] | None = Field(None, alias="earlyStop")
-    seed: int | None = None
-    runs: int | None = None
+
+
+class AskRequest(COUNCIL_OPTIONS.body(_AskFields, "AskRequest")):  # type: ignore[misc]  # fields from the section
+    pass
 
 
 # The sages are actors of their own; the replica waits.
@@ -52,32 +53,24 @@ class AskRequest(BaseModel):
 class MagiService(AppService):
     def __init__(self, settings: Settings) -> None:
         from magi.plugins import load_plugins, overrides_for
-        from magi.settings import MagiSettings
+        from magi.settings import CouncilSettings
 
         super().__init__(settings)
-        self._overrides = overrides_for(load_plugins(MagiSettings.of(settings)))
-        self.checks = [llm_check(settings, "POST /magi/ask")]
+        self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks running per client
+        self._overrides = overrides_for(load_plugins(CouncilSettings.of(settings)))
+        self.checks = [llm_check(settings.llm, "POST /magi/ask")]
 
     def _prepare(self, body: AskRequest) -> tuple[str, Settings]:
         from magi.api import check_llm
-        from magi.options import AskOptions, apply_options, clean_question
-        from magi.settings import MagiSettings
+        from magi.question import clean_question
+        from magi.settings import CouncilSettings
 
-        options = AskOptions(
-            rounds=body.rounds,
-            threshold=body.threshold,
-            timeout_s=body.timeout,
-            weighted=body.weighted,
-            anonymous=body.anonymous,
-            shuffle_peers=body.shuffle_peers,
-            early_stop=body.early_stop,
-            seed=body.seed,
-            runs=body.runs,
-        )
-        names = {"magi.shuffle_peers": "shufflePeers", "magi.early_stop": "earlyStop", "magi.timeout_s": "timeout"}
-        settings = apply_options(self.settings, options, origin="request field", names=names)
-        prompt = clean_question(body.prompt, max_chars=MagiSettings.of(settings).max_prompt_chars, where="prompt")
-        check_llm(settings, "POST /magi/ask")
+        if body.runs is not None and body.runs > self._serve.max_runs:
+            raise InputError(f"runs: at most {self._serve.max_runs} per request over HTTP (serve.max_runs)")
+        settings = COUNCIL_OPTIONS.apply(self.settings, COUNCIL_OPTIONS.from_body(body))
+        prompt = clean_question(body.prompt, max_chars=CouncilSettings.of(settings).max_prompt_chars, where="prompt")
+        check_llm(settings.llm, "POST /magi/ask")
         return prompt, settings
 
     async def _run(self, prompt: str, settings: Settings, on_event: EventCallback | None = None) -> dict[str, Any]:
@@ -100,20 +93,41 @@ class MagiService(AppService):
                 return no_llm()
             return invalid_option(exc)
 
+    def _busy(self, exc: ClientBusyError) -> JSONResponse:
+        response: JSONResponse = too_many(str(exc), self._serve.retry_after_s)
+        return response
+
     @api.post("/ask")
-    async def ask(self, body: AskRequest) -> JSONResponse:
+    async def ask(self, body: AskRequest, request: Request) -> JSONResponse:
         accepted = self._accepted(body)
         if isinstance(accepted, JSONResponse):
             return accepted
-        return JSONResponse(await self._run(*accepted))
+        try:
+            with self._in_flight.slot(self.caller(request)):
+                return JSONResponse(await self._run(*accepted))
+        except ClientBusyError as exc:
+            return self._busy(exc)
 
     @api.post("/ask/stream")
-    async def ask_stream(self, body: AskRequest) -> Any:
+    async def ask_stream(self, body: AskRequest, request: Request) -> Any:
         accepted = self._accepted(body)
         if isinstance(accepted, JSONResponse):
             return accepted
         prompt, settings = accepted
-        return event_stream(progress_frames(lambda report: self._run(prompt, settings, on_event=report)))
+        slot = self._in_flight.slot(self.caller(request))
+        try:
+            slot.__enter__()
+        except ClientBusyError as exc:
+            return self._busy(exc)
+
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                async for frame in progress_frames(lambda report: self._run(prompt, settings, on_event=report)):
+                    yield frame
+            finally:
+                slot.__exit__()
+
+        return event_stream(frames())
 
 
 build_app = binder(MagiService)

@@ -23,7 +23,7 @@ from core.errors import first_line
 
 if TYPE_CHECKING:
     from core.runtime import Handle
-    from core.settings import Settings
+    from core.settings import LLMSettings
     from core.store import Store
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def store_check(store: Store) -> Check:
     return Check("store", probe, hint="the store cannot be reached; see the service log")
 
 
-def llm_check(settings: Settings, command: str) -> Check:
+def llm_check(llm: LLMSettings, command: str) -> Check:
     """An LLM is configured and its client can be made (nothing is sent to it); made once, then kept."""
     from core.llm import require_llm
 
@@ -103,8 +103,8 @@ def llm_check(settings: Settings, command: str) -> Check:
 
     async def probe() -> str:
         if not made:
-            made.append(require_llm(settings, command))
-        return f"configured ({settings.llm.provider})"
+            made.append(require_llm(llm, command))
+        return f"configured ({llm.provider})"
 
     return Check("llm", probe, hint="no LLM is configured on this service; ask its operator")
 

@@ -27,7 +27,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -48,7 +48,7 @@ from deployments.settings import ServeSettings, corpus_roots
 from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
-from research.options import OPTION_NAMES, ResearchOptions, apply_options
+from research.settings import RESEARCH_OPTIONS
 
 if TYPE_CHECKING:
     from actors.nlp_pool import NlpPool
@@ -71,30 +71,12 @@ MAX_LISTED_CORPORA = 50  # subfolders listed per corpus root on the page
 api = http_api("MAGI research", "Consensus research runs over HTTP.", open_paths=("/ui",))
 
 
-class ResearchRequest(BaseModel):
-    """The body of ``POST /research``; bounds come from the settings (research/options.py)."""
+class _ResearchFields(BaseModel):
+    """The body of ``POST /research``: the topic, plus every research option (``RESEARCH_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "agents": true is no 1
 
     topic: str = Field(description="What to research, in Japanese or English.")
-    agents: int | None = Field(None, description="Parallel research agents (default 3).")
-    iterations: int | None = Field(None, description="Refinement iterations (default 3).")
-    timeout: float | None = Field(None, description="Timeout of one agent in seconds.")
-    conflict_threshold: float | None = Field(
-        None, alias="conflictThreshold", description="Conflict share above which reports are flagged."
-    )
-    provider: Literal["local", "ddgs", "searxng"] | None = None
-    corpus: str | None = Field(None, description="Folder on the server searched by the local provider.")
-
-    def options(self) -> ResearchOptions:
-        return ResearchOptions(
-            agents=self.agents,
-            iterations=self.iterations,
-            timeout_s=self.timeout,
-            conflict_threshold=self.conflict_threshold,
-            provider=self.provider,
-            corpus=Path(self.corpus) if self.corpus is not None else None,
-        )
 
     @field_validator("topic")
     @classmethod
@@ -104,7 +86,7 @@ class ResearchRequest(BaseModel):
         except MagiError as exc:
             raise ValueError(str(exc)) from exc
 
-    @field_validator("corpus")
+    @field_validator("corpus", check_fields=False)  # the field comes from the search section
     @classmethod
     def _path_text(cls, corpus: str | None) -> str | None:
         if corpus is not None and (invalid_unicode_at(corpus) is not None or "\x00" in corpus):
@@ -112,11 +94,29 @@ class ResearchRequest(BaseModel):
         return corpus
 
 
+class ResearchRequest(RESEARCH_OPTIONS.body(_ResearchFields, "ResearchRequest")):  # type: ignore[misc]
+    pass
+
+
 def inside_roots(corpus: str, roots: list[Path]) -> bool:
     """True when ``corpus`` is an existing folder within one of ``roots``, symlinks followed (a missing
     folder is refused like a forbidden one, so answers do not tell which folders exist)."""
     resolved = Path(os.path.realpath(corpus))
     return resolved.is_dir() and any(resolved == root or resolved.is_relative_to(root) for root in roots)
+
+
+def corpus_folder(corpus: str, roots: list[Path]) -> str | None:
+    """The folder a request's ``corpus`` names: a name from ``GET /corpora`` (``corpus``,
+    ``corpora/mine``) or an absolute path (checked against the roots by the caller); None otherwise."""
+    if corpus.startswith("/"):
+        return corpus
+    head, _, rest = corpus.partition("/")
+    if not head or "/" in rest or rest in (".", "..") or rest.startswith("."):
+        return None
+    for root in roots:
+        if root.name == head:
+            return str(root / rest) if rest else str(root)
+    return None
 
 
 def _links(run_id: str) -> dict[str, str]:
@@ -218,14 +218,15 @@ class ResearchService(AppService):
 
     @api.get("/corpora")
     async def corpora(self) -> JSONResponse:
-        """The corpus folders requests may name (the page's choice list): each root and its subfolders."""
+        """The corpus folders requests may name (the page's choice list): each root and its subfolders,
+        by name only (``corpus``, ``corpora/mine``): where they lie on the server is not the caller's."""
         found: list[dict[str, str]] = []
         for root in self._roots:
             if not root.is_dir():
                 continue
-            found.append({"name": root.name, "path": str(root)})
+            found.append({"name": root.name})
             found += [
-                {"name": f"{root.name}/{child.name}", "path": str(child)}
+                {"name": f"{root.name}/{child.name}"}
                 for child in sorted(root.iterdir())
                 if child.is_dir() and not child.name.startswith(".")
             ][:MAX_LISTED_CORPORA]
@@ -233,12 +234,7 @@ class ResearchService(AppService):
 
     def _settings_for(self, body: ResearchRequest) -> Settings:
         """The service's settings with the request's options; a bad option is a ConfigError naming it."""
-        return apply_options(
-            self.settings,
-            body.options(),
-            origin="request field",
-            names={**OPTION_NAMES, "research.conflict_threshold": "conflictThreshold"},
-        )
+        return RESEARCH_OPTIONS.apply(self.settings, RESEARCH_OPTIONS.from_body(body))
 
     @api.post("/research", status_code=202)
     async def submit(self, body: ResearchRequest) -> JSONResponse:
@@ -246,8 +242,11 @@ class ResearchService(AppService):
         full = self._full()
         if full is not None:
             return full
-        if body.corpus is not None and not inside_roots(body.corpus, self._roots):
-            return error_answer(403, OUTSIDE_ROOTS)  # one answer for missing and forbidden: no map of the disk
+        if body.corpus is not None:
+            folder = corpus_folder(body.corpus, self._roots)
+            if folder is None or not inside_roots(folder, self._roots):
+                return error_answer(403, OUTSIDE_ROOTS)  # one answer for missing and forbidden: no map of the disk
+            body = body.model_copy(update={"corpus": folder})
         try:
             settings = self._settings_for(body)
         except ConfigError as exc:
@@ -281,6 +280,7 @@ class ResearchService(AppService):
 
     async def _execute(self, run_id: str, topic: str, settings: Settings) -> None:
         from core.runtime import RayRuntime
+        from nlp.settings import NlpSettings
         from research.engine import run_research, start_pool
 
         if not runs.mark_running(self._store, run_id):
@@ -290,7 +290,7 @@ class ResearchService(AppService):
             runtime = RayRuntime()
             try:
                 if self._pool is None or not self._pool.workers:  # kept warm between runs (models stay loaded)
-                    self._pool = start_pool(runtime, self.settings)
+                    self._pool = start_pool(runtime, NlpSettings.of(self.settings))
                 result = await run_research(topic, settings, runtime, sink, run_id=run_id, pool=self._pool)
             finally:
                 await runtime.close()
@@ -399,5 +399,6 @@ __all__ = [
     "api",
     "app",
     "build_app",
+    "corpus_folder",
     "inside_roots",
 ]

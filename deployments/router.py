@@ -1,7 +1,8 @@
 """Serve app ``router`` (route_prefix ``/router``): the Engineer Cafe router over HTTP.
 
-- ``POST /router/route`` ``{query, sessionId}`` -> the spec's RouteResult (camelCase).
-- ``POST /router/ask`` ``{query, sessionId}`` -> ``{route, answer, answered, answeredBy}``: MemoryAgent
+- ``POST /router/route`` ``{query, sessionId, threshold?}`` -> the spec's RouteResult (camelCase);
+  ``threshold`` and any other option of the router section apply to this query only.
+- ``POST /router/ask`` (same body) -> ``{route, answer, answered, answeredBy}``: MemoryAgent
   and TimeAgent answer themselves; GeneralKnowledgeAgent answers through the LLM layer when an LLM is
   configured; otherwise the answer says which agent would answer and that none is available here.
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
@@ -25,19 +26,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
 
 from actors.session import SessionActor, SessionHandles, session_call
-from core.errors import InputError, MagiError, first_line
+from core.errors import ConfigError, InputError, MagiError, first_line
 from core.events import LogSink
 from core.settings import Settings
-from deployments.answers import error_answer
+from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, store_check
+from deployments.security import too_many
+from deployments.settings import ServeSettings
 from router.answers import unavailable_answer
-from router.conversation import Reply, Turn, TurnOutcome, check_query, shared_router
+from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.events import RouteDecided
-from router.options import session_policy
-from router.settings import RouterSettings
-from sessions.ids import ID_PATTERN, SessionNotFoundError, validate_session_id
-from sessions.store import SessionRepository, read_session
+from router.settings import ROUTER_OPTIONS, RouterSettings
+from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
+from sessions.store import SessionRepository, admit_session, read_session
 
 log = logging.getLogger(__name__)
 DECISIONS = LogSink(logging.getLogger("router.decisions"))  # one JSON line per routed question
@@ -50,8 +52,8 @@ api = http_api(
 )
 
 
-class RouteBody(BaseModel):
-    """The spec's RouterInput."""
+class _RouteFields(BaseModel):
+    """The spec's RouterInput, plus every router option (``ROUTER_OPTIONS``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
@@ -67,6 +69,10 @@ class RouteBody(BaseModel):
             raise ValueError(str(exc)) from exc
 
 
+class RouteBody(ROUTER_OPTIONS.body(_RouteFields, "RouteBody")):  # type: ignore[misc]  # options from the section
+    pass
+
+
 def _not_found(session_id: str) -> JSONResponse:
     return error_answer(404, f"no session {session_id!r} for this client; POST /router/route to start one")
 
@@ -78,8 +84,9 @@ class RouterService(AppService):
         from core.store import open_store
 
         super().__init__(settings)
+        self._serve = ServeSettings.of(settings)
         self._section = RouterSettings.of(settings)
-        self._policy = session_policy(settings)
+        self._policy = self._section.session_policy()
         self._runtime = RayRuntime()
         self._handles = SessionHandles()
         store = open_store(settings)
@@ -103,10 +110,12 @@ class RouterService(AppService):
             return error_answer(422, f"invalid request: query: {first_line(exc)}", loc=("body", "query"))
 
     async def _turn(self, session_id: str, owner: str, turn: Turn | Reply) -> Any:
+        """The turn in the session's actor, found by the session's key (sessions.ids.session_key): the
+        client's own id, in the router's own namespace, never a name another client or system shares."""
         return await session_call(
             self._runtime,
             self.settings,
-            session_id,
+            session_key(SESSION_NAMESPACE, owner, session_id),
             self._policy,
             self._section.session_idle_s,
             lambda handle: handle.call(SessionActor.update, owner, turn),
@@ -117,14 +126,27 @@ class RouterService(AppService):
         query = self._query(body)
         if isinstance(query, JSONResponse):
             return query
-        turn = Turn(query, self._section.confidence_threshold, self._policy, answer=answer)
+        given = ROUTER_OPTIONS.from_body(body)
         try:
-            outcome: TurnOutcome = await self._turn(body.session_id, self.caller(request), turn)
+            section = ROUTER_OPTIONS.section(RouterSettings, self.settings, given) if given.values else self._section
+        except ConfigError as exc:
+            return invalid_option(exc)
+        turn = Turn(query, section.confidence_threshold, self._policy, answer=answer)
+        owner = self.caller(request)
+        key = session_key(SESSION_NAMESPACE, owner, body.session_id)
+        limit = self._serve.client_sessions
+        try:
+            await asyncio.to_thread(admit_session, self._repo, key, owner, SESSION_NAMESPACE, limit, self._policy)
+        except TooManySessionsError as exc:
+            response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
+            return response
+        try:
+            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn)
         except SessionNotFoundError:
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
-            outcome = TurnOutcome.of(shared_router(self._section.confidence_threshold).route(query), None, query)
+            outcome = TurnOutcome.of(shared_router(section.confidence_threshold).route(query), None, query)
         if DECISIONS.enabled:
             DECISIONS.emit(RouteDecided.of(outcome.result, body.session_id))
         return outcome
@@ -145,9 +167,9 @@ class RouterService(AppService):
             return outcome
         result = outcome.result
         answer, answered = outcome.answer, outcome.answer is not None
-        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self.settings):
+        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self.settings.llm):
             try:
-                answer = await general_answer(self.settings, outcome.query, list(outcome.context))
+                answer = await general_answer(self.settings.llm, outcome.query, list(outcome.context))
             except MagiError as exc:
                 log.warning("GeneralKnowledgeAgent could not answer: %s", first_line(exc))
                 answer = None
@@ -171,11 +193,14 @@ class RouterService(AppService):
         if not ID_PATTERN.fullmatch(session_id):
             message = "session_id: not a session id (1-128 of A-Z a-z 0-9 _ - ., starting with a letter or digit)"
             return error_answer(422, f"invalid request: {message}", loc=("path", "session_id"))
+        owner = self.caller(request)
+        key = session_key(SESSION_NAMESPACE, owner, session_id)
         try:
-            state = await asyncio.to_thread(read_session, self._repo, session_id, self.caller(request), self._policy)
+            state = await asyncio.to_thread(read_session, self._repo, key, owner, self._policy)
         except SessionNotFoundError:
             return _not_found(session_id)
-        return JSONResponse(state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"}))
+        shown = state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"})
+        return JSONResponse({**shown, "sessionId": session_id})
 
 
 def build_app(settings: Settings) -> Application:

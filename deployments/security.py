@@ -9,21 +9,32 @@ it when its settings are known (:meth:`HttpGuard.configure`, in the replica's co
   (:func:`hmac.compare_digest` against every key, no early exit) and never logged.
 - A body above ``serve.max_body_bytes`` gets 413: at once when ``Content-Length`` says so, and as
   soon as the count passes the cap for a chunked body, so a large body is never read in full.
+- A body nested deeper than :data:`MAX_JSON_DEPTH` or holding NaN/Infinity gets 422 before any
+  parser sees it (deep nesting made the parsers recurse until a RecursionError, a 500).
+- Every HTML page gets a Content-Security-Policy: scripts only from the page itself (each inline
+  ``<script>`` allowed by its SHA-256, so nothing a page later puts into its document from data can
+  run: no ``javascript:`` link, no injected handler) and from the origins its own ``<script src>``
+  tags name; no plugins, no framing, no ``<base>``.
 - ``/healthz`` of every app stays open (load balancers and probes carry no key), also under a
   route prefix (``/critic/healthz``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import ipaddress
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
 from core.settings import Settings
+from core.validation import MAX_JSON_DEPTH, json_shape_problem
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -33,6 +44,40 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz"})
 UNAUTHORIZED = "missing or invalid API key; send 'Authorization: Bearer <key>' with a key from the operator"
+
+
+MAX_PAGE_BYTES = 4 * 1024 * 1024  # an HTML page held back to hash its scripts; a larger one gets no script at all
+_INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
+_SCRIPT_SRC = re.compile(rb"<script[^>]*\bsrc=[\"']?([^\"' >]+)", re.IGNORECASE)
+_STYLE_HREF = re.compile(rb"<link[^>]*\bhref=[\"']?([^\"' >]+)", re.IGNORECASE)
+
+
+def _origins(urls: list[bytes]) -> list[str]:
+    found: list[str] = []
+    for raw in urls:
+        parts = urlsplit(raw.decode("ascii", "replace"))
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if parts.scheme == "https" and parts.netloc and origin not in found:
+            found.append(origin)
+    return found
+
+
+def content_security_policy(html: bytes) -> str:
+    """The CSP of one HTML page: its own inline scripts (by hash) and the https origins its tags load."""
+    hashes = [
+        "'sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode() + "'"
+        for body in _INLINE_SCRIPT.findall(html)
+    ]
+    scripts = " ".join(["'self'", *_origins(_SCRIPT_SRC.findall(html)), *hashes])
+    styles = " ".join(["'self'", "'unsafe-inline'", *_origins(_STYLE_HREF.findall(html))])
+    return (
+        f"default-src 'self'; script-src {scripts}; style-src {styles}; img-src 'self' data: blob: https:; "
+        "font-src 'self' data: https:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    )
+
+
+NO_SCRIPT_POLICY = content_security_policy(b"")
 
 
 class KeyCheck:
@@ -89,11 +134,16 @@ class GuardConfig:
     in when its settings are known."""
 
     def __init__(
-        self, keys: KeyCheck | None = None, max_body_bytes: int = 64 * 1024, open_paths: frozenset[str] = OPEN_PATHS
+        self,
+        keys: KeyCheck | None = None,
+        max_body_bytes: int = 64 * 1024,
+        open_paths: frozenset[str] = OPEN_PATHS,
+        max_json_depth: int = MAX_JSON_DEPTH,
     ) -> None:
         self.keys = keys or KeyCheck(())
         self.max_body_bytes = max_body_bytes
         self.open_paths = open_paths
+        self.max_json_depth = max_json_depth
 
     def configure(self, settings: Settings) -> None:
         """Take the keys (``api_keys``) and the cap (``serve.max_body_bytes``) from ``settings``."""
@@ -134,40 +184,114 @@ class HttpGuard:
         if length is not None and (not length.isdigit() or len(length) > 12 or int(length) > cap):
             await _answer(send, 413, too_large, [(b"connection", b"close")])
             return
-        seen = 0
-        over = False  # the body passed the cap: the app is told the client left, and its answer replaced
-        started = False
-
-        async def counted_receive() -> Message:
-            nonlocal seen, over
-            if over:
-                return {"type": "http.disconnect"}
+        body: list[bytes] = []  # read whole before the app sees it: bounded by the cap, and checked
+        size = 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > cap:
-                    over = True
-                    return {"type": "http.disconnect"}
-            return message
+            if message["type"] != "http.request":  # the client left before sending its body
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > cap:  # stop reading at once: a large body is never read in full
+                await _answer(send, 413, too_large, [(b"connection", b"close")])
+                return
+            body.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole = b"".join(body)
+        problem = json_shape_problem(whole, self.config.max_json_depth)
+        if problem is not None:
+            await _answer(send, 422, f"invalid request: body: {problem}")
+            return
+        replayed = False
+        started = False
+        page: Message | None = None  # the start of an HTML answer, held until its body is known
+        page_body: list[bytes] = []
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": whole, "more_body": False}
+            return await receive()  # after the body: wait for the client to leave (event streams)
 
         async def tracked_send(message: Message) -> None:
-            nonlocal started
-            if over:  # whatever the app makes of the cut body (FastAPI: 400), the caller gets the 413
-                if not started:
-                    started = True
-                    await _answer(send, 413, too_large, [(b"connection", b"close")])
-                return
+            nonlocal started, page
             if message["type"] == "http.response.start":
                 started = True
+                if _is_html(message):
+                    page = message
+                    return
+            if page is not None and message["type"] == "http.response.body":
+                page_body.append(message.get("body", b""))
+                held = sum(len(b) for b in page_body)
+                if message.get("more_body", False) and held <= MAX_PAGE_BYTES:
+                    return
+                html = b"".join(page_body)
+                policy = content_security_policy(html) if held <= MAX_PAGE_BYTES else NO_SCRIPT_POLICY
+                headers = [(k, v) for k, v in page["headers"] if k.lower() != b"content-security-policy"]
+                await send({**page, "headers": [*headers, (b"content-security-policy", policy.encode())]})
+                page = None
+                page_body.clear()
+                message = {**message, "body": html}
             await send(message)
 
-        try:
-            await self.app(scope, counted_receive, tracked_send)
-        except Exception:
-            if not over:
-                raise
-        if over and not started:
-            await _answer(send, 413, too_large, [(b"connection", b"close")])
+        await self.app(scope, replay, tracked_send)
+
+
+class ClientBusyError(Exception):
+    """A client already has as many requests in flight as it may (answered 429)."""
+
+
+class InFlightLimit:
+    """At most ``limit`` requests in flight per client (an owner fingerprint) on this replica: one client
+    cannot take every slot a replica has. Use ``with limit.slot(owner):``; a full client gets
+    :class:`ClientBusyError` at once (no queue to fill)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._in_flight: dict[str, int] = {}
+
+    def slot(self, owner: str) -> _Slot:
+        return _Slot(self, owner)
+
+    def in_flight(self, owner: str) -> int:
+        return self._in_flight.get(owner, 0)
+
+
+class _Slot:
+    def __init__(self, limit: InFlightLimit, owner: str) -> None:
+        self._limit = limit
+        self._owner = owner
+
+    def __enter__(self) -> None:
+        counts = self._limit._in_flight
+        if counts.get(self._owner, 0) >= self._limit.limit:
+            raise ClientBusyError(
+                f"this client already has {self._limit.limit} requests running; wait for one to finish "
+                "(serve.client_in_flight)"
+            )
+        counts[self._owner] = counts.get(self._owner, 0) + 1
+
+    def __exit__(self, *_: object) -> None:
+        counts = self._limit._in_flight
+        counts[self._owner] -= 1
+        if counts[self._owner] <= 0:
+            del counts[self._owner]
+
+
+def too_many(message: str, retry_after_s: int) -> Any:
+    """The 429 answer of a per-client limit, with Retry-After."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"error": message}, status_code=429, headers={"Retry-After": str(retry_after_s)})
+
+
+def _is_html(start: Message) -> bool:
+    for key, value in start.get("headers") or []:
+        if key.lower() == b"content-type":
+            return bytes(value).lower().startswith(b"text/html")
+    return False
 
 
 def guard(api: Any, open_paths: Iterable[str] = ()) -> GuardConfig:
@@ -192,12 +316,20 @@ def exposed_without_keys(host: str, settings: Settings) -> bool:
 
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_PAGE_BYTES",
+    "NO_SCRIPT_POLICY",
     "OPEN_PATHS",
     "UNAUTHORIZED",
+    "ClientBusyError",
     "GuardConfig",
     "HttpGuard",
+    "InFlightLimit",
     "KeyCheck",
     "app_path",
+    "content_security_policy",
     "exposed_without_keys",
     "guard",
+    "json_shape_problem",
+    "too_many",
 ]

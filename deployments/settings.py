@@ -27,6 +27,17 @@ class ServeSettings(Section):
         description="Folders a request's 'corpus' may name (or lie under); empty: the bundled corpus and "
         "data_dir/corpora.",
     )
+    client_sessions: int = Field(
+        200, ge=1, le=1_000_000, description="Live sessions one client (API key) may hold per system (429 above)."
+    )
+    client_in_flight: int = Field(
+        4,
+        ge=1,
+        le=10_000,
+        description="Heavy requests (council, critic, advisor turns and tools) one client may "
+        "have running at once on a replica (429 above).",
+    )
+    max_runs: int = Field(3, ge=1, le=50, description="Most council runs ('runs') one HTTP request may ask for.")
     min_replicas: int = Field(1, ge=1, le=100, description="Serve autoscaling: fewest replicas of an app.")
     max_replicas: int = Field(1, ge=1, le=100, description="Serve autoscaling: most replicas of an app.")
     target_queued_runs: int = Field(

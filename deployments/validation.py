@@ -6,6 +6,7 @@ field must not come back in a response or a log); a hostile key name is made pri
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -27,6 +28,29 @@ def invalid_request(exc: RequestValidationError) -> JSONResponse:
     return JSONResponse({"error": "invalid request: " + "; ".join(problems), "detail": detail}, status_code=422)
 
 
+class BodyError(ValueError):
+    """A request body that is not the JSON a route takes; the message says what to send instead."""
+
+
+async def read_json_body(request: Request) -> Any:
+    """The request's body as JSON (the guard has bounded its size and nesting already); BodyError when it
+    is not JSON, not valid Unicode, or holds NaN/Infinity."""
+
+    def refuse_constant(name: str) -> Any:
+        raise BodyError(f"{name} is not a JSON number; send finite numbers")
+
+    try:
+        value = json.loads(await request.body(), parse_constant=refuse_constant)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate cannot be stored or shown
+    except BodyError:
+        raise
+    except UnicodeError:
+        raise BodyError("the body holds invalid Unicode (a lone surrogate); send UTF-8 text") from None
+    except (ValueError, RecursionError):
+        raise BodyError("the body is not JSON; send the input as a JSON object") from None
+    return value
+
+
 def answer_invalid_requests(api: FastAPI) -> None:
     """Make ``api`` answer validation failures with :func:`invalid_request`."""
 
@@ -37,4 +61,4 @@ def answer_invalid_requests(api: FastAPI) -> None:
     api.add_exception_handler(RequestValidationError, handler)
 
 
-__all__ = ["answer_invalid_requests", "invalid_request"]
+__all__ = ["BodyError", "answer_invalid_requests", "invalid_request", "read_json_body"]

@@ -32,7 +32,7 @@ from core.errors import InputError, MagiError, RuntimeSetupError
 from core.files import atomic_write_text, ensure_writable_dir, remove_stale_temp_files
 from core.settings import Settings, load_settings
 from core.validation import clean_text
-from research.options import ResearchOptions, apply_options
+from research.settings import RESEARCH_OPTIONS
 
 MARKER = "done.json"
 ERROR = "error.json"
@@ -236,15 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("topics_file", metavar="TOPICS_FILE", type=Path, help="UTF-8, one topic a line")
     parser.add_argument("--out", metavar="DIR", type=Path, required=True, help="output folder (absolute in a job)")
     parser.add_argument("--concurrency", type=int, default=2, metavar="N", help="topics researched at once (2)")
-    parser.add_argument("--agents", type=int, metavar="N", help="research agents per topic (default 3)")
-    parser.add_argument("--iterations", type=int, metavar="N", help="refinement iterations per topic (default 3)")
-    parser.add_argument("--corpus", type=Path, metavar="DIR", help="search this folder (implies provider local)")
+    RESEARCH_OPTIONS.add_flags(parser)  # the research options, per topic
     return parser
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
-    options = ResearchOptions(agents=args.agents, iterations=args.iterations, corpus=args.corpus)
-    return apply_options(load_settings(), options, origin="job argument")
+    return RESEARCH_OPTIONS.apply(load_settings(), RESEARCH_OPTIONS.from_args(args, origin="job argument"))
 
 
 def store_outside_working_dir(settings: Settings, out: Path, working_dir: Path) -> Settings:

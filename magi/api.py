@@ -5,23 +5,24 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from core.errors import ConfigError, LLMNotConfiguredError
 from core.llm import LLMClient, require_llm
 from core.runtime import Runtime
-from core.settings import Settings
+from core.settings import LLMSettings, Settings
 from magi.events import EventCallback
 from magi.models import Deliberation, SageName
 from magi.output import RunsReport, summarize_runs
 from magi.protocol import deliberate
-from magi.settings import MagiSettings
+from magi.settings import COUNCIL_OPTIONS, CouncilSettings
 
 
-def check_llm(settings: Settings, command: str) -> None:
+def check_llm(llm: LLMSettings, command: str) -> None:
     """No LLM configured is bad settings (exit 2), reported before any work."""
     try:
         for sage in SageName:
-            require_llm(settings, command, role=sage.role)
+            require_llm(llm, command, role=sage.role)
     except LLMNotConfiguredError as exc:
         raise ConfigError(str(exc)) from exc
 
@@ -34,11 +35,16 @@ async def ask(
     overrides: Mapping[SageName, Sequence[tuple[str, str]]] | None = None,
     clients: Mapping[SageName, LLMClient] | None = None,
     on_event: EventCallback | None = None,
+    **options: Any,
 ) -> Deliberation | RunsReport:
-    """One deliberation (``magi.runs`` = 1) or a :class:`RunsReport` over ``magi.runs`` seeds, run concurrently."""
-    cfg = MagiSettings.of(settings)
+    """One deliberation (``council.runs`` = 1) or a :class:`RunsReport` over ``council.runs`` seeds, run
+    concurrently; ``options`` are the keywords of ``COUNCIL_OPTIONS`` (``rounds``, ``quorum``, ``seed`` ...)
+    on top of ``settings``."""
+    if options:
+        settings = COUNCIL_OPTIONS.apply(settings, COUNCIL_OPTIONS.from_keywords(options))
+    cfg = CouncilSettings.of(settings)
     if clients is None:
-        check_llm(settings, "magi ask")
+        check_llm(settings.llm, "magi ask")
     if cfg.runs == 1:
         return await deliberate(
             question, settings, runtime, seed=cfg.seed, overrides=overrides, clients=clients, on_event=on_event

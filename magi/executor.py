@@ -1,9 +1,13 @@
 """Run a plugin's bridge command safely and report what happened as data.
 
 - No shell: the argv list is executed as is (``{input_file}`` in an argument is the only substitution).
-- Own session and process group (``start_new_session=True``): on timeout the whole group gets SIGKILL,
-  so children and grandchildren the command started go too.
-- Only the environment variables the plugin allows are passed.
+- The timeout measures the command itself: it ends when the command exits, even if a child it left
+  behind still holds the output pipes (asyncio's ``Process.wait`` would wait for those too).
+- Every process the command starts is ended with it, on timeout and after a normal exit: the command
+  runs in its own session and process group, and each process carries a run tag in its environment,
+  so a grandchild that called ``setsid`` (out of the group, reparented away) is still found in /proc.
+- It runs in ``workdir / cwd`` and nowhere else: a ``cwd`` (or a link) leading out is an error.
+- Only the environment variables the plugin allows are passed, never a secret (magi/plugins.py).
 - stdout and stderr are read continuously (a chatty command never blocks on a full pipe) and kept up
   to ``max_output_bytes`` each; the rest is counted and dropped, and the result says it was cut.
 - The result (:class:`CommandResult`) carries the exit code, both outputs, whether it timed out and
@@ -18,15 +22,18 @@ import os
 import signal
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from core.models import CamelModel
-from magi.plugins import BridgeCommand
+from magi.plugins import BridgeCommand, is_secret_variable
 
 CHUNK = 65536
 DRAIN_GRACE_S = 2.0  # after the command exits, how long its output pipes may stay open (held by children)
 INPUT_FILE = "{input_file}"
+RUN_TAG = "MAGI_BRIDGE_RUN"  # in every process of one run's environment: how its stray descendants are found
+EXIT_POLL_S = 0.02
 
 
 class CommandResult(CamelModel):
@@ -78,6 +85,45 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def tagged_processes(tag: str) -> list[int]:
+    """Processes whose environment holds ``RUN_TAG=tag``: a run's descendants, wherever they moved."""
+    marker = f"{RUN_TAG}={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _end_run(pid: int, tag: str) -> None:
+    """SIGKILL the command's process group and every process tagged with its run, until none is left."""
+    _kill_group(pid)
+    for _ in range(20):  # a process may fork while it is being killed: look again
+        strays = tagged_processes(tag)
+        if not strays:
+            return
+        for stray in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(stray, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+async def _exited(process: asyncio.subprocess.Process, timeout_s: float) -> bool:
+    """Whether the command itself exited within ``timeout_s`` (its pipes may still be open)."""
+    deadline = time.monotonic() + timeout_s
+    while process.returncode is None:
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(EXIT_POLL_S)
+    return True
+
+
 async def run_command(
     command: BridgeCommand,
     *,
@@ -88,7 +134,9 @@ async def run_command(
 ) -> CommandResult:
     """Run ``command`` in ``workdir / command.cwd``; never raises for the command's own failures."""
     source = os.environ if environ is None else environ
-    env = {name: source[name] for name in command.env if name in source}
+    env = {name: source[name] for name in command.env if name in source and not is_secret_variable(name)}
+    tag = uuid.uuid4().hex
+    env[RUN_TAG] = tag
     cwd = (workdir / command.cwd).resolve()
     argv = [*command.argv, *extra_args]
     started = time.monotonic()
@@ -100,6 +148,9 @@ async def run_command(
         argv = [a.replace(INPUT_FILE, str(temp)) for a in argv]
     result = CommandResult(argv=argv, cwd=str(cwd))
     try:
+        if not cwd.is_relative_to(workdir.resolve()):
+            result.error = f"working folder {command.cwd!r} leads out of {workdir}; keep it inside"
+            return result
         if not cwd.is_dir():
             result.error = f"working folder {cwd} does not exist"
             return result
@@ -130,20 +181,16 @@ async def run_command(
                 await process.stdin.drain()
             process.stdin.close()
         try:
-            await asyncio.wait_for(process.wait(), timeout=command.timeout_s)
-        except TimeoutError:
-            result.timed_out = True
-            _kill_group(process.pid)
-            await process.wait()
+            result.timed_out = not await _exited(process, command.timeout_s)
         except asyncio.CancelledError:
-            _kill_group(process.pid)
+            _end_run(process.pid, tag)
             raise
+        await asyncio.to_thread(_end_run, process.pid, tag)  # done or out of time: nothing it started outlives it
+        if result.timed_out:
+            await process.wait()
         done, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE_S)
-        if pending:  # children still hold the pipes after the command ended: end them too
-            _kill_group(process.pid)
-            done, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE_S)
-            for task in pending:
-                task.cancel()
+        for task in pending:
+            task.cancel()
         (out, out_total), (err, err_total) = (r.result() if r in done else (b"", 0) for r in readers)
         result.exit_code = process.returncode
         result.stdout = out.decode("utf-8", "replace")
@@ -157,4 +204,4 @@ async def run_command(
             temp.unlink(missing_ok=True)
 
 
-__all__ = ["CHUNK", "DRAIN_GRACE_S", "INPUT_FILE", "CommandResult", "run_command"]
+__all__ = ["CHUNK", "DRAIN_GRACE_S", "INPUT_FILE", "RUN_TAG", "CommandResult", "run_command", "tagged_processes"]

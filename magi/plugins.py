@@ -1,7 +1,7 @@
 """MAGI plugins: YAML files that add commands, per-sage instructions and bridge commands.
 
-A plugin (``data/magi/plugins/*.yaml`` bundled; more with ``--plugin FILE``, ``magi.plugins`` or
-``magi.plugins_dir``; ``magi.disabled_plugins`` turns one off by name)::
+A plugin (``data/magi/plugins/*.yaml`` bundled; more with ``--plugin FILE``, ``council.plugins`` or
+``council.plugins_dir``; ``council.disabled_plugins`` turns one off by name)::
 
     name: sdd                      # lower-case, unique; a later file with the same name replaces it
     version: "1.0.0"
@@ -27,7 +27,7 @@ is one :class:`~core.errors.ConfigError` naming the file, line, column and key.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -37,7 +37,7 @@ from core.policy import validate_yaml
 from core.resources import data_path
 from core.yamlfile import read_yaml_document
 from magi.models import SageName
-from magi.settings import MagiSettings, plugin_paths
+from magi.settings import CouncilSettings, plugin_paths
 
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,40}$"
 # Workflows a plugin command may run: action -> "module:function", an async function
@@ -45,6 +45,16 @@ NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,40}$"
 # ``markdown()`` and ``model_dump()``.
 ACTIONS: dict[str, str] = {"sdd.spec": "magi.sdd:spec_workflow"}
 CORE_COMMANDS = frozenset({"ask", "research", "doctor", "serve"})
+
+
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def is_secret_variable(name: str) -> bool:
+    """True for variables a bridge command must never see: the service's own (``MAGI_*``, which hold
+    ``MAGI_API_KEYS``), the LLM's (``ANTHROPIC_*``) and anything named like a key, token or password."""
+    upper = name.upper()
+    return upper.startswith(("MAGI_", "ANTHROPIC_", "RAY_")) or any(marker in upper for marker in SECRET_MARKERS)
 
 
 class BridgeCommand(BaseModel):
@@ -72,6 +82,22 @@ class BridgeCommand(BaseModel):
         if not argv[0].strip():
             raise ValueError("the program (first argument) is empty")
         return argv
+
+    @field_validator("cwd")
+    @classmethod
+    def _inside(cls, cwd: str) -> str:
+        parts = PurePosixPath(cwd.replace("\\", "/")).parts
+        if cwd.startswith(("/", "\\", "~")) or ".." in parts or "\x00" in cwd:
+            raise ValueError(f"{cwd!r} leaves the working folder; give a folder inside it (e.g. '.' or 'tools')")
+        return cwd
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, names: list[str]) -> list[str]:
+        secret = [n for n in names if is_secret_variable(n)]
+        if secret:
+            raise ValueError(f"{secret[0]} is a secret of this service; a bridge command never receives it")
+        return names
 
 
 class PluginCommand(BaseModel):
@@ -129,7 +155,7 @@ def bundled_plugin_paths() -> list[Path]:
     return sorted(data_path("magi", "plugins").glob("*.yaml"))
 
 
-def load_plugins(settings: MagiSettings, extra: Iterable[Path] = ()) -> list[Plugin]:
+def load_plugins(settings: CouncilSettings, extra: Iterable[Path] = ()) -> list[Plugin]:
     """Bundled plugins, then the configured ones, then ``extra`` (``--plugin``); disabled ones left out."""
     chosen: dict[str, Plugin] = {}
     for path in [*bundled_plugin_paths(), *plugin_paths(settings), *extra]:
@@ -142,7 +168,7 @@ def load_plugins(settings: MagiSettings, extra: Iterable[Path] = ()) -> list[Plu
             if command.name in seen:
                 raise ConfigError(
                     f"MAGI plugin {plugin.source}: command {command.name!r} is already added by plugin "
-                    f"{seen[command.name]!r}; rename one, or disable a plugin (magi.disabled_plugins)"
+                    f"{seen[command.name]!r}; rename one, or disable a plugin (council.disabled_plugins)"
                 )
             seen[command.name] = plugin.name
     return plugins
@@ -165,11 +191,13 @@ __all__ = [
     "ACTIONS",
     "CORE_COMMANDS",
     "NAME_PATTERN",
+    "SECRET_MARKERS",
     "BridgeCommand",
     "Plugin",
     "PluginCommand",
     "bundled_plugin_paths",
     "find_plugin",
+    "is_secret_variable",
     "load_plugin",
     "load_plugins",
     "overrides_for",

@@ -6,14 +6,14 @@ agents (actors/sage.py). What each sage sees:
 - Thinking: only the question. No request contains another sage's output.
 - Debate round k: the other two sages' positions from round k-1 (Thinking for round 1), in full,
   under anonymous labels ("Sage A", "Sage B") in an order drawn once per sage from the seed (names in
-  the peers' texts are replaced by the labels); ``magi.anonymous: false`` shows the names,
-  ``magi.shuffle_peers: false`` a fixed order. Sages run in parallel within a round.
+  the peers' texts are replaced by the labels); ``council.anonymous: false`` shows the names,
+  ``council.shuffle_peers: false`` a fixed order. Sages run in parallel within a round.
 - Voting: the others' latest positions; the answer must validate as a :class:`Vote` (one repair),
   else the sage abstains and it is recorded.
 
-Early stop (``magi.early_stop``, no LLM call decides it): ``unanimous`` skips the Debate when the
+Early stop (``council.early_stop``, no LLM call decides it): ``unanimous`` skips the Debate when the
 three blind votes agree; ``stable`` ends it after a round in which no sage changed its stance;
-``both`` (default) applies both. Every failure (exception, timeout after ``magi.timeout_s`` per sage
+``both`` (default) applies both. Every failure (exception, timeout after ``council.timeout_s`` per sage
 call, invalid output) is recorded per sage and phase, and the others go on.
 """
 
@@ -68,7 +68,7 @@ from magi.models import (
 )
 from magi.personas import system_prompts
 from magi.prompts import bundled_prompts
-from magi.settings import MagiSettings
+from magi.settings import CouncilSettings
 from magi.tally import decision_name, exit_code, merge_conditions, tally
 
 FailureKind = Literal["exception", "timeout", "invalid_output"]
@@ -164,7 +164,7 @@ class _Position:
 
 @dataclass
 class _State:
-    settings: MagiSettings
+    settings: CouncilSettings
     seed: int
     question: str
     handles: dict[SageName, Handle[Any]]
@@ -276,7 +276,7 @@ class _State:
         for sage, outcome in zip(sages, outcomes, strict=True):
             if outcome.timed_out:
                 self.fail(
-                    sage, phase, round, "timeout", f"no answer within {self.settings.timeout_s:g} s (magi.timeout_s)"
+                    sage, phase, round, "timeout", f"no answer within {self.settings.timeout_s:g} s (council.timeout_s)"
                 )
             elif outcome.error is not None or outcome.value is None:
                 error = outcome.error or RuntimeError("no reply")
@@ -355,7 +355,7 @@ async def deliberate(
     ``sequential`` asks the sages one after the other (the benchmark's baseline, like the origin)."""
     from actors.sage import Sage
 
-    cfg = MagiSettings.of(settings)
+    cfg = CouncilSettings.of(settings)
     seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31))
     run_id = uuid.uuid4().hex[:12]
     prompts = bundled_prompts()
@@ -365,7 +365,8 @@ async def deliberate(
         sage: await runtime.get_or_create(
             Sage,
             sage,
-            settings,
+            cfg,
+            settings.llm,
             systems[sage],
             (clients or {}).get(sage),
             key=f"{run_id}-{sage.value}",
@@ -380,7 +381,7 @@ async def deliberate(
     try:
         # Actors start (a process each on Ray) before the clock of the first phase runs.
         t0 = time.monotonic()
-        # Not under magi.timeout_s: starting a process is not a sage call (slow on a busy machine).
+        # Not under council.timeout_s: starting a process is not a sage call (slow on a busy machine).
         await runtime.gather([h.call(Sage.history) for h in handles.values()], max(cfg.timeout_s, STARTUP_TIMEOUT_S))
         timings.setup_ms = int((time.monotonic() - t0) * 1000)
         # --- Thinking: isolated, with blind votes --------------------------------------------------
@@ -455,7 +456,7 @@ async def deliberate(
         raw = await state.ask("voting", asks)
         timings.voting_ms = int((time.monotonic() - t0) * 1000)
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
-        decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted)
+        decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted, quorum=cfg.quorum)
         state.emit(CouncilDecided(decision=decision_name(decision), progress=100.0))
         transcripts = await _transcripts(runtime, handles, cfg.timeout_s)
     finally:

@@ -39,12 +39,12 @@ from magi.executor import CommandResult, run_command
 from magi.models import SAGES, Failure, SageName, Verdict
 from magi.personas import system_prompts
 from magi.plugins import Plugin, overrides_for
-from magi.settings import MagiSettings
+from magi.settings import CouncilSettings
 
 DRAFT_ROLE = "magi.sdd"
 DocumentName = Literal["requirements", "design", "tasks"]
 DOCUMENTS: tuple[DocumentName, ...] = ("requirements", "design", "tasks")
-DISABLE_HINT = "or disable the plugin (magi.disabled_plugins: [sdd], or MAGI_MAGI_DISABLED_PLUGINS=sdd)"
+DISABLE_HINT = "or disable the plugin (council.disabled_plugins: [sdd], or MAGI_COUNCIL_DISABLED_PLUGINS=sdd)"
 
 
 class SddPrompts(PolicyModel):
@@ -221,12 +221,12 @@ async def _review(
 ) -> tuple[list[SageReview], list[Failure]]:
     from actors.sage import Sage
 
-    cfg = MagiSettings.of(settings)
+    cfg = CouncilSettings.of(settings)
     systems = system_prompts(overrides_for([plugin]))
     key = hashlib.sha256(request.encode()).hexdigest()[:10]
     handles = {
         s: await runtime.get_or_create(
-            Sage, s, settings, systems[s], (clients or {}).get(s), key=f"sdd-{key}-{s.value}", namespace="magi"
+            Sage, s, cfg, settings.llm, systems[s], (clients or {}).get(s), key=f"sdd-{key}-{s.value}", namespace="magi"
         )
         for s in SAGES
     }
@@ -329,7 +329,7 @@ async def spec_workflow(
     name = feature_name(request, feature)
     if not workdir.is_dir():
         raise InputError(f"--dir {workdir} is not a folder; give the project folder")
-    client = drafter or make_llm(settings, role=DRAFT_ROLE)
+    client = drafter or make_llm(settings.llm, role=DRAFT_ROLE)
     if client is None:
         raise ConfigError("`magi spec` needs an LLM, but none is configured; set MAGI_LLM_PROVIDER")
     install = await ensure_templates(plugin, options, workdir)

@@ -1,42 +1,73 @@
-"""Settings section ``magi:`` (the council's knobs; per-sage models live in ``llm.models``)."""
+"""Settings section ``council:`` (the council's knobs; per-sage models live in ``llm.models``).
+
+The fields marked :class:`~core.options.Option` are the per-request options of ``magi ask``,
+``POST /magi/ask`` and :func:`magi.api.ask`: :data:`COUNCIL_OPTIONS` derives every surface from them.
+The section was called ``magi:`` (``MAGI_MAGI_ROUNDS``); those names are still read, with a warning.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
+from core.options import Option, Options
 from core.settings import AbsolutePath, Section
 
 Threshold = Literal["majority", "unanimous"]
 EarlyStop = Literal["off", "unanimous", "stable", "both"]
 
 
-class MagiSettings(Section):
-    name: ClassVar[str] = "magi"
+class CouncilSettings(Section):
+    name: ClassVar[str] = "council"
+    formerly: ClassVar[tuple[str, ...]] = ("magi",)
 
-    rounds: int = Field(1, ge=0, le=10, description="Debate rounds (0: vote right after Thinking).")
-    threshold: Threshold = Field("majority", description="majority | unanimous (how final votes are tallied).")
-    weighted: bool = Field(False, description="Confidence-weighted majority tally (see README for the formula).")
-    timeout_s: float = Field(120.0, gt=0, le=3600, description="Timeout of one sage call in seconds.")
-    context_budget_tokens: int = Field(
+    rounds: Annotated[int, Option(metavar="N")] = Field(
+        1, ge=0, le=10, description="Debate rounds (0: vote right after Thinking)."
+    )
+    threshold: Annotated[Threshold, Option()] = Field(
+        "majority", description="majority | unanimous (how final votes are tallied)."
+    )
+    quorum: Annotated[int, Option(metavar="N")] = Field(
+        2, ge=2, le=3, description="Valid final votes a decision needs (3: no decision when any sage abstains)."
+    )
+    weighted: Annotated[bool, Option()] = Field(
+        False, description="Confidence-weighted majority tally (see README for the formula)."
+    )
+    timeout_s: Annotated[float, Option("timeout", metavar="SECONDS")] = Field(
+        120.0, gt=0, le=3600, description="Timeout of one sage call in seconds."
+    )
+    context_budget_tokens: Annotated[int, Option("token_budget", metavar="TOKENS")] = Field(
         16000, ge=200, le=1_000_000, description="Per-sage history budget; older turns are summarised near it."
     )
-    anonymous: bool = Field(True, description="Show peers as anonymous labels (Sage A/B) in Debate and Voting.")
-    shuffle_peers: bool = Field(True, description="Order peers per sage by a seeded shuffle (else fixed order).")
-    early_stop: EarlyStop = Field(
+    anonymous: Annotated[bool, Option(off="no-anonymity")] = Field(
+        True, description="Show peers as anonymous labels (Sage A/B) in Debate and Voting."
+    )
+    shuffle_peers: Annotated[bool, Option(off="fixed-order")] = Field(
+        True, description="Order peers per sage by a seeded shuffle (else fixed order)."
+    )
+    early_stop: Annotated[EarlyStop, Option()] = Field(
         "both", description="End the Debate early: unanimous blind votes, a round without a stance change, both, off."
     )
-    seed: int | None = Field(None, ge=0, description="Seed of a deliberation (peer order; scripted answers).")
-    runs: int = Field(1, ge=1, le=50, description="Independent deliberations (different seeds) per question.")
-    plugins: list[AbsolutePath] = Field(default_factory=list, description="Extra plugin files to load.")
+    seed: Annotated[int | None, Option(metavar="N")] = Field(
+        None, ge=0, description="Seed of a deliberation (peer order; scripted answers); unset: random."
+    )
+    runs: Annotated[int, Option(metavar="K")] = Field(
+        1, ge=1, le=50, description="Independent deliberations (different seeds) per question."
+    )
+    plugins: Annotated[
+        list[AbsolutePath], Option("plugin", keyword="plugins", metavar="FILE", extend=True, on=("cli", "python"))
+    ] = Field(default_factory=list, description="Extra plugin files to load.")
     plugins_dir: AbsolutePath | None = Field(None, description="A folder whose *.yaml plugins are loaded.")
     disabled_plugins: list[str] = Field(default_factory=list, description="Plugins not to load, by name (e.g. sdd).")
     max_prompt_chars: int = Field(100_000, ge=1, le=2_000_000, description="Longest accepted question.")
 
 
-def plugin_paths(settings: MagiSettings) -> list[Path]:
+COUNCIL_OPTIONS = Options(CouncilSettings)
+
+
+def plugin_paths(settings: CouncilSettings) -> list[Path]:
     """The plugin files named by the settings (the folder's, then the listed ones)."""
     found: list[Path] = []
     if settings.plugins_dir is not None and settings.plugins_dir.is_dir():
@@ -45,4 +76,4 @@ def plugin_paths(settings: MagiSettings) -> list[Path]:
     return found
 
 
-__all__ = ["EarlyStop", "MagiSettings", "Threshold", "plugin_paths"]
+__all__ = ["COUNCIL_OPTIONS", "CouncilSettings", "EarlyStop", "Threshold", "plugin_paths"]

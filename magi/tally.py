@@ -1,6 +1,7 @@
 """The tally: final votes -> decision, as a pure function (no I/O, no order dependence).
 
-- Quorum: fewer than :data:`QUORUM` valid votes (abstentions do not count) is no decision.
+- Quorum: fewer than ``quorum`` valid votes (abstentions do not count; default :data:`QUORUM`,
+  ``council.quorum``) is no decision.
 - ``majority``: APPROVE or DENY when at least 2 valid votes agree on it; otherwise CONDITIONAL,
   with every condition any sage stated.
 - ``unanimous``: APPROVE only when every sage voted APPROVE (an abstention blocks it); any DENY is
@@ -21,6 +22,7 @@ from magi.models import SAGES, Condition, SageName, Verdict, Vote
 from magi.settings import Threshold
 
 QUORUM = 2
+MAJORITY = 2  # of the three sages
 EXIT_CODES: dict[Verdict | None, int] = {Verdict.APPROVE: 0, Verdict.DENY: 1, Verdict.CONDITIONAL: 3, None: 4}
 NO_DECISION_EXIT = 4
 BAD_INPUT_EXIT = 2
@@ -54,13 +56,17 @@ def merge_conditions(votes: Mapping[SageName, Vote | None]) -> list[Condition]:
 
 
 def tally(
-    votes: Mapping[SageName, Vote | None], threshold: Threshold = "majority", *, weighted: bool = False
+    votes: Mapping[SageName, Vote | None],
+    threshold: Threshold = "majority",
+    *,
+    weighted: bool = False,
+    quorum: int = QUORUM,
 ) -> tuple[Verdict | None, str]:
     """(decision or None for no decision, a one-line reason showing the arithmetic)."""
     valid = [v for v in votes.values() if v is not None]
     abstained = len(votes) - len(valid)
-    if len(valid) < QUORUM:
-        return None, f"no quorum: {len(valid)} valid vote(s), {QUORUM} needed ({abstained} abstained)"
+    if len(valid) < quorum:
+        return None, f"no quorum: {len(valid)} valid vote(s), {quorum} needed ({abstained} abstained)"
     counts = {verdict: sum(1 for v in valid if v.verdict is verdict) for verdict in Verdict}
     shown = ", ".join(f"{k.value} {n}" for k, n in counts.items())
     if threshold == "unanimous":
@@ -81,7 +87,7 @@ def tally(
                 return verdict, f"weighted majority: {verdict.value} {half} ({shown_w})"
         return Verdict.CONDITIONAL, f"weighted majority: no side above half of {total:.2f} ({shown_w})"
     for verdict in (Verdict.APPROVE, Verdict.DENY):
-        if counts[verdict] >= QUORUM:
+        if counts[verdict] >= MAJORITY:
             return verdict, f"majority: {counts[verdict]} of {len(valid)} valid votes {verdict.value} ({shown})"
     return Verdict.CONDITIONAL, f"majority: no 2 valid votes agree on APPROVE or DENY ({shown})"
 
@@ -89,6 +95,7 @@ def tally(
 __all__ = [
     "BAD_INPUT_EXIT",
     "EXIT_CODES",
+    "MAJORITY",
     "NO_DECISION_EXIT",
     "QUORUM",
     "Decision",

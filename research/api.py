@@ -19,46 +19,26 @@ from core.events import EventSink, ListSink
 from core.runtime import ray_runtime
 from core.settings import load_settings
 from research.engine import preflight, run_research
-from research.options import ResearchOptions, apply_options
 from research.result import ConsensusResearchResult
-
-# The spec's option name -> ours, so an error names the argument the caller passed.
-API_NAMES = {
-    "research.agents": "agent_count",
-    "research.iterations": "iteration_count",
-    "research.agent_timeout_s": "agent_timeout_ms",
-    "research.conflict_threshold": "conflict_threshold",
-    "research.results_per_agent": "max_results_per_agent",
-    "search.provider": "provider",
-    "search.corpus_dir": "corpus",
-}
+from research.settings import RESEARCH_OPTIONS
 
 
 async def aresearch(
     topic: str,
     *,
-    agent_count: int | None = None,
-    iteration_count: int | None = None,
-    agent_timeout_ms: int | None = None,
-    conflict_threshold: float | None = None,
-    provider: Any = None,
-    max_results_per_agent: int | None = None,
-    corpus: Path | None = None,
     config: Path | None = None,
     events: EventSink | None = None,
     address: str | None = None,
+    agent_timeout_ms: int | None = None,
+    **options: Any,
 ) -> ConsensusResearchResult:
-    """Run a consensus research; raises :class:`core.errors.MagiError` subclasses with a clear message."""
-    options = ResearchOptions.model_construct(
-        agents=agent_count,
-        iterations=iteration_count,
-        timeout_s=agent_timeout_ms / 1000 if agent_timeout_ms is not None else None,
-        conflict_threshold=conflict_threshold,
-        results_per_agent=max_results_per_agent,
-        provider=provider,
-        corpus=corpus,
-    )
-    settings = apply_options(load_settings(config), options, origin="argument", names=API_NAMES)
+    """Run a consensus research; ``options`` are the keywords of ``RESEARCH_OPTIONS`` (``agent_count``,
+    ``iteration_count``, ``max_results_per_agent``, ``provider``, ``corpus`` ...; the agent timeout
+    also in the spec's milliseconds). Raises :class:`core.errors.MagiError` subclasses with a clear message."""
+    given = RESEARCH_OPTIONS.from_keywords(options)
+    if agent_timeout_ms is not None:
+        given = given.with_value("timeout", agent_timeout_ms / 1000, "agent_timeout_ms")
+    settings = RESEARCH_OPTIONS.apply(load_settings(config), given)
     topic = preflight(topic, settings)  # bad options or topic fail before Ray starts
     async with ray_runtime(settings, address=address) as runtime:
         return await run_research(topic, settings, runtime, events or ListSink())

@@ -106,17 +106,15 @@ def agent_name(run_id: str, iteration: int, agent_id: int, attempt: int = 1) -> 
     return f"research-{run_id}-i{iteration}-a{agent_id}-t{attempt}"
 
 
-def build_config(topic: str, settings: Settings) -> ConsensusResearchConfig:
-    research = ResearchSettings.of(settings)
+def build_config(topic: str, research: ResearchSettings, search: SearchSettings) -> ConsensusResearchConfig:
+    """The spec's config of a run, from the two sections that hold its options."""
     return ConsensusResearchConfig(
         topic=topic,
         agent_count=research.agents,
         iteration_count=research.iterations,
         agent_timeout_ms=int(research.agent_timeout_s * 1000),
         conflict_threshold=research.conflict_threshold,
-        search_config=SearchConfig(
-            provider=SearchSettings.of(settings).provider, max_results_per_agent=research.results_per_agent
-        ),
+        search_config=SearchConfig(provider=search.provider, max_results_per_agent=research.results_per_agent),
     )
 
 
@@ -144,8 +142,9 @@ class _Run:
 
     def __init__(self, topic: str, settings: Settings, runtime: Runtime, events: EventSink, run_id: str) -> None:
         self.topic, self.settings, self.runtime, self.events, self.run_id = topic, settings, runtime, events, run_id
-        self.config = build_config(topic, settings)
-        self.agent_timeout_s = ResearchSettings.of(settings).agent_timeout_s
+        research = ResearchSettings.of(settings)
+        self.config = build_config(topic, research, SearchSettings.of(settings))
+        self.agent_timeout_s = research.agent_timeout_s
         self.tracker = _StageTracker(events)
         self.iterations: list[IterationResult] = []
         self.failed_attempts: list[_Attempt] = []
@@ -437,9 +436,9 @@ def _stop_reason(consistencies: list[float]) -> str:
     )
 
 
-def start_pool(runtime: Runtime, settings: Settings) -> NlpPool:
+def start_pool(runtime: Runtime, nlp: NlpSettings) -> NlpPool:
     """The NLP pool of a run: ``nlp.workers`` workers, else one per CPU of the cluster."""
-    return NlpPool.start(runtime, NlpSettings.of(settings).workers or max(1, int(runtime.total_cpus())))
+    return NlpPool.start(runtime, nlp.workers or max(1, int(runtime.total_cpus())))
 
 
 async def run_research(
@@ -467,10 +466,10 @@ async def run_research(
     # The NLP pool holds the CPUs (one worker each); agents and the collector mostly wait on I/O.
     own_pool = pool is None
     if pool is None:
-        pool = start_pool(runtime, settings)
+        pool = start_pool(runtime, NlpSettings.of(settings))
     # The collector reads the local corpus (for itself and for the agents' searches), so it runs on this
     # node, the one where the folder was named and checked; agents and NLP workers may go anywhere.
-    here = current_node_id() if uses_local_corpus(settings) else None
+    here = current_node_id() if uses_local_corpus(SearchSettings.of(settings)) else None
     run.collector = collector = runtime.spawn(Collector, settings, pool, num_cpus=0, node_id=here)
     stopped_early: str | None = None
     try:
@@ -535,7 +534,7 @@ async def _finish(
     evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
     meter = UsageMeter()
-    llm = make_llm(run.settings, role=SUMMARY_ROLE, meter=meter)
+    llm = make_llm(run.settings.llm, role=SUMMARY_ROLE, meter=meter)
     summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
     charts, chart_warning = drawable(chart_refs(verified), _lang(run.topic))

@@ -33,6 +33,7 @@ def check_query(query: object, max_chars: int) -> str:
 
 
 CONTEXT_ENTRIES = 6
+SESSION_NAMESPACE = "router"  # sessions.ids.session_key: the router's sessions meet no other system's
 
 
 @dataclass(frozen=True)
@@ -122,4 +123,4 @@ class Reply:
         )
 
 
-__all__ = ["CONTEXT_ENTRIES", "Reply", "Turn", "TurnOutcome", "check_query", "shared_router"]
+__all__ = ["CONTEXT_ENTRIES", "SESSION_NAMESPACE", "Reply", "Turn", "TurnOutcome", "check_query", "shared_router"]

@@ -10,7 +10,7 @@ from functools import cache
 
 from core.llm import LLMRequest, Message, make_llm, resolve_role
 from core.resources import data_path
-from core.settings import Settings
+from core.settings import LLMSettings
 from sessions.models import HistoryEntry
 
 ROLE = "router.general"
@@ -22,13 +22,13 @@ def system_prompt() -> str:
     return data_path("router", "general_prompt.md").read_text(encoding="utf-8").strip()
 
 
-def llm_configured(settings: Settings) -> bool:
-    return resolve_role(settings, ROLE).endpoint is not None
+def llm_configured(llm: LLMSettings) -> bool:
+    return resolve_role(llm, ROLE).endpoint is not None
 
 
-async def general_answer(settings: Settings, query: str, earlier: list[HistoryEntry]) -> str | None:
+async def general_answer(llm: LLMSettings, query: str, earlier: list[HistoryEntry]) -> str | None:
     """The LLM's answer to ``query`` (None when no LLM is configured)."""
-    client = make_llm(settings, role=ROLE)
+    client = make_llm(llm, role=ROLE)
     if client is None:
         return None
     messages = [

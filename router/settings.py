@@ -1,18 +1,24 @@
-"""Settings section ``router:`` (thresholds and lifetimes of the Engineer Cafe router and its sessions)."""
+"""Settings section ``router:`` (thresholds and lifetimes of the Engineer Cafe router and its sessions).
+
+The fields marked :class:`~core.options.Option` are the per-query options of ``magi route``,
+``POST /router/route|ask`` and :func:`router.api.route`, derived from :data:`ROUTER_OPTIONS`.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import Field
 
+from core.options import Option, Options
 from core.settings import Section
+from sessions.models import SessionPolicy
 
 
 class RouterSettings(Section):
     name: ClassVar[str] = "router"
 
-    confidence_threshold: float = Field(
+    confidence_threshold: Annotated[float, Option("threshold", metavar="X")] = Field(
         0.5, ge=0, le=1, description="Results below this confidence abstain (ClarificationAgent or GeneralKnowledge)."
     )
     max_query_chars: int = Field(500, ge=10, le=10_000, description="Longest query accepted (longer: 413/exit 2).")
@@ -29,5 +35,20 @@ class RouterSettings(Section):
 
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")
 
+    scripted_latency_s: float = Field(
+        0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
+    )
 
-__all__ = ["RouterSettings"]
+    def session_policy(self) -> SessionPolicy:
+        """The lifetimes of the router's sessions."""
+        return SessionPolicy(
+            ttl_s=self.session_ttl_s,
+            previous_ttl_s=self.previous_request_type_ttl_s,
+            history_limit=self.history_limit,
+        )
+
+
+ROUTER_OPTIONS = Options(RouterSettings)
+
+
+__all__ = ["ROUTER_OPTIONS", "RouterSettings"]

@@ -43,7 +43,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.errors import FetchError
 from core.retry import backoff_delay, parse_retry_after, retry
-from core.settings import Settings
 from scrapers.charset import SNIFF_BYTES, decode_body, sniff_binary
 from scrapers.net_guard import DEFAULT_PORTS, NetGuard, PinnedTransport, Resolver, parse_networks
 from scrapers.robots import RobotsRules, product_token, rules_from_status, unreachable
@@ -94,8 +93,8 @@ class FetchPolicy(BaseModel):
         return value
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> FetchPolicy:
-        fetch = FetchSettings.of(settings)
+    def of(cls, fetch: FetchSettings) -> FetchPolicy:
+        """The policy of the ``fetch`` settings section."""
         return cls(
             timeout_s=fetch.timeout_s,
             connect_timeout_s=min(5.0, fetch.timeout_s),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
+from core.options import Option
 from core.resources import data_path
 from core.settings import AbsolutePath, Section
 
@@ -15,13 +16,15 @@ ProviderName = Literal["local", "ddgs", "searxng"]
 class SearchSettings(Section):
     name: ClassVar[str] = "search"
 
-    provider: ProviderName = Field("local", description="First search provider.")
+    # provider and corpus_dir are per-request options of the systems that list this section (research)
+    provider: Annotated[ProviderName, Option()] = Field("local", description="First search provider.")
     fallbacks: list[ProviderName] = Field(
         default_factory=list, description="Providers tried in order when the first fails (e.g. [searxng])."
     )
     cache_ttl_s: float = Field(86_400.0, ge=0, description="Reuse cached web search results this long (0: off).")
-    corpus_dir: AbsolutePath = Field(
-        default_factory=lambda: data_path("corpus"), description="Folder searched by the local provider."
+    corpus_dir: Annotated[AbsolutePath, Option("corpus", metavar="DIR")] = Field(
+        default_factory=lambda: data_path("corpus"),
+        description="Folder searched by the local provider (given per request: implies provider local).",
     )
     corpus_max_file_bytes: int = Field(
         5_000_000, ge=1024, description="Corpus files larger than this are skipped (and counted)."

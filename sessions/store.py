@@ -17,13 +17,13 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import sqlalchemy as sa
 
 from core.store import Store, register_migration
-from sessions.ids import SessionNotFoundError
+from sessions.ids import SessionNotFoundError, TooManySessionsError
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,9 @@ register_migration(
     """
     },
 )
+
+# Version 3: a client's live sessions are counted on every new session (per-client limit).
+register_migration("sessions", 3, "CREATE INDEX sessions_owner ON sessions(owner, updated_at)")
 
 
 # Parsed once: building a text() clause per call cost a quarter of a turn's write.
@@ -153,6 +156,17 @@ class SessionRepository:
                 conn.execute(_INSERT_ENTRY, rows[0] if len(rows) == 1 else rows)
             return True
 
+    def exists(self, session_id: str) -> bool:
+        return bool(self.store.query("SELECT 1 FROM sessions WHERE session_id = :id", {"id": session_id}))
+
+    def live_count(self, owner: str, namespace: str, since: datetime) -> int:
+        """Sessions of ``owner`` in ``namespace`` (keys ``<namespace>-...``) used since ``since``."""
+        rows = self.store.query(
+            "SELECT COUNT(*) FROM sessions WHERE owner = :owner AND updated_at >= :since AND session_id LIKE :prefix",
+            {"owner": owner, "since": since.isoformat(), "prefix": f"{namespace}-%"},
+        )
+        return int(rows[0][0]) if rows else 0
+
     def delete(self, session_id: str) -> None:
         with self.store.transaction() as conn:
             conn.execute(_DELETE_ENTRIES, {"id": session_id})
@@ -223,6 +237,21 @@ def update_session(
     raise RuntimeError(f"session {session_id}: {MAX_CONFLICT_RETRIES} writers in a row got there first; retry")
 
 
+def admit_session(
+    repo: SessionRepository, key: str, owner: str, namespace: str, limit: int, policy: SessionPolicy
+) -> None:
+    """TooManySessionsError when ``key`` is a new session and ``owner`` already holds ``limit`` live ones
+    in ``namespace``: one client cannot fill the store (or the cluster's session hosts) alone."""
+    if repo.exists(key):
+        return
+    since = utcnow() - timedelta(seconds=policy.ttl_s)
+    if repo.live_count(owner, namespace, since) >= limit:
+        raise TooManySessionsError(
+            f"this client already has {limit} live sessions; continue one of them, delete some, or wait for "
+            "them to expire (serve.client_sessions)"
+        )
+
+
 def read_session(
     repo: SessionRepository, session_id: str, owner: str, policy: SessionPolicy, *, now: datetime | None = None
 ) -> SessionState:
@@ -237,6 +266,7 @@ __all__ = [
     "MAX_CONFLICT_RETRIES",
     "TRIM_BATCH",
     "SessionRepository",
+    "admit_session",
     "current_state",
     "read_session",
     "update_session",

@@ -2,23 +2,37 @@
 
 Each file becomes one Markdown document with front matter in the ingest folder (``advisor.kb_dir``,
 default ``<data_dir>/advisor/kb``), its sections taken from the file's headings (Markdown ``#``
-lines; HTML and PDF text as one section per page or per block of paragraphs). The source is the
-file's path unless the caller names a URL. Files of other types are skipped and counted.
+lines; HTML and PDF text as one section per page or per block of paragraphs). Files of other types
+are skipped and counted.
+
+The folder is read like a research corpus (scrapers/search/corpus_files.py), since what lands here is
+served to every advisor client: only regular files inside the folder (a link leading out, a FIFO, a
+device is skipped), text that is not binary (an ELF named ``.txt`` is skipped), PDFs that start like
+one, sizes and counts bounded. The source shown with a chunk is ``user-document:<folder>/<file>``,
+never a path of the server; each file gets its own document (``a.md`` and ``a.txt`` both stay).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.kb.documents import parse
 from advisor.settings import AdvisorSettings
 from core.errors import InputError
+from core.files import atomic_write_text
 from core.settings import Settings
+from scrapers.search.corpus_files import CorpusLimits, CorpusReadError, Deadline, read_regular, scan
 
-SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf"}
+SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf"})
 MAX_FILE_BYTES = 20_000_000
+LIMITS = CorpusLimits(max_file_bytes=MAX_FILE_BYTES, max_files=5_000, budget_s=120.0, max_total_bytes=500_000_000)
+SOURCE_SCHEME = "user-document:"
 
 
 @dataclass
@@ -30,6 +44,7 @@ class IngestReport:
 
 
 def ingest_folder(settings: Settings) -> Path:
+    """``advisor.kb_dir``, else ``<data_dir>/advisor/kb``."""
     configured = AdvisorSettings.of(settings).kb_dir
     return Path(configured) if configured else Path(settings.data_dir) / "advisor" / "kb"
 
@@ -41,20 +56,28 @@ def _sections_from_markdown(text: str) -> list[tuple[str, str]]:
     return sections
 
 
-def _text_of(path: Path) -> tuple[str, list[tuple[str, str]]]:
-    """(title, sections) of one file."""
+def _text_of(path: Path, root: Path, source: str) -> tuple[str, list[tuple[str, str]]]:
+    """(title, sections) of one file, read without following it out of the folder; CorpusReadError
+    names why a file is left out."""
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         from pypdf import PdfReader
+        from pypdf.errors import PyPdfError
 
-        reader = PdfReader(str(path))
-        pages = [(f"{n}ページ", (page.extract_text() or "").strip()) for n, page in enumerate(reader.pages, start=1)]
+        raw = read_regular(path, MAX_FILE_BYTES, binary=True, inside=root)
+        if not raw.startswith(b"%PDF-"):
+            raise CorpusReadError(path, "binary")
+        try:
+            reader = PdfReader(io.BytesIO(raw))
+            pages = [(f"{n}ページ", (p.extract_text() or "").strip()) for n, p in enumerate(reader.pages, start=1)]
+        except (PyPdfError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise CorpusReadError(path, "unreadable") from exc
         return path.stem, [(t, b) for t, b in pages if b]
-    raw = path.read_bytes()
+    raw = read_regular(path, MAX_FILE_BYTES, inside=root)
     if suffix in (".html", ".htm"):
         from scrapers.extract import extract_page
 
-        page = extract_page(raw, url=path.as_uri())
+        page = extract_page(raw, url=source)
         blocks = [b.strip() for b in re.split(r"\n\s*\n", page.text) if b.strip()]
         return page.title or path.stem, [(f"{page.title or path.stem} ({n})", b) for n, b in enumerate(blocks, start=1)]
     text = raw.decode("utf-8", errors="replace")
@@ -77,28 +100,42 @@ def ingest(settings: Settings, source: Path, category: str = "case_study") -> In
         raise InputError(f"magi kb ingest: {source} is not a folder; give the folder that holds your documents")
     if category not in ("law", "guideline", "case_study", "calculation_formula"):
         raise InputError(f"--category {category!r}: use law, guideline, case_study or calculation_formula")
+    root = Path(os.path.realpath(source))
     target = ingest_folder(settings)
     target.mkdir(parents=True, exist_ok=True)
     report = IngestReport(folder=str(target))
-    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+    skipped: Counter[str] = Counter()
+    for path, _ in scan(root, None, LIMITS, Deadline(root, LIMITS.budget_s), skipped):
         suffix = path.suffix.lower()
         if suffix not in SUFFIXES:
-            report.skipped[suffix or "(none)"] = report.skipped.get(suffix or "(none)", 0) + 1
+            skipped[suffix or "(none)"] += 1
             continue
-        if path.stat().st_size > MAX_FILE_BYTES:
-            report.skipped["too large"] = report.skipped.get("too large", 0) + 1
+        relative = path.relative_to(root).as_posix()
+        source_label = f"{SOURCE_SCHEME}{root.name}/{relative}"
+        try:
+            title, sections = _text_of(path, root, source_label)
+        except CorpusReadError as exc:
+            skipped[exc.reason] += 1
             continue
-        title, sections = _text_of(path)
         if not sections:
-            report.skipped["no text"] = report.skipped.get("no text", 0) + 1
+            skipped["no text"] += 1
             continue
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(path.relative_to(source).with_suffix("")))[:80] or "document"
-        out = target / f"user_{name}.md"
-        text = _render(title, category, path.resolve().as_uri(), sections)
+        out = target / f"user_{_document_name(relative)}.md"
+        text = _render(title, category, source_label, sections)
         report.chunks += len(parse(text, out))  # checked before it is written
-        out.write_text(text, encoding="utf-8")
+        atomic_write_text(out, text)
         report.written.append(str(out))
+    report.skipped = dict(sorted(skipped.items()))
     return report
 
 
-__all__ = ["MAX_FILE_BYTES", "SUFFIXES", "IngestReport", "ingest", "ingest_folder"]
+def _document_name(relative: str) -> str:
+    """A file name for the document of ``relative`` (suffix kept: ``a.md`` and ``a.txt`` are two
+    documents); a name that had to be shortened or changed gets a digest, so two files never share one."""
+    name = re.sub(r"[^A-Za-z0-9-]+", "_", relative)
+    if len(name) > 80 or not re.fullmatch(r"[A-Za-z0-9-]+\.[A-Za-z0-9]+", relative):  # not one-to-one
+        name = f"{name[:70]}-{hashlib.sha256(relative.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return name
+
+
+__all__ = ["MAX_FILE_BYTES", "SOURCE_SCHEME", "SUFFIXES", "IngestReport", "ingest", "ingest_folder"]

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.settings import AdvisorSettings
 from core.llm.base import LLMClient
 from core.settings import Settings
 from core.storage import Artifacts, open_artifacts
@@ -58,6 +59,11 @@ class ToolContext:
     earlier: list[dict[str, Any]] = field(default_factory=list)
     negotiation_rounds: list[dict[str, Any]] = field(default_factory=list)
     _artifacts: Artifacts | None = None
+
+    @property
+    def section(self) -> AdvisorSettings:
+        """The advisor's own settings (what most tools need of ``settings``)."""
+        return AdvisorSettings.of(self.settings)
 
     @property
     def artifacts(self) -> Artifacts:

@@ -1,18 +1,26 @@
 """``generate_chart``: a PNG (line, bar, comparison, forecast) with Japanese text in IPAex Gothic.
 
 A forecast is a least-squares line over the given points, drawn dashed and labelled
-「予測（線形外挿）」 so nobody takes the projection for data. Matplotlib warns about each glyph its
-font lacks; such a warning is an error here (the PNG would show boxes).
+「予測（線形外挿）」 so nobody takes the projection for data. A character the font has no glyph for
+is an InputError (the PNG would show boxes).
+
+The input is bounded before anything is drawn (categories, points, series, annotations, text
+lengths, finite values of at most 15 digits before the point), so one chart costs well under a
+second. Text is drawn as text: ``$...$`` is never read as a formula. Charts are drawn with
+matplotlib's object API (no pyplot, no global style) in a small pool of threads, so two charts draw
+side by side and a full pool refuses a chart at once instead of queueing every user behind one lock.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import threading
-import warnings
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
+from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -23,37 +31,51 @@ from core.errors import InputError
 NAME = "generate_chart"
 WIDTH, HEIGHT, DPI = 800, 600, 100
 FORECAST_LABEL = "予測（線形外挿）"
-_LOCK = threading.Lock()  # pyplot's state is global
+MAX_POINTS = 120  # per series
+MAX_SERIES = 8
+MAX_CATEGORIES = 40
+MAX_ANNOTATIONS = 20
+MAX_LABEL_CHARS = 60
+MAX_VALUE = Decimal("1e15")
+RENDER_THREADS = 2  # charts drawn at once per process
+RENDER_WAITING = 8  # charts waiting for a thread; more are refused at once
+
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
+Value = Annotated[Decimal, Field(allow_inf_nan=False, ge=-MAX_VALUE, le=MAX_VALUE, max_digits=24)]
 
 
 class Point(BaseModel):
-    date: str = Field(description="Label of the point on the x axis, e.g. 2023-01.")
-    value: Decimal
+    date: Label = Field(description="Label of the point on the x axis, e.g. 2023-01.")
+    value: Value
 
 
 class Category(BaseModel):
-    label: str
-    value: Decimal
+    label: Label
+    value: Value
 
 
 class ChartData(BaseModel):
-    time_series: list[Point] | None = Field(None, description="One series over time (line, bar, forecast).")
-    series: dict[str, list[Point]] | None = Field(None, description="Several named series (line, comparison).")
-    categories: list[Category] | None = Field(None, description="Labelled values (bar).")
+    time_series: list[Point] | None = Field(
+        None, max_length=MAX_POINTS, description="One series over time (line, bar, forecast)."
+    )
+    series: dict[Label, Annotated[list[Point], Field(max_length=MAX_POINTS)]] | None = Field(
+        None, max_length=MAX_SERIES, description="Several named series (line, comparison)."
+    )
+    categories: list[Category] | None = Field(None, max_length=MAX_CATEGORIES, description="Labelled values (bar).")
 
 
 class Annotation(BaseModel):
-    x: str
-    text: str
+    x: Label
+    text: Label
 
 
 class ChartInput(ToolInput):
     data: ChartData
     chart_type: Literal["line", "bar", "comparison", "forecast"]
     title: str = Field(min_length=1, max_length=200)
-    x_label: str = ""
-    y_label: str = ""
-    annotations: list[Annotation] = Field(default_factory=list)
+    x_label: Label = ""
+    y_label: Label = ""
+    annotations: list[Annotation] = Field(default_factory=list, max_length=MAX_ANNOTATIONS)
     forecast_periods: int = Field(3, ge=1, le=24, description="Points projected by a forecast chart.")
 
     @model_validator(mode="after")
@@ -111,46 +133,90 @@ def summarise(data: ChartInput) -> str:
     return data.title
 
 
+@cache
+def _glyphs(font: Path) -> frozenset[int]:
+    from matplotlib.ft2font import FT2Font
+
+    return frozenset(FT2Font(str(font)).get_charmap())
+
+
+def _texts(data: ChartInput) -> list[str]:
+    d = data.data
+    texts = [data.title, data.x_label, data.y_label, FORECAST_LABEL, *(n.text for n in data.annotations)]
+    texts += [p.date for p in d.time_series or []] + [c.label for c in d.categories or []]
+    texts += [name for name in d.series or {}] + [p.date for pts in (d.series or {}).values() for p in pts]
+    return texts
+
+
+def _check_glyphs(data: ChartInput, font: Path) -> None:
+    known = _glyphs(font)
+    for text in _texts(data):
+        for char in text:
+            if not char.isspace() and ord(char) not in known:
+                raise InputError(f"generate_chart: {char!r} has no glyph in {font.name}; rephrase the text without it")
+
+
 def render(data: ChartInput, font: Path) -> bytes:
-    """The PNG bytes drawn with ``font``; InputError when a character has no glyph in it."""
-    import matplotlib
+    """The PNG bytes drawn with ``font``; InputError when a character has no glyph in it. Safe to call
+    from several threads at once: each call draws its own Figure and touches no global style."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.ticker import FuncFormatter
 
-    matplotlib.use("Agg")
-    from matplotlib import font_manager
-    from matplotlib import pyplot as plt
-
-    with _LOCK, warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        font_manager.fontManager.addfont(str(font))
-        family = font_manager.FontProperties(fname=str(font)).get_name()
-        with matplotlib.rc_context({"font.family": family, "axes.unicode_minus": False}):
-            fig, ax = plt.subplots(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI)
-            try:
-                _draw(ax, data)
-                from matplotlib.ticker import FuncFormatter
-
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}" if abs(v) >= 100 else f"{v:g}"))
-                ax.set_title(data.title)
-                ax.set_xlabel(data.x_label)
-                ax.set_ylabel(data.y_label)
-                ax.grid(True, alpha=0.3)
-                if ax.get_legend_handles_labels()[0]:
-                    ax.legend()
-                fig.tight_layout()
-                out = io.BytesIO()
-                fig.savefig(out, format="png", dpi=DPI)
-            finally:
-                plt.close(fig)
-    missing = [str(w.message) for w in caught if "missing from font" in str(w.message) or "Glyph" in str(w.message)]
-    if missing:
-        raise InputError(f"generate_chart: characters without a glyph in {font.name}: {missing[0]}; rephrase the text")
+    _check_glyphs(data, font)
+    prop = FontProperties(fname=str(font))
+    fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    try:
+        _draw(ax, data, prop)
+        ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+        title = prop.copy()
+        title.set_size("large")
+        ax.set_title(data.title, fontproperties=title, parse_math=False)
+        ax.set_xlabel(data.x_label, fontproperties=prop, parse_math=False)
+        ax.set_ylabel(data.y_label, fontproperties=prop, parse_math=False)
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            legend = ax.legend(prop=prop)
+            for text in legend.get_texts():
+                text.set_parse_math(False)
+        for label in [*ax.get_xticklabels(), *ax.get_yticklabels()]:
+            label.set_fontproperties(prop)
+            label.set_parse_math(False)
+        fig.tight_layout()
+        out = io.BytesIO()
+        fig.savefig(out, format="png", dpi=DPI)
+    except (ValueError, OverflowError) as exc:  # values the axes cannot lay out: the caller's to change
+        raise InputError(f"generate_chart: these values cannot be drawn ({type(exc).__name__}); check them") from None
     return out.getvalue()
 
 
-def _draw(ax: object, data: ChartInput) -> None:
-    from matplotlib.axes import Axes
+def _tick(value: float, _pos: int) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}"
 
-    assert isinstance(ax, Axes)
+
+class _Pool:
+    """The threads charts are drawn in: :data:`RENDER_THREADS` at once, :data:`RENDER_WAITING` waiting."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="chart")
+        self._admitted = threading.BoundedSemaphore(RENDER_THREADS + RENDER_WAITING)
+
+    async def render(self, data: ChartInput, font: Path) -> bytes:
+        if not self._admitted.acquire(blocking=False):
+            raise InputError("generate_chart: too many charts are being drawn right now; try again in a moment")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, render, data, font)
+        finally:
+            self._admitted.release()
+
+
+POOL = _Pool()
+
+
+def _draw(ax: Any, data: ChartInput, prop: Any) -> None:
     d = data.data
     positions: dict[str, int] = {}
     if data.chart_type in ("line", "forecast") or (data.chart_type == "comparison" and d.series and not d.categories):
@@ -174,7 +240,7 @@ def _draw(ax: object, data: ChartInput) -> None:
             ax.plot(xs, [last + slope * (x - n + 1) for x in xs], linestyle="--", marker="x", label=FORECAST_LABEL)
             ax.axvspan(n - 1, xs[-1], alpha=0.08, color="gray")
             ticks = labels + [f"+{i}期" for i in range(1, data.forecast_periods + 1)]
-        ax.set_xticks(range(len(ticks)), ticks, rotation=30 if len(ticks) > 6 else 0)
+        ax.set_xticks(range(len(ticks)), ticks, rotation=30 if len(ticks) > 6 else 0, fontproperties=prop)
     else:
         items = (
             [(c.label, c.value) for c in d.categories]
@@ -183,20 +249,25 @@ def _draw(ax: object, data: ChartInput) -> None:
         )
         positions = {label: i for i, (label, _) in enumerate(items)}
         bars = ax.bar(range(len(items)), [float(v) for _, v in items], color="#3b6ea8")
-        ax.bar_label(bars, labels=[f"{v:,}" for _, v in items])
-        ax.set_xticks(range(len(items)), [label for label, _ in items])
+        for text in ax.bar_label(bars, labels=[f"{v:,}" for _, v in items]):
+            text.set_parse_math(False)
+        ax.set_xticks(range(len(items)), [label for label, _ in items], fontproperties=prop)
     for note in data.annotations:
         if note.x in positions:
             x = positions[note.x]
             ax.annotate(
-                note.text, xy=(x, 0), xycoords=("data", "axes fraction"), xytext=(0, 12), textcoords="offset points"
+                note.text,
+                xy=(x, 0),
+                xycoords=("data", "axes fraction"),
+                xytext=(0, 12),
+                textcoords="offset points",
+                fontproperties=prop,
+                parse_math=False,
             )
 
 
 async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
-    import asyncio
-
-    png = await asyncio.to_thread(render, data, japanese_font(ctx.settings))
+    png = await POOL.render(data, japanese_font(ctx.section))
     saved = ctx.save(NAME, "chart", "png", png, "graph")
     return ChartOutput(
         image_url=saved.url,
@@ -216,7 +287,11 @@ DESCRIPTION = (
 __all__ = [
     "DESCRIPTION",
     "FORECAST_LABEL",
+    "MAX_CATEGORIES",
+    "MAX_POINTS",
+    "MAX_SERIES",
     "NAME",
+    "POOL",
     "Annotation",
     "Category",
     "ChartData",

@@ -17,8 +17,8 @@ every step before that is exact ``Decimal`` arithmetic.
 from __future__ import annotations
 
 import io
-from decimal import ROUND_HALF_UP, Decimal, localcontext
-from typing import Literal
+from decimal import ROUND_HALF_UP, Decimal, DecimalException, localcontext
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -36,23 +36,29 @@ LEGAL_BASIS = (
 )
 LABELS = {"premium": "松", "standard": "竹", "minimum": "梅"}
 
+# Bounds on what a caller may send, checked before any arithmetic: a yen amount beyond a quadrillion or
+# a figure of more digits than the arithmetic carries (1E+40, 1E+999999999) is refused, not overflowed.
+MAX_YEN = Decimal("1e15")
+Yen = Annotated[Decimal, Field(allow_inf_nan=False, ge=-MAX_YEN, le=MAX_YEN, max_digits=24)]
+Fraction = Annotated[Decimal, Field(allow_inf_nan=False, ge=-1000, le=1000, max_digits=24)]
+
 
 class CostItem(ToolInput):
-    amount: Decimal | None = Field(None, description="Current cost of the item in yen (required).")
-    ratio: Decimal | None = Field(None, description="Share of the total cost (optional; checked against amount).")
+    amount: Yen | None = Field(None, description="Current cost of the item in yen (required).")
+    ratio: Fraction | None = Field(None, description="Share of the total cost (optional; checked against amount).")
 
 
 class CostImpactInput(ToolInput):
     current_cost_structure: dict[str, CostItem] = Field(
         description="Cost items (material_cost, labor_cost, energy_cost, overhead, ...) with amount and ratio."
     )
-    price_changes: dict[str, Decimal] = Field(
+    price_changes: dict[str, Fraction] = Field(
         default_factory=dict, description="Change per item as a fraction: 0.20 = +20 %. Items left out: unchanged."
     )
-    target_profit_margin: Decimal | None = Field(None, description="Profit margin to reach, e.g. 0.08.")
-    current_price: Decimal | None = Field(None, description="Current selling price (same period as the costs).")
-    current_profit_margin: Decimal | None = Field(None, description="Current margin, used when no current_price.")
-    premium_margin_uplift: Decimal = Field(Decimal("0.02"), description="松: margin points above the current one.")
+    target_profit_margin: Fraction | None = Field(None, description="Profit margin to reach, e.g. 0.08.")
+    current_price: Yen | None = Field(None, description="Current selling price (same period as the costs).")
+    current_profit_margin: Fraction | None = Field(None, description="Current margin, used when no current_price.")
+    premium_margin_uplift: Fraction = Field(Decimal("0.02"), description="松: margin points above the current one.")
     export_xlsx: bool = Field(False, description="Also write an xlsx with the formulas.")
 
 
@@ -152,7 +158,18 @@ def check(data: CostImpactInput) -> dict[str, Decimal]:
 
 
 def compute(data: CostImpactInput) -> CostImpactOutput:
-    """The whole calculation (no files)."""
+    """The whole calculation (no files); figures whose result cannot be carried exactly (a margin a
+    hair below 100 % makes the price unbounded) are an InputError, never an arithmetic exception."""
+    try:
+        return _compute(data)
+    except DecimalException:
+        raise InputError(
+            "these figures give a price too large to compute exactly; check the margins (a margin close to "
+            "100 % makes the price unbounded) and the amounts"
+        ) from None
+
+
+def _compute(data: CostImpactInput) -> CostImpactOutput:
     amounts = check(data)
     with localcontext() as ctx:
         ctx.prec = 40

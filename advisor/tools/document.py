@@ -251,7 +251,7 @@ RENDERERS = {"docx": to_docx, "xlsx": to_xlsx}
 async def run(data: DocumentInput, ctx: ToolContext) -> DocumentOutput:
     doc = layout(data, ctx)
     if data.format == "pdf":  # the only format that needs a font file (a ConfigError saying which, if none)
-        blob = await asyncio.to_thread(to_pdf, doc, japanese_font(ctx.settings))
+        blob = await asyncio.to_thread(to_pdf, doc, japanese_font(ctx.section))
     else:
         blob = await asyncio.to_thread(RENDERERS[data.format], doc)
     saved = ctx.save(NAME, data.document_type, data.format, blob, FILE_KIND[data.format])

@@ -44,7 +44,7 @@ from core.llm.limiter import report_rate_limit
 from core.llm.roles import Endpoint
 from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
 from core.retry import backoff_delay, retry, retry_after_s
-from core.settings import Settings
+from core.settings import LLMSettings
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Keyless local servers still get an x-api-key header; they ignore it unless configured with a key.
@@ -97,7 +97,7 @@ class AnthropicClient:
 
     def __init__(
         self,
-        settings: Settings,
+        llm: LLMSettings,
         http_client: httpx2.AsyncClient | None = None,
         *,
         endpoint: Endpoint | None = None,
@@ -105,8 +105,8 @@ class AnthropicClient:
         jitter: Callable[[], float] = random.random,
     ) -> None:
         self.endpoint = endpoint
-        key = settings.llm.anthropic_api_key.get_secret_value() if settings.llm.anthropic_api_key else ""
-        base_url = (endpoint.base_url if endpoint else None) or settings.llm.anthropic_base_url
+        key = llm.anthropic_api_key.get_secret_value() if llm.anthropic_api_key else ""
+        base_url = (endpoint.base_url if endpoint else None) or llm.anthropic_base_url
         if endpoint is not None and endpoint.api_key_env:
             key = os.environ.get(endpoint.api_key_env, "").strip()
             if not key:
@@ -119,7 +119,7 @@ class AnthropicClient:
                 "MAGI_LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (for api.anthropic.com) or "
                 "ANTHROPIC_BASE_URL (for an Anthropic-compatible server such as llama.cpp, vLLM or Ollama)"
             )
-        self.settings = settings
+        self.llm = llm
         self.base_url = base_url or DEFAULT_BASE_URL
         self.usage = UsageMeter()
         self.structured_mode: StructuredMode = "unknown"
@@ -131,15 +131,15 @@ class AnthropicClient:
             api_key=key or PLACEHOLDER_KEY,
             base_url=self.base_url,
             max_retries=0,
-            timeout=settings.llm.timeout_s,
+            timeout=llm.timeout_s,
             http_client=http_client,
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from settings: an injected http_client/sleep and the learned modes stay behind.
         if self.endpoint is None:
-            return (type(self), (self.settings,))
-        return (_rebuild, (self.settings, self.endpoint))
+            return (type(self), (self.llm,))
+        return (_rebuild, (self.llm, self.endpoint))
 
     async def aclose(self) -> None:
         """Close the underlying HTTP client."""
@@ -147,10 +147,10 @@ class AnthropicClient:
 
     def model_for(self, request: LLMRequest) -> str:
         """The model sent: the request's (set from its role), else ``llm.model``."""
-        return request.model or self.settings.llm.model
+        return request.model or self.llm.model
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        timeout = request.timeout_s or self.settings.llm.timeout_s
+        timeout = request.timeout_s or self.llm.timeout_s
         try:
             response = await self._complete(request, timeout)
         except TimeoutError as exc:
@@ -168,7 +168,7 @@ class AnthropicClient:
                 yield TextDelta(response.text)
             yield StreamEnd(response)
             return
-        timeout = request.timeout_s or self.settings.llm.timeout_s
+        timeout = request.timeout_s or self.llm.timeout_s
         model = self.model_for(request)
         params = self._params(request)
 
@@ -209,7 +209,7 @@ class AnthropicClient:
         model = self.model_for(request)
         return LLMError(
             f"LLM request to {self.base_url} (model {model}) timed out after {timeout:g} s "
-            f"({self.settings.llm.max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server",
+            f"({self.llm.max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server",
             model=model,
             retryable=True,
         )
@@ -316,7 +316,7 @@ class AnthropicClient:
 
         return await retry(
             call,
-            attempts=self.settings.llm.max_retries + 1,
+            attempts=self.llm.max_retries + 1,
             retryable=retryable,
             delay=self.retry_delay,
             sleep=self._sleep,
@@ -329,8 +329,9 @@ class AnthropicClient:
             asked = retry_after_s(exc.response.headers, cap_s=RETRY_AFTER_CAP_S)
             if asked is not None:
                 return asked
-        s = self.settings
-        return backoff_delay(attempt, s.llm.backoff_initial_s, s.llm.backoff_max_s, jitter=0.25, rand=self._jitter)
+        return backoff_delay(
+            attempt, self.llm.backoff_initial_s, self.llm.backoff_max_s, jitter=0.25, rand=self._jitter
+        )
 
     def _convert(self, message: anthropic.types.Message, output: dict[str, Any] | None) -> LLMResponse:
         text = "".join(block.text for block in message.content if block.type == "text")
@@ -389,15 +390,15 @@ class AnthropicClient:
         if isinstance(exc, anthropic.APIConnectionError):
             return LLMError(
                 f"cannot connect to the LLM server {self.base_url} "
-                f"(after {self.settings.llm.max_retries} retries): {exc}; check ANTHROPIC_BASE_URL",
+                f"(after {self.llm.max_retries} retries): {exc}; check ANTHROPIC_BASE_URL",
                 model=model,
                 retryable=True,
             )
         return LLMError(f"LLM request to {where} failed: {exc}; check the server's logs", model=model)
 
 
-def _rebuild(settings: Settings, endpoint: Endpoint) -> AnthropicClient:
-    return AnthropicClient(settings, endpoint=endpoint)
+def _rebuild(llm: LLMSettings, endpoint: Endpoint) -> AnthropicClient:
+    return AnthropicClient(llm, endpoint=endpoint)
 
 
 __all__ = [

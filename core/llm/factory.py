@@ -22,15 +22,15 @@ from core.llm.python_provider import PREFIX, PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
 from core.llm.roles import Endpoint, RoleClient, apply_resolved, resolve_role
 from core.llm.streaming import StreamEnd, StreamEvent, stream
-from core.settings import Settings
+from core.settings import LLMSettings
 
 ALLOWED = "anthropic, openai, replay, record, or python:MODULE_OR_FILE:FUNCTION"
 
 
-def _cassette(settings: Settings, provider: str) -> Path:
-    if settings.llm.cassette is None:
+def _cassette(llm: LLMSettings, provider: str) -> Path:
+    if llm.cassette is None:
         raise ConfigError(f"MAGI_LLM_PROVIDER={provider} needs MAGI_LLM_CASSETTE (path of the cassette file)")
-    return settings.llm.cassette
+    return llm.cassette
 
 
 class MeteredClient:
@@ -56,22 +56,22 @@ class RoleRouter:
     """Sends each request to the provider of its role, with the role's model and parameters filled in,
     and stamps the answer with who gave it (``LLMResponse.provider``)."""
 
-    def __init__(self, settings: Settings, role: str | None = None) -> None:
-        self.settings = settings
+    def __init__(self, llm: LLMSettings, role: str | None = None) -> None:
+        self.llm = llm
         self.role = role
         self._clients: dict[Endpoint, LLMClient] = {}
         self._lock = threading.Lock()
         self.provider_for(role)  # a bad configuration of the caller's own role fails now, not on first use
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"settings": self.settings, "role": self.role}  # clients are rebuilt in the other process
+        return {"llm": self.llm, "role": self.role}  # clients are rebuilt in the other process
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["settings"], state["role"])  # type: ignore[misc]
+        self.__init__(state["llm"], state["role"])  # type: ignore[misc]
 
     def provider_for(self, role: str | None) -> LLMClient:
         """The provider client of ``role`` (built on first use, shared by roles on the same endpoint)."""
-        resolved = resolve_role(self.settings, role or self.role)
+        resolved = resolve_role(self.llm, role or self.role)
         if resolved.endpoint is None:
             raise LLMNotConfiguredError(
                 f"no LLM provider is configured for the role {resolved.role!r}: set MAGI_LLM_PROVIDER, or "
@@ -80,11 +80,11 @@ class RoleRouter:
         with self._lock:
             client = self._clients.get(resolved.endpoint)
             if client is None:
-                client = self._clients[resolved.endpoint] = build_provider(self.settings, resolved.endpoint)
+                client = self._clients[resolved.endpoint] = build_provider(self.llm, resolved.endpoint)
         return client
 
     def _route(self, request: LLMRequest) -> tuple[LLMClient, LLMRequest, str]:
-        resolved = resolve_role(self.settings, request.role or self.role)
+        resolved = resolve_role(self.llm, request.role or self.role)
         client = self.provider_for(resolved.role)
         assert resolved.endpoint is not None
         return client, apply_resolved(resolved, request), resolved.endpoint.label
@@ -109,36 +109,36 @@ def provider_of(client: LLMClient) -> LLMClient:
     return client
 
 
-def make_llm(settings: Settings, role: str | None = None, *, meter: UsageMeter | None = None) -> LLMClient | None:
+def make_llm(llm: LLMSettings, role: str | None = None, *, meter: UsageMeter | None = None) -> LLMClient | None:
     """The client of ``role`` (routed per request role, limited, optionally metered), or None when
     no provider is configured for ``role``."""
-    if resolve_role(settings, role).endpoint is None:
+    if resolve_role(llm, role).endpoint is None:
         return None
-    client: LLMClient = RoleRouter(settings, role)
+    client: LLMClient = RoleRouter(llm, role)
     if meter is not None:
         client = MeteredClient(client, meter)
-    return LimitedClient(client, settings.llm.max_concurrency)
+    return LimitedClient(client, llm.max_concurrency)
 
 
-def build_provider(settings: Settings, endpoint: Endpoint) -> LLMClient:
+def build_provider(llm: LLMSettings, endpoint: Endpoint) -> LLMClient:
     """The bare provider client of one endpoint."""
     raw = endpoint.provider.strip()
     provider = raw.lower()
     if provider == "replay":
-        cassette = _cassette(settings, provider)
+        cassette = _cassette(llm, provider)
         if not cassette.is_file():
             raise ConfigError(f"LLM cassette {cassette} does not exist; record it first with MAGI_LLM_PROVIDER=record")
-        return ReplayClient(cassette, default_model=settings.llm.model)
+        return ReplayClient(cassette, default_model=llm.model)
     if provider in ("anthropic", "record"):
-        record_to = _cassette(settings, provider) if provider == "record" else None
+        record_to = _cassette(llm, provider) if provider == "record" else None
         from core.llm.anthropic import AnthropicClient
 
-        client = AnthropicClient(settings, endpoint=endpoint)
-        return client if record_to is None else RecordingClient(client, record_to, default_model=settings.llm.model)
+        client = AnthropicClient(llm, endpoint=endpoint)
+        return client if record_to is None else RecordingClient(client, record_to, default_model=llm.model)
     if provider == "openai":
         from core.llm.openai import OpenAIClient
 
-        return OpenAIClient(settings, endpoint)
+        return OpenAIClient(llm, endpoint)
     if raw.startswith(PREFIX):
         python_client = PythonClient(raw)
         python_client.load()  # fail now, with the configuration error, not on the first request
@@ -146,9 +146,9 @@ def build_provider(settings: Settings, endpoint: Endpoint) -> LLMClient:
     raise ConfigError(f"unknown LLM provider {raw!r} (MAGI_LLM_PROVIDER or llm.roles); allowed: {ALLOWED}")
 
 
-def require_llm(settings: Settings, command: str, role: str | None = None) -> LLMClient:
+def require_llm(llm: LLMSettings, command: str, role: str | None = None) -> LLMClient:
     """The configured client, or ``LLMNotConfiguredError`` telling the user how to configure one."""
-    client = make_llm(settings, role)
+    client = make_llm(llm, role)
     if client is None:
         raise LLMNotConfiguredError(
             f"`{command}` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to anthropic "

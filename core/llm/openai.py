@@ -52,7 +52,7 @@ from core.llm.roles import Endpoint
 from core.llm.schema_bounds import bounded
 from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
 from core.retry import backoff_delay, retry, retry_after_s
-from core.settings import Settings
+from core.settings import LLMSettings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "no-key"  # local servers without a key still get an Authorization header; they ignore it
@@ -152,17 +152,15 @@ class OpenAIClient:
 
     def __init__(
         self,
-        settings: Settings,
+        llm: LLMSettings,
         endpoint: Endpoint | None = None,
         http_client: httpx2.AsyncClient | None = None,
         *,
         sleep: Sleep = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
-        self.settings = settings
-        self.endpoint = endpoint or Endpoint(
-            "openai", base_url=settings.llm.base_url, tool_calling=settings.llm.tool_calling
-        )
+        self.llm = llm
+        self.endpoint = endpoint or Endpoint("openai", base_url=llm.base_url, tool_calling=llm.tool_calling)
         key = self._key()
         if not key and not self.endpoint.base_url:
             raise LLMNotConfiguredError(
@@ -180,7 +178,7 @@ class OpenAIClient:
             api_key=key or PLACEHOLDER_KEY,
             base_url=self.base_url,
             max_retries=0,
-            timeout=settings.llm.timeout_s,
+            timeout=llm.timeout_s,
             http_client=http_client,
         )
 
@@ -194,22 +192,22 @@ class OpenAIClient:
                     f"environment variable {variable}, which is not set; export it (on every node of a cluster)"
                 )
             return key
-        secret = self.settings.llm.openai_api_key
+        secret = self.llm.openai_api_key
         return secret.get_secret_value() if secret else ""
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.settings, self.endpoint))
+        return (type(self), (self.llm, self.endpoint))
 
     async def aclose(self) -> None:
         await self._sdk.close()
 
     def model_for(self, request: LLMRequest) -> str:
-        return request.model or self.settings.llm.model
+        return request.model or self.llm.model
 
     # --- complete -------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        timeout = request.timeout_s or self.settings.llm.timeout_s
+        timeout = request.timeout_s or self.llm.timeout_s
         try:
             response = await self._complete(request, timeout)
         except TimeoutError as exc:
@@ -305,7 +303,7 @@ class OpenAIClient:
         )
 
     def _bounded(self, schema: dict[str, Any]) -> dict[str, Any]:
-        llm = self.settings.llm
+        llm = self.llm
         capped: dict[str, Any] = bounded(schema, llm.schema_max_items, llm.schema_max_string_chars)
         return capped
 
@@ -360,7 +358,7 @@ class OpenAIClient:
 
         return await retry(
             call,
-            attempts=self.settings.llm.max_retries + 1,
+            attempts=self.llm.max_retries + 1,
             retryable=retryable,
             delay=self.retry_delay,
             sleep=self._sleep,
@@ -373,7 +371,7 @@ class OpenAIClient:
             asked = retry_after_s(exc.response.headers, cap_s=RETRY_AFTER_CAP_S)
             if asked is not None:
                 return asked
-        s = self.settings.llm
+        s = self.llm
         return backoff_delay(attempt, s.backoff_initial_s, s.backoff_max_s, jitter=0.25, rand=self._jitter)
 
     def _convert(self, completion: Any) -> LLMResponse:
@@ -410,7 +408,7 @@ class OpenAIClient:
                 yield TextDelta(response.text)
             yield StreamEnd(response)
             return
-        timeout = request.timeout_s or self.settings.llm.timeout_s
+        timeout = request.timeout_s or self.llm.timeout_s
         model = self.model_for(request)
         params = {**self._params(request), "stream": True, "stream_options": {"include_usage": True}}
 
@@ -469,7 +467,7 @@ class OpenAIClient:
         model = self.model_for(request)
         return LLMError(
             f"LLM request to {self.base_url} (model {model}) timed out after {timeout:g} s "
-            f"({self.settings.llm.max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server",
+            f"({self.llm.max_retries} retries); raise MAGI_LLM_TIMEOUT_S or check the server",
             model=model,
             retryable=True,
         )
@@ -497,7 +495,7 @@ class OpenAIClient:
         if isinstance(exc, openai.APIConnectionError):
             return LLMError(
                 f"cannot connect to the LLM server {self.base_url} "
-                f"(after {self.settings.llm.max_retries} retries): {exc}; check MAGI_LLM_BASE_URL and that the "
+                f"(after {self.llm.max_retries} retries): {exc}; check MAGI_LLM_BASE_URL and that the "
                 "server runs",
                 model=model,
                 retryable=True,

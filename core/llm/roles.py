@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from core.llm.base import LLMClient, LLMRequest, LLMResponse, ToolResultPart
 from core.llm.streaming import StreamEvent, stream
-from core.settings import LLMRoleConfig, LLMRoleParams, Settings, ToolCalling
+from core.settings import LLMRoleConfig, LLMRoleParams, LLMSettings, ToolCalling
 
 DEFAULT_ROLE = "default"
 
@@ -66,17 +66,16 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-def _provider_base_url(settings: Settings, provider: str) -> str | None:
+def _provider_base_url(llm: LLMSettings, provider: str) -> str | None:
     if provider == "openai":
-        return settings.llm.base_url
+        return llm.base_url
     if provider in ("anthropic", "record"):
-        return settings.llm.anthropic_base_url
+        return llm.anthropic_base_url
     return None
 
 
-def resolve_role(settings: Settings, role: str | None) -> ResolvedRole:
+def resolve_role(llm: LLMSettings, role: str | None) -> ResolvedRole:
     """Model, parameters and endpoint of ``role`` (None means ``default``), falling back as the module says."""
-    llm = settings.llm
     name = role or DEFAULT_ROLE
     empty = LLMRoleConfig()
     own, shared = llm.roles.get(name, empty), llm.roles.get(DEFAULT_ROLE, empty)
@@ -93,7 +92,7 @@ def resolve_role(settings: Settings, role: str | None) -> ResolvedRole:
     if provider:
         endpoint = Endpoint(
             provider=provider,
-            base_url=_first(own.base_url, shared.base_url, _provider_base_url(settings, provider.lower())),
+            base_url=_first(own.base_url, shared.base_url, _provider_base_url(llm, provider.lower())),
             api_key_env=_first(own.api_key_env, shared.api_key_env),
             tool_calling=_first(own.tool_calling, shared.tool_calling, llm.tool_calling),
         )
@@ -107,9 +106,9 @@ def resolve_role(settings: Settings, role: str | None) -> ResolvedRole:
     )
 
 
-def configured_roles(settings: Settings) -> list[str]:
+def configured_roles(llm: LLMSettings) -> list[str]:
     """Every role the settings name (``default`` first), for checks that visit each once."""
-    named = set(settings.llm.roles) | set(settings.llm.models) | set(settings.llm.params)
+    named = set(llm.roles) | set(llm.models) | set(llm.params)
     return [DEFAULT_ROLE, *sorted(named - {DEFAULT_ROLE})]
 
 
@@ -132,24 +131,24 @@ def apply_resolved(resolved: ResolvedRole, request: LLMRequest) -> LLMRequest:
     return request.model_copy(update=update)
 
 
-def apply_role(settings: Settings, request: LLMRequest, role: str | None) -> LLMRequest:
+def apply_role(llm: LLMSettings, request: LLMRequest, role: str | None) -> LLMRequest:
     """The request with its role's model and parameters; the request's own ``role``/``model`` win."""
-    return apply_resolved(resolve_role(settings, request.role or role), request)
+    return apply_resolved(resolve_role(llm, request.role or role), request)
 
 
 class RoleClient:
     """Fills in each request's model and parameters from its role (or the client's) before ``inner``."""
 
-    def __init__(self, inner: LLMClient, settings: Settings, role: str | None = None) -> None:
+    def __init__(self, inner: LLMClient, llm: LLMSettings, role: str | None = None) -> None:
         self.inner = inner
-        self.settings = settings
+        self.llm = llm
         self.role = role
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        return await self.inner.complete(apply_role(self.settings, request, self.role))
+        return await self.inner.complete(apply_role(self.llm, request, self.role))
 
     def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        return stream(self.inner, apply_role(self.settings, request, self.role))
+        return stream(self.inner, apply_role(self.llm, request, self.role))
 
 
 __all__ = [

@@ -92,9 +92,9 @@ def _target(path: Path, root: Path, skipped: Counter[str]) -> os.stat_result | N
 
 
 def scan(
-    root: Path, suffixes: frozenset[str], limits: CorpusLimits, deadline: Deadline, skipped: Counter[str]
+    root: Path, suffixes: frozenset[str] | None, limits: CorpusLimits, deadline: Deadline, skipped: Counter[str]
 ) -> list[tuple[Path, os.stat_result]]:
-    """Regular files under ``root`` (resolved) with one of ``suffixes``, sorted, hidden names left out.
+    """Regular files under ``root`` (resolved) with one of ``suffixes`` (None: any), sorted, hidden names left out.
 
     Directory symlinks are not followed (a link to ``/`` cannot widen the walk); files above the size
     cap are counted in ``skipped`` without being opened. More than ``limits.max_files`` candidates, or
@@ -107,7 +107,7 @@ def scan(
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             path = Path(folder, name)
-            if name.startswith(".") or path.suffix.lower() not in suffixes:
+            if name.startswith(".") or (suffixes is not None and path.suffix.lower() not in suffixes):
                 continue
             info = _target(path, root, skipped)
             if info is None:
@@ -130,8 +130,13 @@ def scan(
     return found
 
 
-def read_regular(path: Path, max_bytes: int, *, truncate: bool = False) -> bytes:
+def read_regular(
+    path: Path, max_bytes: int, *, truncate: bool = False, binary: bool = False, inside: Path | None = None
+) -> bytes:
     """At most ``max_bytes`` of ``path`` if it is a regular, non-binary file; :class:`CorpusReadError` if not.
+    With ``binary`` the content is not sniffed (a PDF; the caller checks its signature). With ``inside``
+    (a resolved folder) the file actually opened must lie in it: a link swapped after the walk to point
+    out of the folder is caught on the open descriptor.
 
     Opened non-blocking, then checked with ``fstat`` on the open descriptor, so a file replaced by a FIFO
     after the walk still cannot block the reader. A file longer than ``max_bytes`` is refused, or cut
@@ -145,6 +150,8 @@ def read_regular(path: Path, max_bytes: int, *, truncate: bool = False) -> bytes
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise CorpusReadError(path, "not_regular")
+        if inside is not None and not _opened_inside(fd, path, inside):
+            raise CorpusReadError(path, "outside_root")
         try:
             data = file.read(max_bytes + 1)
         except OSError as exc:
@@ -154,9 +161,18 @@ def read_regular(path: Path, max_bytes: int, *, truncate: bool = False) -> bytes
             data = data[:max_bytes]
         else:
             raise CorpusReadError(path, "too_large")
-    if sniff_binary(data[:SNIFF_BYTES]):
+    if not binary and sniff_binary(data[:SNIFF_BYTES]):
         raise CorpusReadError(path, "binary")
     return data
+
+
+def _opened_inside(fd: int, path: Path, root: Path) -> bool:
+    """Whether the open file ``fd`` lies in ``root`` (Linux names it in /proc; elsewhere the path is resolved)."""
+    try:
+        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        opened = path.resolve()
+    return opened.is_relative_to(root)
 
 
 def describe_skips(skipped: Counter[str] | dict[str, int]) -> str:

@@ -32,9 +32,8 @@ class SearchSetup:
     cached: bool = False  # answers may come from the query cache
 
 
-def corpus_limits(settings: Settings) -> CorpusLimits:
+def corpus_limits(search: SearchSettings) -> CorpusLimits:
     """The ``search`` section's bounds on building a local corpus."""
-    search = SearchSettings.of(settings)
     return CorpusLimits(
         max_file_bytes=search.corpus_max_file_bytes,
         max_files=search.corpus_max_files,
@@ -43,9 +42,8 @@ def corpus_limits(settings: Settings) -> CorpusLimits:
     )
 
 
-def uses_local_corpus(settings: Settings) -> bool:
+def uses_local_corpus(search: SearchSettings) -> bool:
     """Whether the search chain reads a local corpus (then searching and reading happen on its node)."""
-    search = SearchSettings.of(settings)
     return "local" in (search.provider, *search.fallbacks)
 
 
@@ -62,7 +60,7 @@ def open_search(settings: Settings, *, store: Store | None = None) -> SearchSetu
     providers: list[SearchProvider] = []
     for name in names:
         if name == "local":
-            corpus = LocalCorpus(search.corpus_dir, corpus_limits(settings))
+            corpus = LocalCorpus(search.corpus_dir, corpus_limits(search))
             providers.append(LocalSearchProvider(corpus))
         elif name == "ddgs":
             providers.append(DdgsSearchProvider(region=search.ddgs_region, backend=search.ddgs_backend))

@@ -131,7 +131,7 @@ def _load(
             skipped["outside_root"] += 1
             continue
         try:
-            parsed = parse_file(read_regular(real, limits.max_file_bytes), path.suffix)
+            parsed = parse_file(read_regular(real, limits.max_file_bytes, inside=directory), path.suffix)
         except CorpusReadError as exc:
             skipped[exc.reason] += 1
             continue

@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from core.errors import ConfigError, InputError
 from core.yamlfile import YamlDocument, read_yaml_document, where
@@ -31,6 +32,15 @@ class ManifestEntry(BaseModel):
     lang: Literal["ja", "en"] | None = None
     published: date | None = None
     duplicate_of: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _web_address(cls, url: str) -> str:
+        """Only http(s): the URL is shown as a link to readers (a ``javascript:`` one would run there)."""
+        parts = urlsplit(url.strip())
+        if parts.scheme.lower() not in ("http", "https") or not parts.netloc or any(c.isspace() for c in url.strip()):
+            raise ValueError("must be an http:// or https:// address")
+        return url.strip()
 
 
 class Manifest(BaseModel):

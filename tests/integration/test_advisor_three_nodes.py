@@ -9,15 +9,15 @@ from pathlib import Path
 
 from actors.session import SessionActor
 from advisor.conversation import ActorSessions
-from advisor.options import session_policy
 from advisor.orchestrator import Orchestrator
+from advisor.settings import AdvisorSettings
 from core.runtime import RayRuntime
 from tests.three_nodes import ThreeNodes, move_to_another_node
 
 
 async def test_an_advisor_session_continues_on_another_node(three_nodes: ThreeNodes, tmp_path: Path) -> None:
     settings = three_nodes.settings(tmp_path, llm={"provider": "python:advisor.scripted:respond"})
-    policy = session_policy(settings)
+    policy = AdvisorSettings.of(settings).session_policy()
     runtime = RayRuntime()
     orchestrator = Orchestrator(settings, ActorSessions(runtime, settings, policy, 300.0))
     first = [e async for e in orchestrator.turn("roaming-advice", "", "値上げの試算をお願いします")]

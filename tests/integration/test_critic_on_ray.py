@@ -37,7 +37,7 @@ async def test_five_ideas_on_five_worker_actors_reused_by_the_next_run() -> None
     ideas = CriticInput.model_validate_json(IDEAS.read_text(encoding="utf-8"))
     store = open_store(settings)
     runtime = RayRuntime()
-    pool = WorkerPool(runtime, settings, 5)
+    pool = WorkerPool(runtime, settings.llm, 5)
     try:
         out = await evaluate_ideas(ideas, settings, runtime, store=store, run_id="on-ray", pool=pool)
         again = await evaluate_ideas(ideas, settings, runtime, run_id="again", pool=pool)  # no store: no cache
@@ -126,7 +126,7 @@ async def test_on_ray_the_timeout_keeps_finished_ideas_and_stops_the_slow_one() 
         {"id": "slow", "title": "SLOW", "description": "d"},
     ]
     runtime = RayRuntime()
-    pool = WorkerPool(runtime, settings, 2)
+    pool = WorkerPool(runtime, settings.llm, 2)
     try:
         warmed = await evaluate_ideas(
             CriticInput.model_validate({"ideas": warm}),
@@ -155,7 +155,7 @@ async def test_a_dead_worker_is_replaced_and_its_idea_judged_on_a_fresh_one() ->
     settings = load_settings(None, {"llm": {"provider": "python:critic.scripted:judge"}, "critic": {"cache": False}})
     one = CriticInput.model_validate({"ideas": [{"id": "a", "title": "t", "description": "d"}]})
     runtime = RayRuntime()
-    pool = WorkerPool(runtime, settings, 1)
+    pool = WorkerPool(runtime, settings.llm, 1)
     try:
         await evaluate_ideas(one, settings, runtime, pool=pool)
         dead = pool.handles[0]

@@ -17,7 +17,7 @@ from core.settings import Settings, load_settings
 
 @ray.remote
 def ask_in_worker(settings: Settings, question: str) -> tuple[str, int]:
-    client = make_llm(settings)
+    client = make_llm(settings.llm)
     assert client is not None
     generated = asyncio.run(generate(client, system="test", messages=[Message(role="user", content=question)]))
     return generated.response.text, os.getpid()

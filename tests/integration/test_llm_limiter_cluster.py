@@ -82,7 +82,7 @@ class Caller:
     """One independent caller: its own process, its own client built from settings."""
 
     def __init__(self, settings: Settings) -> None:
-        self.client = make_llm(settings)
+        self.client = make_llm(settings.llm)
 
     async def ask(self, texts: list[str]) -> list[str]:
         assert self.client is not None
@@ -122,7 +122,7 @@ def test_twenty_callers_on_three_nodes_never_exceed_four_calls(three_nodes: Clus
     limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
     state = ray.get(limiter.state.remote())
     assert state["peak"] == PERMITS and state["in_use"] == 0 and state["expired"] == 0
-    driver = make_llm(settings)  # the driver takes its permits from the same actor
+    driver = make_llm(settings.llm)  # the driver takes its permits from the same actor
     assert driver is not None
     request = LLMRequest(system="test", messages=[Message(role="user", content="from the driver")])
     assert asyncio.run(driver.complete(request)).text == "done from the driver"

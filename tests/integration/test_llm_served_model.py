@@ -24,7 +24,7 @@ async def test_magi_ask_parses_every_phase_and_decides_or_abstains(served_model:
     from magi.api import ask
     from magi.models import Deliberation, SageName
 
-    settings = _served(served_model, tmp_path, magi={"rounds": 1, "seed": 3, "timeout_s": 900})
+    settings = _served(served_model, tmp_path, council={"rounds": 1, "seed": 3, "timeout_s": 900})
     with timed("magi ask"):
         result = await ask("Should a small team adopt code review for every change?", settings, InProcessRuntime())
     assert isinstance(result, Deliberation)
@@ -72,8 +72,8 @@ async def test_critic_evaluates_two_ideas(served_model: ServedModel, tmp_path: P
 @pytest.mark.timeout(900)
 async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_path: Path) -> None:
     from advisor.conversation import LocalSessions
-    from advisor.options import session_policy
     from advisor.orchestrator import Orchestrator
+    from advisor.settings import AdvisorSettings
     from core.store import open_store
     from sessions.store import SessionRepository
 
@@ -82,7 +82,7 @@ async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_pa
         overrides={"data_dir": tmp_path, "llm": llm, "advisor": {"max_tool_turns": 2}, "search": {"provider": "local"}}
     )
     repo = SessionRepository(open_store(settings))
-    orchestrator = Orchestrator(settings, LocalSessions(repo, session_policy(settings)))
+    orchestrator = Orchestrator(settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()))
     message = "原材料高騰で困っています。原価1000円のうち材料費が400円で、材料費が20%上がりました。影響を計算して。"
     with timed("advisor mode 2 turn"):
         events = [e.model_dump(mode="json") async for e in orchestrator.turn("served-1", "", message)]
@@ -159,7 +159,7 @@ async def test_a_council_on_three_providers_names_each_sages_provider_and_model(
         "magi.balthasar": {"provider": f"python:{other}:respond", "model": "other-vendor-1"},
         "magi.casper": {"provider": "openai", "base_url": served_model.base_url, "model": MODEL_NAME},
     }
-    settings = _served(served_model, tmp_path, magi={"rounds": 1, "seed": 7, "timeout_s": 900})
+    settings = _served(served_model, tmp_path, council={"rounds": 1, "seed": 7, "timeout_s": 900})
     settings = settings.updated({"llm": {"roles": roles}})
     with timed("council on three providers"):
         result = await ask("Should a small team adopt code review for every change?", settings, InProcessRuntime())

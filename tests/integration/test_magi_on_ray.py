@@ -13,7 +13,7 @@ from magi.protocol import deliberate
 
 
 def settings(**magi: Any) -> Settings:
-    return load_settings(None, {"llm": {"provider": "python:magi.scripted:respond"}, "magi": magi})
+    return load_settings(None, {"llm": {"provider": "python:magi.scripted:respond"}, "council": magi})
 
 
 async def test_sages_are_ray_actors_and_the_result_matches_in_process(ray_cluster: None) -> None:
@@ -56,13 +56,13 @@ async def test_a_slow_sage_times_out_on_ray_and_the_others_decide(ray_cluster: N
 async def test_sdd_review_by_sage_actors_on_ray(ray_cluster: None, tmp_path: Path) -> None:
     from magi.plugins import load_plugins
     from magi.sdd import spec_workflow
-    from magi.settings import MagiSettings
+    from magi.settings import CouncilSettings
 
     specs = tmp_path / ".kiro" / "settings" / "templates" / "specs"
     specs.mkdir(parents=True)
     for name in ("requirements", "design", "tasks"):
         (specs / f"{name}.md").write_text(f"# {name}\n\n{{{{{name.upper()}_BODY}}}}\n", encoding="utf-8")
-    (sdd,) = load_plugins(MagiSettings())
+    (sdd,) = load_plugins(CouncilSettings())
     runtime = RayRuntime()
     try:
         result = await spec_workflow("Add an audit log", settings(), runtime, sdd, workdir=tmp_path)

@@ -119,6 +119,7 @@ def test_a_conversation_over_sse_with_consent_files_and_ownership(service: httpx
         ({"message": "x", "sessionId": "../x"}, "sessionId"),
         ({"message": "   "}, "message"),
         ({"consent": "accept"}, "consent: no mode change is waiting"),
+        ({"message": "x", "threshold": 2}, "advisor.mode_threshold from request field 'threshold'"),
     ],
 )
 def test_bad_chat_requests_are_422_naming_the_field(service: httpx.Client, body: dict[str, Any], field: str) -> None:
@@ -144,12 +145,12 @@ async def test_a_session_continues_after_its_actor_is_killed(ray_cluster: None, 
 
     from actors.session import SessionActor, session_actor
     from advisor.conversation import ActorSessions
-    from advisor.options import session_policy
     from advisor.orchestrator import Orchestrator
+    from advisor.settings import AdvisorSettings
     from core.runtime import RayRuntime
 
     settings: Settings = load_settings(overrides={"data_dir": str(tmp_path), "llm": {"provider": SCRIPTED}})
-    policy = session_policy(settings)
+    policy = AdvisorSettings.of(settings).session_policy()
     runtime = RayRuntime()
     sessions = ActorSessions(runtime, settings, policy, 300.0)
     orchestrator = Orchestrator(settings, sessions)
@@ -216,7 +217,7 @@ async def test_the_chat_page_in_chromium_produces_a_chart(service: httpx.Client,
     assert await page.locator(".msg.assistant[data-done='true']").count() == 3
     chart = page.locator(".msg.assistant").nth(3).locator(".attachments img")
     assert await chart.count() == 1, f"no chart in {await page.locator('.msg.assistant').nth(3).inner_text()!r}"
-    await page.wait_for_function("document.querySelector('.attachments img').naturalWidth > 0")
+    await page.wait_for_function("() => document.querySelector('.attachments img').naturalWidth > 0")
     assert await page.text_content("#mode") == "価格転嫁専門"
     assert await page.evaluate("document.querySelector('.attachments img').naturalWidth") == 800
     link = await page.text_content(".attachments a")

@@ -61,7 +61,8 @@ def test_the_key_is_needed_but_not_for_healthz(service: httpx.Client) -> None:
     ("body", "expected"),
     [
         ({"ideas": []}, "ideas: List should have at least 1 item"),
-        ({"ideas": IDEAS, "weights": "70:40"}, "must add up to 100"),
+        ({"ideas": IDEAS, "weights": "70:40"}, "do not add up to 100"),
+        ({"ideas": IDEAS, "marketWeight": 120}, "critic.market_weight from request field 'marketWeight'"),
         ({"ideas": IDEAS, "samples": "3"}, "samples"),
         ({"ideas": IDEAS, "timeout": "30"}, "timeout"),
         ({"ideas": IDEAS, "noCache": 1}, "noCache"),

@@ -54,6 +54,8 @@ def test_ask_returns_the_json_decision(client: httpx.Client) -> None:
 def test_bad_options_are_422_naming_the_field(client: httpx.Client) -> None:
     bad = client.post("/magi/ask", json={"prompt": QUESTION, "rounds": -1}, headers=AUTH)
     assert bad.status_code == 422 and "rounds" in bad.json()["error"]
+    strict = client.post("/magi/ask", json={"prompt": QUESTION, "quorum": 4}, headers=AUTH)  # from the section
+    assert strict.status_code == 422 and "council.quorum from request field 'quorum'" in strict.json()["error"]
     empty = client.post("/magi/ask", json={"prompt": "  "}, headers=AUTH)
     assert empty.status_code == 422 and "prompt is empty" in empty.json()["error"]
     unknown = client.post("/magi/ask", json={"prompt": "x", "shell": "rm"}, headers=AUTH)

@@ -81,10 +81,14 @@ def test_another_key_sees_nothing(client: httpx.Client) -> None:
     other = {"Authorization": f"Bearer {KEY_B}"}
     assert client.get("/sessions/private-1", headers=other).status_code == 404
     assert client.get("/sessions/never-created").status_code == 404  # same answer as another's session
-    taken = client.post("/route", json={"query": "日曜日は？", "sessionId": "private-1"}, headers=other)
-    assert taken.status_code == 404
+    # the same id under another key is that key's own session (issue 21: ids are namespaced per
+    # client, so nobody can squat or read another's): both go on, neither sees the other
+    theirs = client.post("/route", json={"query": "日曜日は？", "sessionId": "private-1"}, headers=other)
+    assert theirs.status_code == 200
     mine = client.get("/sessions/private-1").json()
     assert [e["text"] for e in mine["history"]] == ["営業時間は？"] and "owner" not in mine
+    their_history = client.get("/sessions/private-1", headers=other).json()["history"]
+    assert [e["text"] for e in their_history if e["role"] == "user"] == ["日曜日は？"]
     assert client.get("/sessions/private-1", headers={"Authorization": "Bearer wrong"}).status_code == 401
 
 
@@ -98,6 +102,7 @@ def test_another_key_sees_nothing(client: httpx.Client) -> None:
         ({"query": 42, "sessionId": "ok"}, "query"),
         ({"query": "営業時間は？", "sessionId": "ok", "extra": 1}, "extra"),
         ({"query": "\u0007\u0008", "sessionId": "ok"}, "query"),
+        ({"query": "営業時間は？", "sessionId": "ok", "threshold": 2}, "confidence_threshold from request field"),
     ],
 )
 def test_bad_bodies_are_422_naming_the_field(client: httpx.Client, body: dict[str, object], field: str) -> None:

@@ -123,9 +123,11 @@ def test_kb_ingest_and_advisor_turns(
 
 
 def test_purge_removes_old_advisor_sessions_and_their_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.conversation import SESSION_NAMESPACE
     from advisor.retention import purge
     from core.settings import load_settings
     from core.store import open_store
+    from sessions.ids import LOCAL_OWNER, session_key
     from sessions.models import SessionState
     from sessions.store import SessionRepository, utcnow
 
@@ -134,15 +136,16 @@ def test_purge_removes_old_advisor_sessions_and_their_files(tmp_path: Path, monk
     assert main(["advisor", "値上げの試算をお願いします", "--session", "new"]) == 0
     settings = load_settings(None, {})
     repo = SessionRepository(open_store(settings))
-    stale = repo.load("old")
+    old, new = (session_key(SESSION_NAMESPACE, LOCAL_OWNER, name) for name in ("old", "new"))
+    stale = repo.load(old)
     assert stale is not None
     aged = stale.model_copy(update={"updated_at": utcnow() - timedelta(hours=25), "revision": stale.revision + 1})
     assert repo.save(aged, stale)
     other = SessionState.new("router-s", "", utcnow() - timedelta(hours=30))  # another system's session
     assert repo.save(other, None)
     artifacts = Path(os.environ["MAGI_DATA_DIR"]) / "artifacts" / "advisor"
-    assert (artifacts / "old").is_dir() and (artifacts / "new").is_dir()
+    assert (artifacts / old).is_dir() and (artifacts / new).is_dir()
     report = purge(settings)
-    assert report.sessions == ["old"] and report.files == 1
-    assert repo.load("old") is None and repo.load("new") is not None and repo.load("router-s") is not None
-    assert not list((artifacts / "old").glob("*")) and list((artifacts / "new").glob("*"))
+    assert report.sessions == [old] and report.files == 1
+    assert repo.load(old) is None and repo.load(new) is not None and repo.load("router-s") is not None
+    assert not list((artifacts / old).glob("*")) and list((artifacts / new).glob("*"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from advisor.kb.documents import CATEGORIES, parse
 from advisor.kb.ingest import ingest
 from advisor.kb.retriever import knowledge_base
+from advisor.settings import AdvisorSettings
 from advisor.tools.base import ToolContext
 from advisor.tools.knowledge import KnowledgeInput, search
 from advisor.tools.web import WebSearchInput, parse_range
@@ -86,7 +88,7 @@ def test_ingest_adds_a_users_documents(tmp_path: Path) -> None:
     )
     settings = load_settings(None, {"data_dir": str(tmp_path / "data")})
     pdf = FPDF()
-    pdf.add_font("J", fname=str(japanese_font(settings)))
+    pdf.add_font("J", fname=str(japanese_font(AdvisorSettings.of(settings))))
     pdf.add_page()
     pdf.set_font("J", size=12)
     pdf.multi_cell(0, 8, "C社の支払サイトは月末締め翌々月払いである。")
@@ -97,7 +99,7 @@ def test_ingest_adds_a_users_documents(tmp_path: Path) -> None:
     ctx = ToolContext(settings)
     for query, expected in (("B社 単価 見直し", "毎年4月"), ("見積書 内訳", "費目別"), ("C社 支払サイト", "翌々月")):
         top = search(KnowledgeInput(query=query, top_k=1), ctx).results[0]
-        assert expected in top.content and top.source.startswith("file://"), (query, top)
+        assert expected in top.content and top.source.startswith("user-document:docs/"), (query, top)
     with pytest.raises(InputError, match="not a folder"):
         ingest(settings, tmp_path / "missing")
 
@@ -125,3 +127,34 @@ async def test_web_search_honours_type_and_range_on_the_local_corpus(tmp_path: P
         assert r.title and r.url.startswith("http") and r.snippet and r.source
     everything = await web_search(WebSearchInput(query="価格転嫁率 フォローアップ調査"), ctx)
     assert everything.metadata.result_count > out.metadata.result_count
+
+
+def test_ingest_reads_the_folder_like_a_corpus(tmp_path: Path) -> None:
+    """Issue 21 (3): links out of the folder, binaries named like text and same-stem files."""
+    import shutil
+
+    docs = tmp_path / "hostile"
+    docs.mkdir()
+    (docs / "passwd.txt").symlink_to("/etc/passwd")  # a link leading out of the folder
+    (docs / "nested").mkdir()
+    (docs / "nested" / "up.md").symlink_to(tmp_path / "secret.md")
+    (tmp_path / "secret.md").write_text("# 社外秘\nこれは取り込んではいけない文書。\n", encoding="utf-8")
+    shutil.copyfile(shutil.which("true") or "/bin/true", docs / "tool.txt")  # an ELF named .txt
+    (docs / "fake.pdf").write_text("これはPDFではない。", encoding="utf-8")
+    (docs / "a.md").write_text("# 見出しA\nMarkdown 版の覚書。単価の見直し協議。\n", encoding="utf-8")
+    (docs / "a.txt").write_text("テキスト版の覚書。支払サイトの短縮。\n", encoding="utf-8")
+    (docs / "a b.md").write_text("# B\n空白を含む名前の文書。\n", encoding="utf-8")
+    (docs / "a_b.md").write_text("# B2\n下線を含む名前の文書。\n", encoding="utf-8")
+    os.mkfifo(docs / "pipe.md")
+    settings = load_settings(None, {"data_dir": str(tmp_path / "data")})
+    report = ingest(settings, docs)
+    written = [Path(p) for p in report.written]
+    assert len(written) == 4 and len({p.name for p in written}) == 4, report.written
+    assert report.skipped == {"binary": 2, "not_regular": 1, "outside_root": 2}
+    everything = "\n".join(p.read_text(encoding="utf-8") for p in written)
+    assert "root:" not in everything and "社外秘" not in everything and "ELF" not in everything
+    assert "Markdown 版" in everything and "テキスト版" in everything
+    assert str(tmp_path) not in everything  # no server path as a source
+    ctx = ToolContext(settings)
+    for hit in search(KnowledgeInput(query="root passwd bin bash", top_k=5), ctx).results:
+        assert "root:x:0:0" not in hit.content and "/etc/passwd" not in hit.source

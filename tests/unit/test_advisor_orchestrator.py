@@ -9,8 +9,8 @@ import pytest
 
 from advisor.conversation import LocalSessions
 from advisor.events import FileMade
-from advisor.options import session_policy
 from advisor.orchestrator import Orchestrator
+from advisor.settings import AdvisorSettings
 from core.errors import InputError, LLMError, LLMNotConfiguredError
 from core.llm.base import LLMRequest
 from core.llm.testing import FunctionClient
@@ -29,7 +29,7 @@ def settings_for(tmp_path: Path, **advisor: Any) -> Settings:
 def make(tmp_path: Path, **advisor: Any) -> tuple[Orchestrator, SessionRepository]:
     settings = settings_for(tmp_path, **advisor)
     repo = SessionRepository(open_store(settings))
-    return Orchestrator(settings, LocalSessions(repo, session_policy(settings))), repo
+    return Orchestrator(settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy())), repo
 
 
 async def turn(
@@ -181,7 +181,9 @@ async def test_a_failing_summariser_falls_back_to_a_digest(tmp_path: Path) -> No
 
     settings = settings_for(tmp_path, compress_after=4, keep_recent=2)
     repo = SessionRepository(open_store(settings))
-    o = Orchestrator(settings, LocalSessions(repo, session_policy(settings)), llm=FunctionClient(flaky))
+    o = Orchestrator(
+        settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(flaky)
+    )
     for i in range(4):
         await turn(o, f"販路の相談{i}")
     summary = state(repo).history[0]
@@ -191,7 +193,10 @@ async def test_a_failing_summariser_falls_back_to_a_digest(tmp_path: Path) -> No
 async def test_no_llm_and_bad_messages_are_clear_errors(tmp_path: Path) -> None:
     settings = load_settings(None, {"data_dir": str(tmp_path)})
     with pytest.raises(LLMNotConfiguredError, match="MAGI_LLM_PROVIDER"):
-        Orchestrator(settings, LocalSessions(SessionRepository(open_store(settings)), session_policy(settings)))
+        Orchestrator(
+            settings,
+            LocalSessions(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy()),
+        )
     o, _ = make(tmp_path / "x", max_message_chars=20)
     with pytest.raises(InputError, match="empty"):
         await turn(o, "   ")
@@ -221,7 +226,9 @@ async def test_a_broken_classifier_keeps_the_current_mode(tmp_path: Path) -> Non
 
     settings = settings_for(tmp_path)
     repo = SessionRepository(open_store(settings))
-    o = Orchestrator(settings, LocalSessions(repo, session_policy(settings)), llm=FunctionClient(garbled))
+    o = Orchestrator(
+        settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(garbled)
+    )
     await turn(o, "値上げの試算をお願いします")  # keyword: no classification needed
     events = await turn(o, "どう思いますか")
     assert first(events, "detection") == {

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cli.doctor import check_local_search
 from core.errors import FetchError, InputError
@@ -21,6 +22,7 @@ from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.search.corpus_files import CorpusLimits
 from scrapers.search.factory import corpus_limits, open_search
 from scrapers.search.local import _LRU, LocalCorpus, LocalSearchProvider
+from scrapers.settings import FetchSettings, SearchSettings
 
 GOOD = "Cost pass-through\nSmall firms struggle to pass rising costs on to their customers.\n"
 HANG_GUARD_S = 60  # far above any real build here: only tells a blocked reader from a slow one
@@ -174,7 +176,10 @@ def test_too_many_bytes_in_all_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"more than 2048 bytes .*search\.corpus_max_total_bytes"):
         LocalCorpus(root, CorpusLimits(max_total_bytes=2048))
     settings = load_settings(overrides={"search": {"corpus_dir": str(root), "corpus_max_total_bytes": 4096}})
-    assert corpus_limits(settings).max_total_bytes == 4096 and len(LocalCorpus(root, corpus_limits(settings))) == 2
+    assert (
+        corpus_limits(SearchSettings.of(settings)).max_total_bytes == 4096
+        and len(LocalCorpus(root, corpus_limits(SearchSettings.of(settings)))) == 2
+    )
 
 
 def test_an_exhausted_budget_names_the_folder_and_the_budget(tmp_path: Path) -> None:
@@ -219,7 +224,7 @@ async def test_a_page_turned_into_a_fifo_after_indexing_fails_to_fetch_without_b
     (root / "later.txt").unlink()
     os.mkfifo(root / "later.txt")
     (root / "elf.txt").write_bytes(b"\x7fELF\x02\x01\x01" + b"\x00" * 64)
-    fetcher = Fetcher(local=corpus, policy=FetchPolicy.from_settings(load_settings()))
+    fetcher = Fetcher(local=corpus, policy=FetchPolicy.of(FetchSettings.of(load_settings())))
     try:
         with pytest.raises(FetchError, match="not a regular file") as fifo:
             await fetcher.fetch(later)
@@ -238,8 +243,35 @@ def test_doctor_reports_what_the_corpus_left_out(tmp_path: Path) -> None:
     os.mkfifo(root / "pipe.txt")
     (root / "passwd.txt").symlink_to("/etc/passwd")
     settings = load_settings(overrides={"search": {"corpus_dir": str(root)}})
-    assert corpus_limits(settings) == CorpusLimits()
+    assert corpus_limits(SearchSettings.of(settings)) == CorpusLimits()
     check = _finishes(lambda: check_local_search(settings))
     assert check.status == "ok"
     assert "1 documents" in check.detail and "2 skipped" in check.detail
     assert "1 not a regular file" in check.detail and "1 symlink leading outside" in check.detail
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(document.domain)",
+        " JavaScript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "https://",
+        "//evil.example/x",
+        "https://a.example/x y",
+    ],
+)
+def test_a_manifest_url_that_is_not_a_web_address_is_refused(tmp_path: Path, url: str) -> None:
+    """Issue 21 (1): a manifest URL is shown as a link on the research page; only http(s) may pass."""
+    root = _corpus(tmp_path)
+    (root / "manifest.yaml").write_text(
+        yaml.safe_dump({"pages": [{"file": "good.txt", "url": url}]}, allow_unicode=True), encoding="utf-8"
+    )
+    with pytest.raises(InputError, match=r"manifest .*url: .*must be an http:// or https:// address"):
+        LocalCorpus(root)
+    (root / "manifest.yaml").write_text(
+        yaml.safe_dump({"pages": [{"file": "good.txt", "url": "https://a.example/good"}]}), encoding="utf-8"
+    )
+    assert {d.url for d in LocalCorpus(root).documents} == {"https://a.example/good"}

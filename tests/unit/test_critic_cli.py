@@ -34,7 +34,7 @@ def test_not_json_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     path = tmp_path / "ideas.json"
     path.write_text("{ideas: oops", encoding="utf-8")
     assert main(["critic", str(path)]) == 2
-    assert "is not JSON" in one_line_error(capsys)
+    assert "is not valid JSON" in one_line_error(capsys)
 
 
 def test_too_many_ideas_is_exit_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,8 +48,9 @@ def test_too_many_ideas_is_exit_2_naming_the_field(tmp_path: Path, capsys: pytes
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--weights", "70:40"], "--weights '70:40': market and synergy weights must add up to 100"),
-        (["--weights", "heavy"], "--weights 'heavy' is not MARKET:SYNERGY"),
+        (["--weights", "70:40"], "option '--weights': '70:40' has market and synergy weights that do not add up"),
+        (["--weights", "heavy"], "option '--weights': 'heavy' is not MARKET:SYNERGY"),
+        (["--market-weight", "120"], "critic.market_weight from command-line option '--market-weight'"),
         (["--samples", "0"], "--samples"),
         (["--timeout", "-1"], "--timeout"),
         (["--industry", "space"], "no industry profile 'space'"),

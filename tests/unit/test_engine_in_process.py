@@ -13,6 +13,7 @@ from core.errors import ResearchError
 from core.events import ListSink
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
+from nlp.settings import NlpSettings
 from research.engine import run_research
 from research.events import AgentCompleted, ConsensusSelected, ResearchCompleted
 
@@ -139,7 +140,7 @@ async def test_a_kept_pool_serves_a_second_run_that_needs_no_analysis(tmp_path: 
     )
     runtime = InProcessRuntime()
     try:
-        pool = start_pool(runtime, settings)
+        pool = start_pool(runtime, NlpSettings.of(settings))
         first = await run_research("中小企業の価格転嫁率", settings, runtime, ListSink(), pool=pool, run_id="first")
         second = await run_research("中小企業の価格転嫁率", settings, runtime, ListSink(), pool=pool, run_id="second")
     finally:

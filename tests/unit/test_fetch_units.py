@@ -139,7 +139,7 @@ async def test_policy_from_settings_and_overrides() -> None:
     settings = load_settings(
         overrides={"fetch": {"allow_private": True, "retries": 4, "max_bytes": 123_456, "respect_robots": False}}
     )
-    policy = FetchPolicy.from_settings(settings)
+    policy = FetchPolicy.of(FetchSettings.of(settings))
     assert policy.allow_private and policy.retries == 4 and not policy.respect_robots
     assert policy.max_bytes == policy.max_decoded_bytes == 123_456
     assert policy.timeout_s == FetchSettings.of(settings).timeout_s

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from advisor.fonts import japanese_font
+from advisor.settings import AdvisorSettings
 from core.errors import ConfigError
 from core.fonts import INSTALL_HINT, find_japanese_font, missing_font_message
 from core.settings import load_settings
@@ -37,7 +38,7 @@ def test_the_advisors_documented_font_variable_is_a_setting(tmp_path: Path, monk
     font = tmp_path / "company.ttf"
     font.write_bytes(b"\0")
     monkeypatch.setenv("MAGI_ADVISOR_FONT", str(font))
-    assert japanese_font(load_settings()) == font
+    assert japanese_font(AdvisorSettings.of(load_settings())) == font
     monkeypatch.setenv("MAGI_ADVISOR_FONT", str(tmp_path / "missing.ttf"))
     with pytest.raises(ConfigError, match=r"MAGI_ADVISOR_FONT.*missing\.ttf.*not a TrueType font file"):
-        japanese_font(load_settings())
+        japanese_font(AdvisorSettings.of(load_settings()))

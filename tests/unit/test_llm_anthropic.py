@@ -89,7 +89,7 @@ def make_client(server: FakeServer, delays: list[float], *, jitter: float = 0.0,
 
     transport = httpx2.MockTransport(server)
     return AnthropicClient(
-        settings(**overrides),
+        settings(**overrides).llm,
         http_client=httpx2.AsyncClient(transport=transport),
         sleep=sleep,
         jitter=lambda: jitter,
@@ -199,7 +199,7 @@ async def test_base_url_without_key_targets_compatible_server() -> None:
 
 def test_missing_key_and_base_url_is_not_configured() -> None:
     with pytest.raises(LLMNotConfiguredError, match=r"ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
-        AnthropicClient(load_settings())
+        AnthropicClient(load_settings().llm)
 
 
 async def test_native_structured_output() -> None:
@@ -295,10 +295,10 @@ async def test_rejected_temperature_is_dropped_and_remembered() -> None:
 
 
 def test_client_pickles_as_its_settings() -> None:
-    client = AnthropicClient(settings())
+    client = AnthropicClient(settings().llm)
     copy = pickle.loads(pickle.dumps(client))
     assert isinstance(copy, AnthropicClient)
-    assert copy.settings == client.settings
+    assert copy.llm == client.llm
 
 
 # --- typed parts, per-request model, typed errors, rate-limit reports, streaming ------------------------------

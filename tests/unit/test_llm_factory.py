@@ -22,12 +22,12 @@ def unwrap(client: LLMClient | None) -> LLMClient:
 
 
 def test_unset_provider_means_no_llm() -> None:
-    assert make_llm(load_settings()) is None
+    assert make_llm(load_settings().llm) is None
 
 
 def test_require_llm_explains_how_to_configure() -> None:
     with pytest.raises(LLMNotConfiguredError) as info:
-        require_llm(load_settings(), "magi research --summarise")
+        require_llm(load_settings().llm, "magi research --summarise")
     assert str(info.value) == (
         "`magi research --summarise` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to "
         "anthropic (with ANTHROPIC_API_KEY), openai (with OPENAI_API_KEY, or MAGI_LLM_BASE_URL for a local "
@@ -37,41 +37,41 @@ def test_require_llm_explains_how_to_configure() -> None:
 
 def test_unknown_provider_lists_allowed_forms() -> None:
     with pytest.raises(ConfigError, match=r"provider .gemini.*anthropic, openai, replay, record, or python:"):
-        make_llm(load_settings(overrides={"llm": {"provider": "gemini"}}))
+        make_llm(load_settings(overrides={"llm": {"provider": "gemini"}}).llm)
 
 
 def test_anthropic_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAGI_LLM_PROVIDER", "anthropic")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    client = unwrap(require_llm(load_settings(), "magi ask"))
+    client = unwrap(require_llm(load_settings().llm, "magi ask"))
     assert isinstance(client, AnthropicClient)
     assert client.base_url == "https://api.anthropic.com"
 
 
 def test_anthropic_needs_key_or_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(LLMNotConfiguredError, match=r"ANTHROPIC_API_KEY.*ANTHROPIC_BASE_URL"):
-        make_llm(load_settings(overrides={"llm": {"provider": "anthropic"}}))
+        make_llm(load_settings(overrides={"llm": {"provider": "anthropic"}}).llm)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
-    client = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "anthropic"}})))
+    client = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "anthropic"}}).llm))
     assert isinstance(client, AnthropicClient) and client.base_url == "http://127.0.0.1:8080"
 
 
 def test_replay_and_record_need_a_cassette(tmp_path: Path) -> None:
     for provider in ("replay", "record"):
         with pytest.raises(ConfigError, match=f"MAGI_LLM_PROVIDER={provider} needs MAGI_LLM_CASSETTE"):
-            make_llm(load_settings(overrides={"anthropic_api_key": "k", "llm": {"provider": provider}}))
+            make_llm(load_settings(overrides={"anthropic_api_key": "k", "llm": {"provider": provider}}).llm)
     with pytest.raises(ConfigError, match=r"does not exist; record it first"):
-        make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "none.jsonl"}}))
+        make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "none.jsonl"}}).llm)
     (tmp_path / "c.jsonl").write_text("", encoding="utf-8")
     replay = unwrap(
-        make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "c.jsonl"}}))
+        make_llm(load_settings(overrides={"llm": {"provider": "replay", "cassette": tmp_path / "c.jsonl"}}).llm)
     )
     assert isinstance(replay, ReplayClient)
     recorder = unwrap(
         make_llm(
             load_settings(
                 overrides={"anthropic_api_key": "k", "llm": {"provider": "record", "cassette": tmp_path / "r.jsonl"}}
-            )
+            ).llm
         )
     )
     assert isinstance(recorder, RecordingClient) and isinstance(recorder.inner, AnthropicClient)
@@ -79,15 +79,15 @@ def test_replay_and_record_need_a_cassette(tmp_path: Path) -> None:
 
 def test_python_provider_is_loaded_eagerly(tmp_path: Path) -> None:
     (tmp_path / "fake.py").write_text("def answer(request):\n    return 'ok'\n", encoding="utf-8")
-    client = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "python:fake.py:answer"}})))
+    client = unwrap(make_llm(load_settings(overrides={"llm": {"provider": "python:fake.py:answer"}}).llm))
     assert isinstance(client, PythonClient)
     with pytest.raises(ConfigError, match=r"has no function 'missing'"):
-        make_llm(load_settings(overrides={"llm": {"provider": "python:fake.py:missing"}}))
+        make_llm(load_settings(overrides={"llm": {"provider": "python:fake.py:missing"}}).llm)
 
 
 def test_settings_rebuild_the_client_in_another_process() -> None:
     settings = load_settings(overrides={"anthropic_api_key": "k", "llm": {"provider": "anthropic"}})
-    rebuilt = unwrap(make_llm(pickle.loads(pickle.dumps(settings))))
+    rebuilt = unwrap(make_llm(pickle.loads(pickle.dumps(settings)).llm))
     assert isinstance(rebuilt, AnthropicClient)
-    wrapped = pickle.loads(pickle.dumps(make_llm(settings)))  # the whole chain pickles (Ray workers)
+    wrapped = pickle.loads(pickle.dumps(make_llm(settings.llm)))  # the whole chain pickles (Ray workers)
     assert isinstance(unwrap(wrapped), AnthropicClient)

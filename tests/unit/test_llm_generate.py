@@ -91,7 +91,7 @@ def _anthropic(*bodies: dict[str, Any]) -> tuple[AnthropicClient, list[dict[str,
         return httpx2.Response(200, json=queue.pop(0))
 
     settings = load_settings(overrides={"anthropic_api_key": "k", "llm": {"model": "claude-test"}})
-    client = AnthropicClient(settings, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    client = AnthropicClient(settings.llm, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
     return client, seen
 
 

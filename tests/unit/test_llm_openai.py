@@ -95,7 +95,7 @@ def client_for(server: FakeServer, delays: list[float] | None = None, **llm: Any
     s = settings(**llm)
     endpoint = Endpoint("openai", base_url=s.llm.base_url, **endpoint_args) if endpoint_args else None
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
-    return OpenAIClient(s, endpoint, http, sleep=sleep, jitter=lambda: 0.0)
+    return OpenAIClient(s.llm, endpoint, http, sleep=sleep, jitter=lambda: 0.0)
 
 
 def request(**kw: Any) -> LLMRequest:
@@ -301,7 +301,7 @@ async def test_streaming_yields_deltas_and_assembles_tool_calls_and_usage() -> N
 
 def test_key_comes_from_the_environment_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     with pytest.raises(LLMNotConfiguredError, match="OPENAI_API_KEY"):
-        OpenAIClient(settings(base_url=None))
+        OpenAIClient(settings(base_url=None).llm)
     config = tmp_path / "with-secret.yaml"
     config.write_text("llm:\n  openai_api_key: sk-in-a-file\n", encoding="utf-8")
     with pytest.raises(Exception, match="secrets are read from the environment only"):
@@ -326,6 +326,8 @@ async def test_role_key_variable_is_sent_and_a_missing_one_is_named(monkeypatch:
 
 
 def test_client_pickles_as_settings_and_endpoint() -> None:
-    client = OpenAIClient(settings(), Endpoint("openai", base_url="http://10.0.0.5:8000/v1", tool_calling="prompted"))
+    client = OpenAIClient(
+        settings().llm, Endpoint("openai", base_url="http://10.0.0.5:8000/v1", tool_calling="prompted")
+    )
     copy = pickle.loads(pickle.dumps(client))
     assert (copy.base_url, copy.endpoint.tool_calling) == ("http://10.0.0.5:8000/v1", "prompted")

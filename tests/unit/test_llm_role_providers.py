@@ -51,32 +51,32 @@ def three_providers(tmp_path: Path, **extra: Any) -> Any:
 
 def test_each_role_resolves_its_own_endpoint_and_falls_back_to_llm(tmp_path: Path) -> None:
     settings = three_providers(tmp_path, models={"magi.melchior": "echo-big"})
-    melchior, balthasar, casper = (resolve_role(settings, f"magi.{s}") for s in ("melchior", "balthasar", "casper"))
+    melchior, balthasar, casper = (resolve_role(settings.llm, f"magi.{s}") for s in ("melchior", "balthasar", "casper"))
     assert (melchior.endpoint, melchior.model) == (Endpoint("python:core.llm.testing:echo"), "echo-big")
     assert balthasar.model == "file-model" and balthasar.endpoint is not None
     assert balthasar.endpoint.provider.endswith("other_llm.py:answer")
     assert casper.endpoint == Endpoint("openai", base_url="http://127.0.0.1:9/v1", tool_calling="prompted")
     assert (casper.max_tokens, casper.temperature, casper.label) == (64, 0.1, "openai/served")
     assert casper.endpoint.label == "openai (127.0.0.1:9)"
-    assert configured_roles(settings) == ["default", "magi.balthasar", "magi.casper", "magi.melchior"]
+    assert configured_roles(settings.llm) == ["default", "magi.balthasar", "magi.casper", "magi.melchior"]
 
 
 async def test_requests_go_to_their_roles_provider_and_answers_name_it(tmp_path: Path) -> None:
     settings = three_providers(tmp_path)
-    client = make_llm(settings, role="magi.melchior")
+    client = make_llm(settings.llm, role="magi.melchior")
     assert client is not None
     own = await client.complete(LLMRequest(system="s", messages=user("ping")))
     other = await client.complete(LLMRequest(system="s", messages=user(), role="magi.balthasar"))
     assert (own.text, own.provider) == ("ping", "python:core.llm.testing:echo")
     assert (other.text, other.model) == ("file:file-model", "file-model")
     assert isinstance(provider_of(client), PythonClient)
-    casper = make_llm(settings, role="magi.casper")
+    casper = make_llm(settings.llm, role="magi.casper")
     assert casper is not None and isinstance(provider_of(casper), OpenAIClient)
 
 
 def test_roles_on_one_endpoint_share_one_provider_client(tmp_path: Path) -> None:
     settings = three_providers(tmp_path, roles={"a": {"model": "x"}, "b": {"model": "y"}})
-    client = make_llm(settings, role="a")
+    client = make_llm(settings.llm, role="a")
     assert client is not None
     router = client.inner  # type: ignore[attr-defined]
     assert router.provider_for("a") is router.provider_for("b") is router.provider_for(None)
@@ -86,15 +86,15 @@ def test_a_role_may_have_a_provider_when_the_section_has_none() -> None:
     settings = load_settings(
         overrides={"llm": {"roles": {"critic.worker": {"provider": "python:core.llm.testing:echo"}}}}
     )
-    assert make_llm(settings) is None
-    assert make_llm(settings, role="critic.worker") is not None
+    assert make_llm(settings.llm) is None
+    assert make_llm(settings.llm, role="critic.worker") is not None
     with pytest.raises(LLMNotConfiguredError, match=r"role 'magi.melchior'.*llm.roles.magi.melchior.provider"):
-        make_llm(settings, role="critic.worker").inner.provider_for("magi.melchior")  # type: ignore[union-attr]
+        make_llm(settings.llm, role="critic.worker").inner.provider_for("magi.melchior")  # type: ignore[union-attr]
 
 
 def test_bad_role_settings_are_named() -> None:
     with pytest.raises(ConfigError, match=r"unknown LLM provider 'gemini'"):
-        make_llm(load_settings(overrides={"llm": {"roles": {"default": {"provider": "gemini"}}}}))
+        make_llm(load_settings(overrides={"llm": {"roles": {"default": {"provider": "gemini"}}}}).llm)
     with pytest.raises(ConfigError, match=r"llm.roles"):
         load_settings(overrides={"llm": {"roles": {"x": {"api_key": "sk-inline"}}}})
     with pytest.raises(ConfigError, match=r"environment variable name"):
@@ -107,7 +107,7 @@ async def test_require_tool_forces_only_the_first_turn_of_a_tool_loop() -> None:
             "llm": {"provider": "python:core.llm.testing:echo", "roles": {"agent": {"params": {"require_tool": True}}}}
         }
     )
-    client = make_llm(settings, role="agent")
+    client = make_llm(settings.llm, role="agent")
     assert client is not None
     router = client.inner  # type: ignore[attr-defined]
     tool = ToolSpec(name="t", description="d", input_schema={"type": "object"})

@@ -32,18 +32,18 @@ def request(**kw: object) -> LLMRequest:
 
 
 def test_resolution_falls_back_role_then_default_then_llm_model() -> None:
-    melchior = resolve_role(SETTINGS, "magi.melchior")
+    melchior = resolve_role(SETTINGS.llm, "magi.melchior")
     assert (melchior.model, melchior.temperature, melchior.max_tokens) == ("claude-opus-4-6", None, 900)
-    critic = resolve_role(SETTINGS, "critic.worker")
+    critic = resolve_role(SETTINGS.llm, "critic.worker")
     assert (critic.model, critic.temperature, critic.max_tokens) == ("claude-haiku-4-5", 0.7, 300)
-    assert resolve_role(SETTINGS, None).role == "default"
-    bare = resolve_role(load_settings(overrides={"llm": {"model": "m0"}}), "advisor.orchestrator")
+    assert resolve_role(SETTINGS.llm, None).role == "default"
+    bare = resolve_role(load_settings(overrides={"llm": {"model": "m0"}}).llm, "advisor.orchestrator")
     assert (bare.model, bare.temperature, bare.max_tokens) == ("m0", None, None)
 
 
 async def test_role_client_fills_the_request_and_per_call_role_wins() -> None:
     inner = ScriptedClient("a", "b", "c")
-    client = RoleClient(inner, SETTINGS, "critic.worker")
+    client = RoleClient(inner, SETTINGS.llm, "critic.worker")
 
     async def run() -> None:
         await client.complete(request())
@@ -73,7 +73,7 @@ async def test_make_llm_binds_a_role(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     settings = SETTINGS.updated({"llm": {"provider": f"python:{tmp_path / 'show.py'}:show"}})
-    client = make_llm(settings, role="critic.worker")
+    client = make_llm(settings.llm, role="critic.worker")
     assert client is not None
     assert (await client.complete(request())).text == "critic.worker claude-haiku-4-5 0.7 300"
 
@@ -86,11 +86,11 @@ def test_roles_come_from_yaml_and_environment(tmp_path: Path, monkeypatch: pytes
         encoding="utf-8",
     )
     settings = load_settings(config)
-    assert resolve_role(settings, "magi.balthasar").model == "claude-sonnet-4-5"
-    assert resolve_role(settings, "magi.balthasar").temperature == 0.4
+    assert resolve_role(settings.llm, "magi.balthasar").model == "claude-sonnet-4-5"
+    assert resolve_role(settings.llm, "magi.balthasar").temperature == 0.4
     assert settings.llm.max_concurrency == 3
     monkeypatch.setenv("MAGI_LLM_MODELS", '{"default": "claude-opus-4-7"}')
-    assert resolve_role(load_settings(), "anything").model == "claude-opus-4-7"
+    assert resolve_role(load_settings().llm, "anything").model == "claude-opus-4-7"
     config.write_text("llm:\n  params:\n    x:\n      temperature: 3\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"llm.params.*less than or equal to 1"):
         load_settings(config)
@@ -101,7 +101,7 @@ async def test_generate_passes_a_per_call_role(tmp_path: Path) -> None:
         "def show(request):\n    return f'{request.role} {request.model}'\n", encoding="utf-8"
     )
     settings = SETTINGS.updated({"llm": {"provider": f"python:{tmp_path / 'show.py'}:show"}})
-    client = make_llm(settings)  # no role bound: each call names its own
+    client = make_llm(settings.llm)  # no role bound: each call names its own
     assert client is not None
     user = [Message(role="user", content="q")]
     melchior = await generate(client, system="s", messages=user, role="magi.melchior")

@@ -106,35 +106,35 @@ def test_help_lists_ask_and_spec_unless_sdd_is_disabled(
         main(["--help"])
     out = capsys.readouterr().out
     assert all(name in out for name in ("ask", "spec", "research", "doctor", "serve"))
-    monkeypatch.setenv("MAGI_MAGI_DISABLED_PLUGINS", "sdd")
+    monkeypatch.setenv("MAGI_COUNCIL_DISABLED_PLUGINS", "sdd")
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
     assert " ask " in out and " spec " not in out
 
 
-def test_options_map_onto_the_magi_section_and_per_sage_models() -> None:
+def test_flags_map_onto_the_council_section_and_per_sage_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli.council import council_settings
+    from cli.main import build_parser
     from core.errors import ConfigError
     from core.llm import resolve_role
-    from core.settings import load_settings
-    from magi.models import SageName
-    from magi.options import AskOptions, apply_options
-    from magi.settings import MagiSettings
+    from magi.settings import CouncilSettings
 
-    base = load_settings(None, {"llm": {"models": {"default": "m-default", "magi.casper": "m-casper"}}})
-    options = AskOptions(rounds=0, threshold="unanimous", timeout_s=5, models={SageName.MELCHIOR: "m-melchior"})
-    settings = apply_options(base, options)
-    cfg = MagiSettings.of(settings)
-    assert (cfg.rounds, cfg.threshold, cfg.timeout_s) == (0, "unanimous", 5)
-    assert resolve_role(settings, "magi.melchior").model == "m-melchior"
-    assert resolve_role(settings, "magi.casper").model == "m-casper"  # configured models are kept
-    assert resolve_role(settings, "magi.balthasar").model == "m-default"
-    with pytest.raises(ConfigError, match="'rounds'"):
-        apply_options(base, AskOptions(rounds=11))
-    in_file = load_settings(None, {"llm": {"roles": {"magi.casper": {"model": "m-file", "provider": "openai"}}}})
-    flagged = apply_options(in_file, AskOptions(models={SageName.CASPER: "m-flag"}))
-    casper = resolve_role(flagged, "magi.casper")
-    assert casper.model == "m-flag" and casper.endpoint is not None and casper.endpoint.provider == "openai"
+    config = tmp_path / "m.yaml"
+    config.write_text("llm:\n  models:\n    default: m-default\n    magi.casper: m-casper\n", encoding="utf-8")
+    argv = ["ask", "q", "--config", str(config), "--rounds", "0", "--threshold", "unanimous", "--timeout", "5"]
+    args = build_parser().parse_args([*argv, "--quorum", "3", "--fixed-order", "--model-melchior", "m-melchior"])
+    settings = council_settings(args)
+    cfg = CouncilSettings.of(settings)
+    assert (cfg.rounds, cfg.threshold, cfg.timeout_s, cfg.quorum, cfg.shuffle_peers) == (0, "unanimous", 5, 3, False)
+    assert cfg.anonymous is True  # a switch not given keeps the configured value
+    assert resolve_role(settings.llm, "magi.melchior").model == "m-melchior"
+    assert resolve_role(settings.llm, "magi.casper").model == "m-casper"  # configured models are kept
+    assert resolve_role(settings.llm, "magi.balthasar").model == "m-default"
+    with pytest.raises(ConfigError, match=r"council\.rounds from command-line option '--rounds'"):
+        council_settings(build_parser().parse_args(["ask", "q", "--rounds", "11"]))
 
 
 def test_progress_lines_follow_the_phases(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from magi.executor import run_command
 from magi.plugins import BridgeCommand
 
@@ -102,3 +104,42 @@ async def test_missing_program_and_folder_are_results_not_crashes(tmp_path: Path
     assert missing.error and "program not found: magi-no-such-program-xyz" in missing.describe()
     nowhere = await run_command(command(PY, "-V", cwd="does/not/exist"), workdir=tmp_path)
     assert nowhere.error and "does not exist" in nowhere.error
+
+
+async def test_the_timeout_measures_the_command_not_a_child_holding_its_pipes(tmp_path: Path) -> None:
+    """Issue 21 (8): ``(sleep 30 &); echo done`` ran into its 8 s timeout although the shell exited at once."""
+    script = "(exec sleep 30 & echo $! > left.pid); echo done"
+    result = await run_command(command("/bin/sh", "-c", script, timeout_s=8), workdir=tmp_path)
+    assert result.ok and not result.timed_out and result.stdout.strip() == "done", result
+    assert result.duration_ms < 8000  # ended with the shell, not at the timeout
+    assert await gone(int((tmp_path / "left.pid").read_text()))  # and what it left behind went with it
+
+
+async def test_a_grandchild_that_left_the_session_is_killed_too(tmp_path: Path) -> None:
+    """Issue 21 (8): a grandchild started with ``setsid`` survived the group kill."""
+    script = "setsid sleep 60 >/dev/null 2>&1 & echo $! > escaped.pid; sleep 60"
+    result = await run_command(command("/bin/sh", "-c", script, timeout_s=2), workdir=tmp_path)
+    assert result.timed_out
+    escaped = int((tmp_path / "escaped.pid").read_text())
+    assert await gone(escaped)
+
+
+async def test_the_working_folder_stays_inside_and_secrets_stay_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 (8): ``cwd: /etc`` or ``../../..`` left the folder; MAGI_API_KEYS and ANTHROPIC_API_KEY passed."""
+    for cwd in ("/etc", "../../..", "a/../../b", "~"):
+        with pytest.raises(ValueError, match="leaves the working folder"):
+            command(PY, "-V", cwd=cwd)
+    for name in ("MAGI_API_KEYS", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "magi_api_keys"):
+        with pytest.raises(ValueError, match="secret"):
+            command(PY, "-V", env=["PATH", name])
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "out").symlink_to("/etc")
+    escaped = await run_command(command("/bin/pwd", cwd="out"), workdir=tmp_path / "work")
+    assert escaped.error is not None and "leads out" in escaped.error and escaped.exit_code is None
+    monkeypatch.setenv("MAGI_API_KEYS", "k-secret")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    code = "import os, json; print(json.dumps(sorted(os.environ)))"
+    shown = await run_command(command(PY, "-c", code), workdir=tmp_path)
+    assert "k-secret" not in shown.stdout and "MAGI_API_KEYS" not in shown.stdout and "ANTHROPIC" not in shown.stdout

@@ -14,7 +14,7 @@ from magi.models import SAGES, SageName
 from magi.plugins import load_plugin, load_plugins, overrides_for
 from magi.protocol import deliberate
 from magi.scripted import respond
-from magi.settings import MagiSettings
+from magi.settings import CouncilSettings
 
 GOOD = """\
 name: review
@@ -33,18 +33,18 @@ def write(tmp_path: Path, text: str, name: str = "plugin.yaml") -> Path:
 
 
 def test_bundled_sdd_plugin_loads_with_its_command_and_bridge() -> None:
-    (sdd,) = load_plugins(MagiSettings())
+    (sdd,) = load_plugins(CouncilSettings())
     assert sdd.name == "sdd" and [c.name for c in sdd.commands] == ["spec"]
     assert sdd.bridge["install"].argv[:3] == ["npx", "-y", "cc-sdd@latest"]
     assert set(sdd.agent_overrides) == set(SAGES)
-    assert load_plugins(MagiSettings(disabled_plugins=["sdd"])) == []
+    assert load_plugins(CouncilSettings(disabled_plugins=["sdd"])) == []
 
 
 async def test_overrides_reach_only_the_named_sages_after_their_persona(tmp_path: Path) -> None:
     plugin = load_plugin(write(tmp_path, GOOD))
     assert plugin.version == "2"
     clients = {s: FunctionClient(respond) for s in SAGES}
-    settings = load_settings(None, {"magi": {"rounds": 0}})
+    settings = load_settings(None, {"council": {"rounds": 0}})
     await deliberate(
         "Merge it?", settings, InProcessRuntime(), seed=1, overrides=overrides_for([plugin]), clients=clients
     )
@@ -92,10 +92,10 @@ def test_plugin_files_from_settings_replace_by_name_and_commands_must_be_unique(
     folder = tmp_path / "plugins"
     folder.mkdir()
     write(folder, GOOD, "a.yaml")
-    found = load_plugins(MagiSettings(plugins_dir=folder))
+    found = load_plugins(CouncilSettings(plugins_dir=folder))
     assert [p.name for p in found] == ["sdd", "review"]
     clash = write(
         tmp_path, "name: other\nversion: 1\ndescription: d\ncommands:\n  - {name: spec, help: h, action: sdd.spec}\n"
     )
     with pytest.raises(ConfigError, match="command 'spec' is already added by plugin 'sdd'"):
-        load_plugins(MagiSettings(), [clash])
+        load_plugins(CouncilSettings(), [clash])

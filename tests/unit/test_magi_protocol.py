@@ -17,7 +17,7 @@ SCRIPTED = "python:magi.scripted:respond"
 
 
 def settings(**magi: Any) -> Settings:
-    return load_settings(None, {"llm": {"provider": SCRIPTED}, "magi": magi})
+    return load_settings(None, {"llm": {"provider": SCRIPTED}, "council": magi})
 
 
 def recording() -> dict[SageName, FunctionClient]:
@@ -146,6 +146,15 @@ async def test_quorum_lost_is_no_decision() -> None:
     result = await run(question, rounds=0)
     assert result.decision == "NO_DECISION" and result.exit_code == 4
     assert "no quorum" in result.decision_reason
+
+
+async def test_a_quorum_of_three_makes_one_abstention_no_decision() -> None:
+    question = "Go?\nmagi-script: melchior=APPROVE balthasar=APPROVE casper=DENY,invalid@voting"
+    default = await run(question)
+    assert default.decision == "APPROVE" and default.exit_code == 0  # two valid votes are the default quorum
+    strict = await run(question, quorum=3)
+    assert strict.decision == "NO_DECISION" and strict.exit_code == 4
+    assert strict.decision_reason.startswith("no quorum: 2 valid vote(s), 3 needed")
 
 
 async def test_conditional_lists_every_condition_and_keeps_dissent() -> None:

@@ -117,7 +117,7 @@ def test_failing_installer_reports_its_error_in_one_line(fake_npx: Path, capsys:
 def test_spec_is_not_a_command_when_the_plugin_is_disabled(
     fake_npx: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MAGI_MAGI_DISABLED_PLUGINS", "sdd")
+    monkeypatch.setenv("MAGI_COUNCIL_DISABLED_PLUGINS", "sdd")
     with pytest.raises(SystemExit) as caught:
         spec(fake_npx, "Add login")
     assert caught.value.code == 2

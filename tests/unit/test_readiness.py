@@ -73,9 +73,9 @@ async def test_the_store_check_asks_the_store(tmp_path: Path) -> None:
 
 
 async def test_the_llm_check_needs_a_configured_provider() -> None:
-    assert not (await run_check(llm_check(load_settings(None, {}), "POST /x"))).ready
+    assert not (await run_check(llm_check(load_settings(None, {}).llm, "POST /x"))).ready
     configured = load_settings(None, {"llm": {"provider": "python:magi.scripted:respond"}})
-    part = await run_check(llm_check(configured, "POST /x"))
+    part = await run_check(llm_check(configured.llm, "POST /x"))
     assert part.ready and part.detail == "configured (python:magi.scripted:respond)"
 
 

@@ -12,8 +12,7 @@ import pytest
 from core.errors import ConfigError
 from core.settings import Section, describe, env_table, load_settings, registered_sections
 from nlp.settings import NlpSettings
-from research.options import ResearchOptions, apply_options
-from research.settings import ResearchSettings
+from research.settings import RESEARCH_OPTIONS, ResearchSettings
 from scrapers.settings import FetchSettings, SearchSettings
 
 
@@ -192,13 +191,37 @@ def test_research_config_is_validated(key: str, value: object) -> None:
 
 
 def test_options_map_onto_settings_once_and_errors_name_the_option(tmp_path: Path) -> None:
-    options = ResearchOptions(agents=2, iterations=1, timeout_s=30, corpus=tmp_path)
-    settings = apply_options(load_settings(), options, origin="request field")
+    given = RESEARCH_OPTIONS.from_keywords({"agent_count": 2, "iteration_count": 1, "timeout": 30, "corpus": tmp_path})
+    settings = RESEARCH_OPTIONS.apply(load_settings(), given)
     research = ResearchSettings.of(settings)
     assert (research.agents, research.iterations, research.agent_timeout_s) == (2, 1, 30)
     assert SearchSettings.of(settings).provider == "local" and SearchSettings.of(settings).corpus_dir == tmp_path
-    with pytest.raises(ConfigError, match=r"research.agents from request field 'agents'.*less than or equal to 16"):
-        apply_options(load_settings(), ResearchOptions(agents=40), origin="request field")
+    with pytest.raises(ConfigError, match=r"research.agents from argument 'agent_count'.*less than or equal to 16"):
+        RESEARCH_OPTIONS.apply(load_settings(), RESEARCH_OPTIONS.from_keywords({"agent_count": 40}))
+
+
+def test_the_council_section_was_magi_and_its_old_names_still_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from magi.settings import CouncilSettings
+
+    config = write(tmp_path / "old.yaml", "magi:\n  rounds: 3\n  threshold: unanimous\n")
+    monkeypatch.setenv("MAGI_MAGI_QUORUM", "3")
+    with caplog.at_level(logging.WARNING):
+        council = CouncilSettings.of(load_settings(config))
+    assert (council.rounds, council.threshold, council.quorum) == (3, "unanimous", 3)
+    warnings = " ".join(r.getMessage() for r in caplog.records)
+    assert "MAGI_MAGI_QUORUM is now MAGI_COUNCIL_QUORUM" in warnings and "'magi' is now 'council'" in warnings
+    monkeypatch.setenv("MAGI_COUNCIL_QUORUM", "2")  # the new name wins over the old one
+    assert CouncilSettings.of(load_settings(config)).quorum == 2
+    monkeypatch.setenv("MAGI_MAGI_ROUNDZ", "1")
+    with pytest.raises(ConfigError, match="MAGI_MAGI_ROUNDZ names no 'council' setting"):
+        load_settings()
+    monkeypatch.delenv("MAGI_MAGI_ROUNDZ")
+    monkeypatch.setenv("MAGI_MAGI_QUORUM", "4")
+    with pytest.raises(ConfigError, match=r"council.quorum from environment variable MAGI_MAGI_QUORUM"):
+        monkeypatch.delenv("MAGI_COUNCIL_QUORUM")
+        load_settings()
 
 
 class LateSection(Section):

@@ -89,7 +89,7 @@ def test_every_systems_event_type_is_registered_once() -> None:
 async def test_the_council_reports_its_phases_typed_with_progress() -> None:
     seen: list[CouncilEvent] = []
     settings = load_settings(
-        None, {"llm": {"provider": "python:magi.scripted:respond"}, "magi": {"rounds": 2, "early_stop": "off"}}
+        None, {"llm": {"provider": "python:magi.scripted:respond"}, "council": {"rounds": 2, "early_stop": "off"}}
     )
     question = "Adopt it?\nmagi-script: melchior=APPROVE balthasar=DENY casper=APPROVE"
     result = await deliberate(question, settings, InProcessRuntime(), seed=5, on_event=seen.append)
