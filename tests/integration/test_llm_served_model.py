@@ -87,7 +87,8 @@ async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_pa
     with timed("advisor mode 2 turn"):
         events = [e.model_dump(mode="json") async for e in orchestrator.turn("served-1", "", message)]
     kinds = [e["type"] for e in events]
-    assert "tool" in kinds, events  # the model called at least one tool (its arguments decoded under the schema)
+    said = "".join(e.get("text", "") for e in events if e["type"] == "delta")
+    assert "tool" in kinds, said  # the model called at least one tool (its arguments decoded under the schema)
     done = next(e for e in events if e["type"] == "done")
     assert done["mode"] == "mode2"
     state = repo.load("served-1")

@@ -58,7 +58,7 @@ def client_settings(base: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
 
 
 async def test_chat_stream_and_schema_through_the_app(served: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    client = make_llm(client_settings(served, monkeypatch))
+    client = make_llm(client_settings(served, monkeypatch).llm)
     assert client is not None
     ask = LLMRequest(system="Be brief.", messages=[Message(role="user", content="Say hello.")], max_tokens=8)
     plain = await client.complete(ask)
