@@ -28,9 +28,9 @@ from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
 from core.runtime import Handle
 from core.settings import Settings
-from nlp.conflicts import claim_key
 from nlp.entities import Entity
 from nlp.glossary import cross_language_query
+from research.answering import PageToRank, select_findings
 from research.events import StageProgress
 from research.llm_agent import AGENT_ROLE, PageForReading, failure, plan, read_notes, write_report
 from research.models import (
@@ -42,12 +42,10 @@ from research.models import (
     Finding,
     SourceReference,
 )
+from research.question import parse_question
 from research.retrieval import (
     PAGE_SHARE,
     PASSAGES_PER_PAGE,
-    PassageRanker,
-    claim_confidence,
-    context_of,
     feedback_query,
     sub_questions,
 )
@@ -61,7 +59,6 @@ PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types u
 MAX_FOCUS_QUERIES = 4
 MAX_LLM_PAGES = 6  # pages whose best passages the model reads for notes
 SIDE_QUERY_WEIGHT = 0.5  # hits of modifier, focus and cross-language queries count half an own sub-question's
-KNOWN_FINDING_WEIGHT = 0.5
 
 
 class CollectorSearch:
@@ -330,53 +327,33 @@ class ResearchAgent:
     def _findings(
         self, topic: str, usable: list[Collected], by_url: dict[str, SearchResult], brief: AgentBrief | None = None
     ) -> list[Finding]:
-        """The claims that best answer the question: passage BM25 relevance x claim confidence, at most a
-        few per page (the reading decides how many), preferred source types and new findings first."""
+        """The sentences that best answer the question (research/answering.py), at most a few per page
+        (the reading decides how many), preferred source types and new findings first."""
         brief = brief or AgentBrief()
         reading = self.strategy.reading
         known = set(brief.known_findings)
-        claims = [(item, claim) for item in usable if item.analysis for claim in item.analysis.claims]
         queries = list(dict.fromkeys([topic, *sub_questions(topic, reading), *brief.focus_queries]))
-        # a passage is ranked with its lead-in (heading, or "the delays are:"): list items and records
-        # rarely repeat what they are about
-        passages = [f"{context_of(item.page.text, c.start) if item.page else ''} {c.text}" for item, c in claims]
-        relevance = PassageRanker(passages).relevance(queries)
-        candidates: list[Finding] = []
-        for (item, claim), rel in zip(claims, relevance, strict=True):
-            preferred = by_url[item.url].source_type in self.strategy.preferred_sources
-            structured = bool(claim.values and claim.subject and claim.attribute)
-            score = rel * claim_confidence(structured, bool(claim.values), parsed=claim.parsed) + (
-                0.2 if preferred else 0.0
-            )
-            if claim.text in known:
-                score *= KNOWN_FINDING_WEIGHT  # the consensus already states it: new findings first
-            candidates.append(
-                Finding(
-                    text=claim.text,
-                    source=item.url,
-                    entities=claim.entities,
-                    score=round(score, 4),
-                    key=claim_key(claim),
-                    values=[v.raw for v in claim.values],
-                )
-            )
-        candidates.sort(key=lambda f: -f.score)
+        pages = [
+            PageToRank(url=item.url, title=item.page.title, text=item.page.text, claims=item.analysis.claims)
+            for item in usable
+            if item.page is not None and item.analysis is not None
+        ]
+        preferred = [u for u, hit in by_url.items() if hit.source_type in self.strategy.preferred_sources]
         per_page = PASSAGES_PER_PAGE[reading]
-        per_source: Counter[str] = Counter()
-        findings: list[Finding] = []
-        seen: set[str] = set()
-        for finding in candidates:
-            if finding.text in seen or per_source[finding.source] >= per_page or finding.score <= 0:
-                continue
-            seen.add(finding.text)
-            per_source[finding.source] += 1
-            findings.append(finding)
-            if len(findings) == MAX_FINDINGS:
-                break
+        findings, candidates = select_findings(
+            parse_question(topic),
+            pages,
+            queries,
+            preferred=preferred,
+            known=sorted(known),
+            per_page=per_page,
+            limit=MAX_FINDINGS,
+        )
         new = sum(1 for f in findings if f.text not in known)
         self._decisions.append(
-            f"{len(candidates)} fact-bearing sentences from {len(usable)} pages ranked by passage BM25 against "
-            f"{len(queries)} sub-questions x claim confidence; kept {len(findings)} (at most {per_page} per page), "
+            f"{candidates} candidate sentences from {len(usable)} pages ranked by how they answer the question "
+            f"(sentence and section relevance, entities, asked attributes, page title; noise last) against "
+            f"{len(queries)} sub-questions; kept {len(findings)} (at most {per_page} per page), "
             f"{new} not in the previous consensus"
         )
         return findings

@@ -1,22 +1,30 @@
 """Research evaluated on real documentation Debian ships, with hand-written questions and expected facts.
 
-Each ``benchmarks/research_eval/*.yaml`` names a Debian documentation package, where its HTML pages
-are installed, and questions with the facts an answer must state and the page that states them. The
-packages are installed when missing (apt-get; CI runs as root). Each document set is copied into a
-scratch corpus folder and ``magi research QUESTION --corpus DIR`` runs once per question (the real
-CLI, one data directory for the whole evaluation, so pages and analyses are cached across questions,
-as for a user asking several questions of one manual).
+``benchmarks/research_eval/sets/*.yaml`` names each documentation set: the Debian package, where its
+HTML pages are installed, which pages to read. Its questions are split in two halves with the same
+file name: ``dev/`` (the engine may be tuned on them) and ``test/`` (never tuned on: committed before
+the engine changes they measure). A question names the facts an answer must state and the page that
+states them. The packages are installed when missing (apt-get; CI runs as root). Each document set
+is copied into a scratch corpus folder and ``magi research QUESTION --corpus DIR`` runs once per
+question (the real CLI, one data directory for the whole evaluation, so pages and analyses are
+cached across questions, as for a user asking several questions of one manual).
 
-Printed as JSON, per set and overall:
+Printed as JSON, for each half that ran, overall and per set:
 
 * ``factRecall``: share of expected facts stated by a claim of the answer (a fact is a list of terms
-  that one claim must all contain, case- and width-insensitive);
+  that one claim must all contain, case- and width-insensitive; the claim is read with the subject
+  its document gives it, the claim's ``context``, when the report shows one);
 * ``pageCited``: share of questions where a claim stating an expected fact cites the holding page;
+* ``summaryRecall``: share of expected facts stated by the executive summary (the answer read first);
 * ``meanSourceOverlap``: mean pairwise Jaccard overlap of the agents' sources, over all iterations;
 * ``iterationsAdding``: share of iterations 2..N that added at least one claim to the answer;
 * ``seconds``: wall time of the runs.
 
-Usage: .venv/bin/python benchmarks/research_eval.py [--set NAME] [--limit N] [--agents 3] [--iterations 3]
+``--check`` runs no research: it verifies that every expected fact is on its holding page (all its
+terms in the page's text), so a question cannot expect what the document does not say.
+
+Usage: .venv/bin/python benchmarks/research_eval.py [--split dev|test|all] [--set NAME] [--limit N]
+       [--agents 3] [--iterations 3] [--verbose] [--check]
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from lxml import html as lxml_html
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,33 +50,65 @@ sys.path.insert(0, str(ROOT))
 from research.debian_docs import doc_files, ensure_packages  # noqa: E402
 
 QUESTIONS = Path(__file__).resolve().parent / "research_eval"
+SPLITS = ("dev", "test")
 
 
 def _norm(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
-def load_sets(only: str | None) -> list[dict[str, Any]]:
+def load_sets(only: str | None, splits: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Each set's description with its questions, every question marked with the half it belongs to."""
     sets = []
-    for path in sorted(QUESTIONS.glob("*.yaml")):
+    for path in sorted((QUESTIONS / "sets").glob("*.yaml")):
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))
         if only and spec["name"] != only:
             continue
+        spec["questions"] = []
+        for split in splits:
+            half = QUESTIONS / split / path.name
+            if not half.exists():
+                continue
+            questions = yaml.safe_load(half.read_text(encoding="utf-8"))
+            if questions["name"] != spec["name"]:
+                raise SystemExit(f"{half} names set {questions['name']!r}, expected {spec['name']!r}")
+            spec["questions"] += [q | {"split": split} for q in questions["questions"]]
         sets.append(spec)
     if not sets:
-        raise SystemExit(f"no question set named {only!r} in {QUESTIONS}")
+        raise SystemExit(f"no question set named {only!r} in {QUESTIONS / 'sets'}")
     return sets
 
 
 def build_corpus(spec: dict[str, Any], into: Path) -> Path:
     """Copy the set's installed HTML pages into a scratch folder (the corpus reads regular files only)."""
     ensure_packages([spec["package"]])
-    folder = into / spec["name"]
+    folder: Path = into / str(spec["name"])
     folder.mkdir(parents=True, exist_ok=True)
     for path in doc_files(Path(spec["root"]), spec["files"]):
         if path.name not in spec.get("exclude", []):
             shutil.copyfile(path, folder / path.name)
     return folder
+
+
+def check_facts(spec: dict[str, Any], corpus: Path) -> list[str]:
+    """Questions whose expected fact is not on the holding page (every term must occur in its text)."""
+    problems = []
+    texts: dict[str, str] = {}
+    for item in spec["questions"]:
+        page = corpus / item["page"]
+        if not page.exists():
+            problems.append(f"{spec['name']}: {item['question']!r}: page {item['page']} is not in the corpus")
+            continue
+        if item["page"] not in texts:
+            root = lxml_html.parse(str(page)).getroot()  # elements read joined and apart (segmented lists)
+            texts[item["page"]] = _norm(root.text_content()) + "\n" + _norm(" ".join(root.itertext()))
+        for fact in item["facts"]:
+            # "name: value" is a record's field and value, which the page holds apart (a table, a list)
+            parts = [part for term in fact for part in _norm(str(term)).split(": ")]
+            missing = [t for t in parts if t not in texts[item["page"]]]
+            if missing:
+                problems.append(f"{spec['name']}: {item['question']!r}: {missing} not on {item['page']}")
+    return problems
 
 
 def run_question(
@@ -89,13 +130,23 @@ def _claim_urls(claim: dict[str, Any]) -> set[str]:
     return {claim["source"], *(s["url"] for s in claim.get("supporting", []))}
 
 
+def _stated(claim: dict[str, Any]) -> str:
+    """What a claim states: its sentence, read with the subject its document gives it (when shown)."""
+    return _norm(f"{claim.get('context') or ''} {claim['text']}")
+
+
+def _states(text: str, fact: list[Any]) -> bool:
+    return all(_norm(str(term)) in text for term in fact)
+
+
 def score_question(result: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     claims = result["claims"]
     page = item["page"]
-    found, cited = 0, False
+    summary = _norm(result["executiveSummary"]["text"])
+    found, in_summary, cited = 0, 0, False
     for fact in item["facts"]:
-        terms = [_norm(t) for t in fact]
-        stating = [c for c in claims if all(t in _norm(c["text"]) for t in terms)]
+        stating = [c for c in claims if _states(_stated(c), fact)]
+        in_summary += _states(summary, fact)
         if stating:
             found += 1
             cited = cited or any(url.endswith("/" + page) for c in stating for url in _claim_urls(c))
@@ -105,8 +156,10 @@ def score_question(result: dict[str, Any], item: dict[str, Any]) -> dict[str, An
     adding = [i for i in later if i in first_seen]
     return {
         "question": item["question"],
+        "split": item["split"],
         "facts": len(item["facts"]),
         "found": found,
+        "inSummary": in_summary,
         "pageCited": cited,
         "sourceOverlap": round(sum(overlaps) / len(overlaps), 3) if overlaps else 0.0,
         "laterIterations": len(later),
@@ -122,40 +175,68 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(rows),
         "factRecall": round(sum(r["found"] for r in rows) / facts, 3) if facts else 0.0,
         "pageCited": round(sum(r["pageCited"] for r in rows) / len(rows), 3) if rows else 0.0,
+        "summaryRecall": round(sum(r["inSummary"] for r in rows) / facts, 3) if facts else 0.0,
         "meanSourceOverlap": round(sum(r["sourceOverlap"] for r in rows) / len(rows), 3) if rows else 0.0,
         "iterationsAdding": round(sum(r["iterationsAdding"] for r in rows) / later, 3) if later else 0.0,
         "questionsWithAddingIterations": sum(1 for r in rows if r["iterationsAdding"] > 0),
     }
 
 
+def report_halves(rows_by_set: dict[str, list[dict[str, Any]]], splits: tuple[str, ...]) -> dict[str, Any]:
+    """Each half overall and per set, so the two halves are always read side by side."""
+    halves: dict[str, Any] = {}
+    for split in splits:
+        per_set = {name: [r for r in rows if r["split"] == split] for name, rows in rows_by_set.items()}
+        every = [r for rows in per_set.values() for r in rows]
+        if every:
+            sets = {name: summarise(rows) for name, rows in per_set.items() if rows}
+            halves[split] = {"overall": summarise(every), "sets": sets}
+    return halves
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which half to run")
     parser.add_argument("--set", dest="only", help="run one question set (its name:)")
     parser.add_argument("--limit", type=int, default=0, help="at most N questions per set")
     parser.add_argument("--agents", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--verbose", action="store_true", help="print every question's row")
+    parser.add_argument("--check", action="store_true", help="only check that each fact is on its page")
     args = parser.parse_args()
-    report: dict[str, Any] = {"agents": args.agents, "iterations": args.iterations, "sets": {}}
-    all_rows: list[dict[str, Any]] = []
+    splits = SPLITS if args.split == "all" else (args.split,)
+    report: dict[str, Any] = {"split": args.split, "agents": args.agents, "iterations": args.iterations}
+    rows_by_set: dict[str, list[dict[str, Any]]] = {}
+    seconds: dict[str, float] = {}
+    problems: list[str] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="magi-eval-") as tmp:
         scratch = Path(tmp)
-        for spec in load_sets(args.only):
+        for spec in load_sets(args.only, splits):
             corpus = build_corpus(spec, scratch / "corpora")
+            questions = spec["questions"][: args.limit or None]
+            if args.check:
+                problems += check_facts(spec | {"questions": questions}, corpus)
+                rows_by_set[spec["name"]] = []
+                continue
             rows = []
             set_started = time.perf_counter()
-            questions = spec["questions"][: args.limit or None]
             for n, item in enumerate(questions):
                 out = scratch / "out" / spec["name"] / str(n)
                 result = run_question(item["question"], corpus, out, scratch / "data", args.agents, args.iterations)
                 rows.append(score_question(result, item))
-            summary = summarise(rows) | {"seconds": round(time.perf_counter() - set_started, 1), "lang": spec["lang"]}
-            if args.verbose:
-                summary["rows"] = rows
-            report["sets"][spec["name"]] = summary
-            all_rows += rows
-    report["overall"] = summarise(all_rows) | {"seconds": round(time.perf_counter() - started, 1)}
+            rows_by_set[spec["name"]] = rows
+            seconds[spec["name"]] = round(time.perf_counter() - set_started, 1)
+    if args.check:
+        count = sum(len(s["questions"]) for s in load_sets(args.only, splits))
+        print(json.dumps({"questions": count, "problems": problems}, ensure_ascii=False, indent=2))
+        raise SystemExit(1 if problems else 0)
+    report["halves"] = report_halves(rows_by_set, splits)
+    every = [r for rows in rows_by_set.values() for r in rows]
+    report["all"] = summarise(every) | {"seconds": round(time.perf_counter() - started, 1)}
+    report["setSeconds"] = seconds
+    if args.verbose:
+        report["rows"] = rows_by_set
     print(json.dumps(report, ensure_ascii=False, indent=2))
 
 

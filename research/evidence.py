@@ -134,6 +134,7 @@ class EvidencedClaim(CamelModel):
     claim_id: str
     text: str
     source: str  # where the sentence was read
+    context: str | None = None  # the subject its document gives it (heading › lead-in › antecedent)
     key: str | None = None  # subject/attribute@period
     values: list[str] = Field(default_factory=list)  # figures as written
     entities: list[str] = Field(default_factory=list)
@@ -357,6 +358,7 @@ def _evidence(
         claim_id=claim_id,
         text=finding.text,
         source=finding.source,
+        context=finding.context,
         key=key,
         values=values,
         entities=list(finding.entities) or (list(claim.entities) if claim else []),

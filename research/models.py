@@ -78,6 +78,7 @@ class Finding(CamelModel):
     score: float = 0.0
     key: str | None = None  # the claim's subject/attribute@period, e.g. sme/pass_through_rate@2024-09
     values: list[str] = Field(default_factory=list)  # its figures as written
+    context: str | None = None  # the subject its document gives it: heading › lead-in › antecedent
 
 
 class SourceFailure(CamelModel):

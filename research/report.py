@@ -50,8 +50,9 @@ def _claim_line(claim: EvidencedClaim, refs: SourceNumbers) -> str:
         else ""
     )
     mark = " **(disputed)**" if claim.disputed else ""
+    context = f"*{claim.context}*: " if claim.context else ""  # the subject its document gives it
     return (
-        f"- {claim.text} {refs.cite_all(claim.supporting)}{mark} — confidence {claim.confidence:.2f}, "
+        f"- {context}{claim.text} {refs.cite_all(claim.supporting)}{mark} — confidence {claim.confidence:.2f}, "
         f"{claim.independent_origins} independent source(s){against}"
     )
 

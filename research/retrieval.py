@@ -51,7 +51,7 @@ def question_terms(question: str) -> list[str]:
 def rare_terms(question: str, limit: int = 4) -> list[str]:
     """The question's most specific terms: identifiers and figures first, then the longest words."""
     words = [w.strip("?？.,、。「」\"'()") for w in question.split()]
-    special = [w for w in words if any(c in w for c in "_:/%-.") or any(c.isdigit() for c in w) or _camel(w)]
+    special = [w for w in words if any(c in w for c in "_:/%@-.") or any(c.isdigit() for c in w) or _camel(w)]
     terms = question_terms(question)
     longest = sorted(terms, key=lambda t: (-len(t), terms.index(t)))
     return list(dict.fromkeys([*special, *longest]))[:limit]
@@ -61,7 +61,7 @@ def identifiers(question: str) -> list[str]:
     """Words of the question that name something exactly: with symbols, digits or inner capitals."""
     words = [w.strip("?？.,、。「」\"'()") for w in question.split()]
     return [
-        w for w in words if len(w) >= 2 and (any(c in w for c in "_:/%-.") or any(c.isdigit() for c in w) or _camel(w))
+        w for w in words if len(w) >= 2 and (any(c in w for c in "_:/%@-.") or any(c.isdigit() for c in w) or _camel(w))
     ]
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -45,8 +45,10 @@ from core.resources import data_path
 from nlp.findings import split_sentences
 from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
+from research.answering import names_entity, text_relevance
 from research.evidence import EvidencedClaim
-from research.retrieval import PassageRanker
+from research.question import Question, answered_share, answers, parse_question
+from research.retrieval import EXACT_BONUS
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ PROMPT_PATH = data_path("prompts", "research_summary.md")
 MAX_LLM_CLAIMS = 20  # claims shown to the model, highest confidence first
 MAX_TOKENS = 700  # 3-5 sentences, with room for Japanese tokenisation
 DISPUTED_ANSWER_WEIGHT = 0.5
+MIN_ANSWER_SHARE = 0.3  # of the best answer weight, for a claim stating more of the asked attributes to win
 MIN_SHARED_TERMS = 2  # content terms a figure-less sentence must share with one claim
 
 _LIST_MARKER = re.compile(r"^(?:#+|[-*・•●]|[0-9]+[.)）]|[(（][0-9]+[)）])\s*")
@@ -68,6 +71,7 @@ _STOPWORDS = frozenset({
 })
 # fmt: on
 _ENDS = ("。", "！", "？", "!", "?", ".")
+_LIST_JOIN = r"\s*(?:,|and|or|と|、|や|および|及び)\s*"  # "%D and %p", 「%D と %p」: several things asked
 
 
 class ExecutiveSummary(CamelModel):
@@ -87,11 +91,13 @@ def _verified(claims: Sequence[EvidencedClaim]) -> list[EvidencedClaim]:
     return sorted(kept, key=lambda c: (-c.confidence, -c.independent_origins, c.claim_id))
 
 
-def _pick(claims: Sequence[EvidencedClaim], max_sentences: int) -> list[EvidencedClaim]:
-    """Top verified claims, one per key, undisputed before disputed, then by confidence."""
+def _pick(claims: Sequence[EvidencedClaim], max_sentences: int, *, ordered: bool = False) -> list[EvidencedClaim]:
+    """Top verified claims, one per key, undisputed before disputed, then by confidence (or in the
+    given order when ``ordered``)."""
     picked: list[EvidencedClaim] = []
     keys: set[str] = set()
-    for claim in sorted(_verified(claims), key=lambda c: c.disputed):  # stable: keeps confidence order
+    pool = list(claims) if ordered else sorted(_verified(claims), key=lambda c: c.disputed)  # stable
+    for claim in pool:
         key = claim.key or f"id:{claim.claim_id}"
         if key in keys:
             continue
@@ -102,34 +108,79 @@ def _pick(claims: Sequence[EvidencedClaim], max_sentences: int) -> list[Evidence
     return picked
 
 
-def _bullet(claim: EvidencedClaim) -> str:
+def _bullet(claim: EvidencedClaim, *, cited: bool = False) -> str:
     sources = claim.independent_origins
     label = f"{sources} independent source{'' if sources == 1 else 's'}"
     disputed = "disputed; " if claim.disputed else ""
     text = claim.text.strip()
+    if claim.context:
+        text = f"{claim.context}: {text}"  # the subject its document gives it
     gap = "" if text.endswith(("。", "！", "？", "」", "）")) else " "  # no space after Japanese punctuation
-    return f"- {text}{gap}({disputed}confidence {claim.confidence:.2f}, {label})"
+    where = f" [{claim.supporting[0].title}]" if cited and claim.supporting else ""
+    return f"- {text}{gap}({disputed}confidence {claim.confidence:.2f}, {label}){where}"
+
+
+def _read(claim: EvidencedClaim) -> str:
+    return f"{claim.context or ''} {claim.text}"
+
+
+def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> list[float]:
+    """How well each verified claim answers: relevance of the claim read with its context (plus the
+    exact-entity bonus) and the share of asked attributes it states, x confidence, halved when disputed."""
+    reads = [_read(c) for c in verified]
+    relevance = text_relevance(reads, [question.text])
+    weights = []
+    for c, read, rel in zip(verified, reads, relevance, strict=True):
+        if rel <= 0:
+            weights.append(0.0)
+            continue
+        fit = rel + (EXACT_BONUS if names_entity(question, read) else 0.0) + answered_share(question, read)
+        disputed = DISPUTED_ANSWER_WEIGHT if c.disputed else 1.0
+        weights.append(fit * (0.5 + 0.5 * c.confidence) * disputed)
+    return weights
+
+
+def _answer_for(question: Question, verified: Sequence[EvidencedClaim]) -> EvidencedClaim | None:
+    """The verified claim that best answers one asked item; None when no claim shares a term with it
+    or, when the item asks for an attribute (a default, a size ...), none states it."""
+    if not verified:
+        return None
+    weights = _answer_weights(question, verified)
+    top = max(weights)
+    if top <= 0:
+        return None
+    # a claim that states what is asked (a default, a size) answers before one that only matches words
+    fits = [
+        (answers(question, _read(c)), answered_share(question, _read(c)))
+        if w >= MIN_ANSWER_SHARE * top
+        else (False, -1.0)
+        for c, w in zip(verified, weights, strict=True)
+    ]
+    best = max(range(len(verified)), key=lambda i: (fits[i], weights[i], -i))
+    if not answers(question, _read(verified[best])):
+        return None
+    return verified[best] if _names_a_year(question.text) else _newest(verified[best], verified)
+
+
+def _listed(entities: Sequence[str], topic: str) -> bool:
+    """Whether two of the entities are listed side by side ("%D and %p"), i.e. asked about one by one."""
+    return any(re.search(re.escape(a) + _LIST_JOIN + re.escape(b), topic) for a in entities for b in entities if a != b)
+
+
+def _items(topic: str) -> list[tuple[str, Question]]:
+    """The things a question asks, each labelled and parsed as its own question: its clauses ("..., and
+    what was ..."), else one per entity it names (``%D`` and ``%p``), else the question itself."""
+    question = parse_question(topic)
+    if len(question.clauses) > 1:
+        return [(c, parse_question(c)) for c in question.clauses]
+    if len(question.entities) > 1 and _listed(question.entities, topic):
+        return [(e, replace(question, entities=(e,), text=f"{e} {topic}")) for e in question.entities]
+    return [(topic, question)]
 
 
 def _answer(topic: str, claims: Sequence[EvidencedClaim]) -> EvidencedClaim | None:
-    """The verified claim that best answers the question: passage BM25 relevance to it x confidence,
-    halved for a disputed claim."""
-    verified = _verified(claims)
-    if not verified:
-        return None
-    relevance = PassageRanker([c.text for c in verified]).relevance([topic])
-
-    def weight(i: int) -> float:  # a disputed figure is not the answer while an undisputed one is as relevant
-        return (
-            relevance[i]
-            * (0.5 + 0.5 * verified[i].confidence)
-            * (DISPUTED_ANSWER_WEIGHT if verified[i].disputed else 1)
-        )
-
-    best = max(range(len(verified)), key=lambda i: (weight(i), -i))
-    if relevance[best] <= 0:
-        return None
-    return verified[best] if _names_a_year(topic) else _newest(verified[best], verified)
+    """The verified claim that best answers the whole question (see :func:`_answer_for`)."""
+    return _answer_for(parse_question(topic), _verified(claims))
 
 
 def _names_a_year(topic: str) -> bool:
@@ -179,19 +230,39 @@ def _extractive(
     picked: Sequence[EvidencedClaim],
     answer: EvidencedClaim | None = None,
     earlier: tuple[str, str] | None = None,
+    items: Sequence[tuple[str, EvidencedClaim | None]] = (),
 ) -> str:
+    """The summary text: the answer first (one line per asked item when the question asks several, then
+    what the sources do not answer), then the supporting facts."""
     japanese = detect_language(topic) == "ja"
-    if not picked and answer is None:
+    if not picked and answer is None and not any(c for _, c in items):
         return "検証済みの主張はありません。" if japanese else "No verified claims are available."
-    rest = [c for c in picked if answer is None or c.claim_id != answer.claim_id]
-    if answer is None:
+    answered = [c for _, c in items if c is not None] or ([answer] if answer else [])
+    shown = {c.claim_id for c in answered}
+    rest = [c for c in picked if c.claim_id not in shown]
+    missing = [label for label, c in items if c is None]
+    lines: list[str] = []
+    if len(items) > 1 and answered:
+        lines.append("回答:" if japanese else "Answer:")
+        lines += [f"- {label}: {_bullet(c, cited=True)[2:]}" for label, c in items if c is not None]
+    elif answered:
+        line = ("回答: " if japanese else "Answer: ") + _bullet(answered[0], cited=True)[2:]
+        if earlier is not None:
+            period, figure = earlier
+            line += f" 前回値: {figure}（{period}）" if japanese else f" Earlier: {figure} ({period})."
+        lines.append(line)
+    if missing and (answered or len(items) > 1):
+        joined = "、".join(missing) if japanese else "; ".join(missing)
+        lines.append(f"資料に答えがない点: {joined}" if japanese else f"Not answered by the sources: {joined}")
+    if not answered:
         lead = f"「{topic}」について検証済みの主な事実:" if japanese else f"Key verified facts on {topic}:"
-        return "\n".join([lead, *(_bullet(c) for c in rest)])
-    line = ("回答: " if japanese else "Answer: ") + _bullet(answer)[2:]
-    if earlier is not None:
-        period, figure = earlier
-        line += f" 前回値: {figure}（{period}）" if japanese else f" Earlier: {figure} ({period})."
-    lines = [line]
+        if missing and len(items) == 1:
+            lead = (
+                f"資料は「{topic}」に直接答えていません。検証済みの主な事実:"
+                if japanese
+                else f"The sources do not answer {topic!r} directly. Key verified facts:"
+            )
+        return "\n".join([*lines, lead, *(_bullet(c) for c in rest)])
     if rest:
         lines.append("裏付けとなる事実:" if japanese else "Supporting facts:")
         lines += [_bullet(c) for c in rest]
@@ -210,9 +281,32 @@ def extractive_summary(
     mentioned after it. The bullets keep one claim per key, so the
     list is not several variants of one figure; disputed claims come after undisputed ones and are labelled.
     """
-    answer = _answer(topic, claims) if answer_first else None
+    if not answer_first:
+        return _extractive(topic, _pick(claims, max_sentences))
+    items, answer, picked = _answering(topic, claims, max_sentences)
     earlier = _earlier(answer, _verified(claims)) if answer else None
-    return _extractive(topic, _pick(claims, max_sentences), answer, earlier)
+    return _extractive(topic, picked, answer, earlier, items)
+
+
+def _answering(
+    topic: str, claims: Sequence[EvidencedClaim], max_sentences: int
+) -> tuple[list[tuple[str, EvidencedClaim | None]], EvidencedClaim | None, list[EvidencedClaim]]:
+    """(each asked item with its answer or None, the answer to the whole question, the supporting
+    claims): supporting claims are the next best answers, one per key, undisputed first."""
+    verified = _verified(claims)
+    question = parse_question(topic)
+    asked = _items(topic)
+    items = [(label, _answer_for(q, verified)) for label, q in asked]
+    answer = items[0][1] if len(items) == 1 else _answer_for(question, verified)
+    weights = _answer_weights(question, verified)
+    # one claim per key, the most confident (verified is in confidence order), ranked by its key's best answer
+    best: dict[str, tuple[int, float]] = {}
+    for i, c in enumerate(verified):
+        key = c.key or f"id:{c.claim_id}"
+        first, weight = best.get(key, (i, 0.0))
+        best[key] = (first, max(weight, weights[i]))
+    order = sorted(best.values(), key=lambda pair: (verified[pair[0]].disputed, -pair[1], pair[0]))
+    return items, answer, _pick([verified[i] for i, _ in order], max_sentences, ordered=True)
 
 
 def _norm(text: str) -> str:
@@ -337,12 +431,12 @@ def _join(sentences: Sequence[str], lang: str) -> str:
 
 
 def _fallback(topic: str, claims: Sequence[EvidencedClaim], note: str, removed: list[str]) -> ExecutiveSummary:
-    picked = _pick(claims, 5)
-    answer = _answer(topic, claims)
+    items, answer, picked = _answering(topic, claims, 5)
     earlier = _earlier(answer, _verified(claims)) if answer else None
-    used = list(dict.fromkeys([*([answer.claim_id] if answer else []), *(c.claim_id for c in picked)]))
+    answers = [c.claim_id for _, c in items if c is not None] or ([answer.claim_id] if answer else [])
+    used = list(dict.fromkeys([*answers, *(c.claim_id for c in picked)]))
     return ExecutiveSummary(
-        text=_extractive(topic, picked, answer, earlier),
+        text=_extractive(topic, picked, answer, earlier, items),
         written_by="extractive",
         sentences_kept=len(used),
         sentences_removed=removed,

@@ -33,7 +33,7 @@ _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "nav",
 _CODE_TAGS = frozenset({"pre", "listing", "xmp", "samp"})
 # class/id words of page furniture (any site generator) and of code listings (DocBook, Sphinx, Pygments)
 _FURNITURE = re.compile(
-    r"(?:^|[\s_-])(?:nav|navbar|navheader|navfooter|menu|sidebar|sphinxsidebar|side-menu|breadcrumbs?|related"
+    r"(?:^|[\s_-])(?:nav|navbar|navheader|navfooter|docnav|menu|sidebar|sphinxsidebar|side-menu|breadcrumbs?|related"
     r"|footer|header|toc|footnotes?|skip|cookie|banner|masthead|pagination|headerlink|copyright)(?:$|[\s_-])",
     re.IGNORECASE,
 )
@@ -55,6 +55,7 @@ _FOOTNOTE_MARK = re.compile(r"\s?\[\d{1,3}\]")  # DocBook footnote references: "
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 _JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 MAX_CELL_CHARS = 400
+MAX_KEY_CHARS, MAX_KEY_VALUE_ROWS = 30, 10  # a key-value table read as one record (see _Reader.key_value_table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +73,29 @@ def _squash(text: str) -> str:
 
 
 def _inline_text(el: etree._Element) -> str:
-    """The element's text with nested blocks already handled elsewhere skipped; footnote marks removed."""
-    return _FOOTNOTE_MARK.sub("", _squash(el.text_content()))
+    """The element's text with nested blocks already handled elsewhere skipped; footnote marks and
+    permalink signs (a heading's trailing pilcrow) removed."""
+    return _FOOTNOTE_MARK.sub("", _squash(el.text_content().replace("¶", "")))
+
+
+def _key(cell: str) -> str:
+    """A header cell as a record key: "Default:" reads "Default" (the record adds its own colon)."""
+    return cell.rstrip(":：").strip()
 
 
 def _is_furniture(el: etree._Element) -> bool:
     marks = f"{el.get('class') or ''} {el.get('id') or ''} {el.get('role') or ''}"
-    return bool(marks.strip()) and bool(_FURNITURE.search(marks))
+    if not marks.strip() or not _FURNITURE.search(marks):
+        return False
+    # DocBook's sidebar is a boxed note of the text (a "CULTURE" aside), not navigation
+    return (el.get("class") or "").split() != ["sidebar"] or _mostly_links(el)
+
+
+def _mostly_links(el: etree._Element) -> bool:
+    """Whether at least half of an element's text is link text (a menu, not prose)."""
+    text = len(_SPACE.sub("", el.text_content()))
+    linked = sum(len(_SPACE.sub("", a.text_content())) for a in el.iter("a"))
+    return text == 0 or linked * 2 >= text
 
 
 def _is_code(el: etree._Element) -> bool:
@@ -182,8 +199,10 @@ class _Reader:
         header: list[str] = []
         first = rows[0]
         if all(c.tag == "th" for c in first.iter("td", "th")) or first.getparent().tag == "thead":
-            header = [_inline_text(c) for c in first.iter("td", "th")]
+            header = [_key(_inline_text(c)) for c in first.iter("td", "th")]
             rows = rows[1:]
+        if not header and self.key_value_table(rows):
+            return
         for row in rows:
             cells = [_inline_text(c)[:MAX_CELL_CHARS] for c in row.iter("td", "th")]
             if not any(cells):
@@ -192,9 +211,28 @@ class _Reader:
                 pairs = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c]
                 self.add("record", "; ".join(pairs))
             elif len(cells) == 2 and cells[0]:
-                self.add("record", f"{cells[0]}: {cells[1]}")
+                self.add("record", f"{_key(cells[0])}: {cells[1]}")
             else:
                 self.add("paragraph", " ".join(c for c in cells if c))
+
+    def key_value_table(self, rows: list[etree._Element]) -> bool:
+        """A short table of "header cell: value" rows (a directive's Description, Syntax, Default,
+        Context...) describes one thing: it becomes one record, so each value keeps the others as its
+        context. False (nothing added) for any other table."""
+        pairs: list[str] = []
+        for row in rows:
+            cells = [c for c in row.iter("td", "th")]
+            if len(cells) != 2 or cells[0].tag != "th" or cells[1].tag != "td":
+                return False
+            key, value = _key(_inline_text(cells[0])), _inline_text(cells[1])[:MAX_CELL_CHARS]
+            if not key or len(key) > MAX_KEY_CHARS:
+                return False
+            if value:
+                pairs.append(f"{key}: {value}")
+        if not 2 <= len(pairs) <= MAX_KEY_VALUE_ROWS:
+            return False
+        self.add("record", "; ".join(pairs))
+        return True
 
     def definitions(self, dl: etree._Element) -> None:
         term = ""

@@ -137,13 +137,13 @@ def test_extractive_answers_the_question_first_then_supporting_facts() -> None:
     other = claim("b", "The archive holds 30000 source packages.", values=["30000"], confidence=0.9, sources=3)
     lines = extractive_summary("What is the default StepLimit?", [other, answer]).splitlines()
     assert lines == [
-        "Answer: The default StepLimit of the resolver is 5000 steps. (confidence 0.30, 1 independent source)",
+        "Answer: The default StepLimit of the resolver is 5000 steps. (confidence 0.30, 1 independent source) [page 0]",
         "Supporting facts:",
         "- The archive holds 30000 source packages. (confidence 0.90, 3 independent sources)",
     ]
-    # no claim shares a term with the question: no answer line, the facts only
+    # no claim shares a term with the question: it says so plainly, then the facts
     first = extractive_summary("Unrelated words here", [other]).splitlines()[0]
-    assert first == "Key verified facts on Unrelated words here:"
+    assert first == "The sources do not answer 'Unrelated words here' directly. Key verified facts:"
 
 
 # --- check_sentences ------------------------------------------------------------------------------------------
@@ -379,3 +379,31 @@ async def test_fallback_summary_answers_with_the_newest_value() -> None:
     summary = await write_summary("中小企業の価格転嫁率の現状", [RATE, RATE_2025], None)
     assert "52.4%" in summary.text.splitlines()[0]
     assert summary.claims_used[0] == "c9"
+
+
+# --- answers that answer: each asked item, its value and citation, and what the sources do not answer -----
+
+
+def test_each_asked_item_is_answered_with_its_context_and_citation() -> None:
+    d = claim("d", "Default: %D size 8.", values=["8"], confidence=0.3).model_copy(update={"context": "%D"})
+    p = claim("p", "%p: the package name; default size: 30.", values=["30"], confidence=0.3)
+    other = claim("o", "The solver tries 5000 steps.", values=["5000"], confidence=0.9)
+    lines = extractive_summary("What are the default sizes of %D and %p?", [other, d, p]).splitlines()
+    assert lines[:3] == [
+        "Answer:",
+        "- %D: %D: Default: %D size 8. (confidence 0.30, 1 independent source) [page 0]",
+        "- %p: %p: the package name; default size: 30. (confidence 0.30, 1 independent source) [page 0]",
+    ]
+
+
+def test_what_the_sources_do_not_answer_is_said_plainly() -> None:
+    size = claim("s", "The default request body limit is 1073741824 bytes.", values=["1073741824"], confidence=0.3)
+    text = extractive_summary("What is the default request body limit, and when was the limit introduced?", [size])
+    lines = text.splitlines()
+    assert lines[0] == "Answer:"
+    assert lines[1].startswith("- What is the default request body limit: The default request body limit is")
+    assert lines[2] == "Not answered by the sources: when was the limit introduced?"
+    # a claim sharing words but stating no asked attribute (no default) is not taken for the answer
+    words = claim("w", "The request body of 20 forms was read.", values=["20"], confidence=0.9)
+    first = extractive_summary("What is the default request body limit?", [words]).splitlines()[0]
+    assert first.startswith("The sources do not answer")

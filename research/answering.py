@@ -1,0 +1,308 @@
+"""Which sentences of the pages an agent read answer its question, best first.
+
+A sentence is ranked by how well it answers, not by how many words it shares with the question:
+
+* **claim level**: BM25 relevance of the sentence read with its context (heading › lead-in ›
+  antecedent, :mod:`nlp.context`), a bonus when it names an entity of the question exactly, and the
+  share of the asked attributes it states (:mod:`research.question`: "default", "how long" ...);
+* **section level**: BM25 relevance of the section it sits in (its heading and all its text): in
+  reference documentation the section about ``LimitRequestFields`` answers a question about request
+  header fields even where a sentence says only "The default value is 100 as distributed";
+* **page level**: how much of the question's entities and rarest terms the page title holds;
+* **form**: the prior trust in the claim's form (:func:`research.retrieval.claim_confidence`);
+* **noise** (:mod:`research.noise`): survey methodology, navigation, captions, version history and
+  headings rank last, whatever their words.
+
+``score = (W_CLAIM·claim + W_SECTION·section + W_TITLE·title + W_ATTRIBUTE·attributes) × form × noise``,
+each part in 0..1 (``claim`` may exceed 1 by the exact-entity bonus). Besides the analysed claims
+(sentences with figures, dates or names), the sentences of the best-matching sections are candidates
+too: "Which characters must not appear in a file name?" is answered by a sentence without a figure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from nlp.claims import Claim
+from nlp.conflicts import claim_key
+from nlp.context import PageContext, claim_context, is_heading
+from nlp.findings import split_sentences
+from research.models import Finding
+from research.noise import noise_factor
+from research.question import Question, answered_share
+from research.retrieval import EXACT_BONUS, claim_confidence, question_terms
+from scrapers.search.bm25 import BM25Index
+from scrapers.search.tokenize import tokenize
+
+W_CLAIM, W_SECTION, W_TITLE, W_ATTRIBUTE = 0.45, 0.35, 0.1, 0.3
+TOP_SECTIONS = 3  # sections of the pages read whose every sentence is a candidate
+MIN_SECTION_RELEVANCE = 0.5  # of the best section's score, for those sentences
+SENTENCE_CONFIDENCE = 0.6  # prior of a sentence that is no analysed claim (no figure, date or name)
+MAX_SENTENCE_CHARS = 400
+PREFERRED_BONUS, KNOWN_WEIGHT = 0.2, 0.5
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b|\b[A-Z]{2,}[a-z][A-Za-z]*\b")
+
+
+def answer_tokens(text: str) -> list[str]:
+    """Index tokens plus the parts of CamelCase identifiers: ``LimitRequestFields`` also reads as
+    limit, request, fields, so a question in plain words meets the identifier that names its answer."""
+    tokens = tokenize(text)
+    for word in _CAMEL.findall(text):
+        tokens += tokenize(" ".join(_CAMEL_PART.findall(word)))
+    return tokens
+
+
+@dataclass(frozen=True, slots=True)
+class PageToRank:
+    """A page the agent read, with its analysed claims."""
+
+    url: str
+    title: str
+    text: str
+    claims: Sequence[Claim]
+
+
+@dataclass(slots=True)
+class Ranked:
+    """A candidate sentence with its score and the parts that made it (shown in decisions)."""
+
+    text: str
+    url: str
+    context: str
+    score: float
+    claim: Claim | None = None  # None: a sentence of a well-matching section, not an analysed claim
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def _scaled(scores: dict[int, float], count: int) -> list[float]:
+    values = [scores.get(i, 0.0) for i in range(count)]
+    top = max(values, default=0.0)
+    return [v / top if top > 0 else 0.0 for v in values]
+
+
+def text_relevance(texts: Sequence[str], queries: Sequence[str]) -> list[float]:
+    """BM25 relevance of each text to its best query (:func:`answer_tokens`), scaled to the best (0..1)."""
+    if not texts:
+        return []
+    index = BM25Index([answer_tokens(t) for t in texts])
+    best = [0.0] * len(texts)
+    for query in queries:
+        for i, value in enumerate(_scaled(index.scores(answer_tokens(query)), len(texts))):
+            best[i] = max(best[i], value)
+    return best
+
+
+def names_entity(question: Question, text: str) -> bool:
+    """Whether the text names one of the question's entities exactly (``%D`` is not ``%d``)."""
+    return _exact(question, text)
+
+
+def _exact(question: Question, text: str) -> bool:
+    return any(re.search(rf"(?<![\w%]){re.escape(e)}(?!\w)", text) for e in question.entities)
+
+
+def _title_share(question: Question, title: str) -> float:
+    """Share of the question's entities (else its terms) that the page title holds."""
+    if question.entities:
+        return sum(1 for e in question.entities if e.lower() in title.lower()) / len(question.entities)
+    terms = set(question_terms(question.text))
+    if not terms:
+        return 0.0
+    return len(terms & set(answer_tokens(title))) / len(terms)
+
+
+class _Tokens:
+    """Token lists of texts, each text tokenised once (contexts repeat across a page's claims)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[str]] = {}
+
+    def __call__(self, text: str) -> list[str]:
+        found = self._seen.get(text)
+        if found is None:
+            found = self._seen[text] = answer_tokens(text)
+        return found
+
+
+@dataclass(slots=True)
+class _Draft:
+    page: int
+    text: str
+    offset: int
+    claim: Claim | None
+    context: str
+    tokens: list[str]  # of the sentence alone
+
+
+def _section_relevance(
+    contexts: Sequence[PageContext], drafts: Sequence[_Draft], question: Question, tokens: _Tokens
+) -> tuple[list[tuple[int, str, int, int]], list[float], dict[int, int]]:
+    """BM25 over the sections of every page read. A section reads as its heading (twice: a heading says
+    what a section is about) and the claims in it, so only the claims are tokenised, never whole pages.
+    Returns (page, heading, start, end) per section, each section's relevance (0..1) and, per draft,
+    its section."""
+    spans: list[tuple[int, str, int, int]] = []
+    for n, context in enumerate(contexts):
+        spans += [(n, heading, start, end) for heading, start, end in context.sections()]
+    docs = [[*tokens(heading), *tokens(heading)] for _, heading, _, _ in spans]
+    first_of: dict[int, int] = {}
+    for i, (n, *_rest) in enumerate(spans):
+        first_of.setdefault(n, i)
+    of_draft: dict[int, int] = {}
+    for d, draft in enumerate(drafts):
+        if draft.page not in first_of:
+            continue
+        i = first_of[draft.page]
+        while i + 1 < len(spans) and spans[i + 1][0] == draft.page and spans[i + 1][2] <= draft.offset:
+            i += 1
+        of_draft[d] = i
+        docs[i] += draft.tokens
+    index = BM25Index(docs)
+    return spans, _scaled(index.scores(answer_tokens(question.text)), len(docs)), of_draft
+
+
+def _section_sentences(page: PageToRank, start: int, end: int, taken: set[tuple[int, int]]) -> list[tuple[str, int]]:
+    out = []
+    for s in split_sentences(page.text[start:end]):
+        text = s.text.strip()
+        offset = start + s.start
+        if not text or len(text) > MAX_SENTENCE_CHARS or is_heading(text):
+            continue
+        if any(a <= offset < b for a, b in taken):
+            continue
+        out.append((text, offset))
+    return out
+
+
+def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Sequence[str]) -> list[Ranked]:
+    """Every candidate sentence of the pages, scored (see the module docstring), best first; ties keep
+    reading order, so the result does not depend on anything but the input."""
+    tokens = _Tokens()
+    contexts = [PageContext(page.text) for page in pages]
+    drafts = [
+        _Draft(n, c.text, c.start, c, claim_context(contexts[n], c.text, c.start), tokens(c.text))
+        for n, page in enumerate(pages)
+        for c in sorted(page.claims, key=lambda c: c.start)
+    ]
+    spans, section_rel, of_draft = _section_relevance(contexts, drafts, question, tokens)
+    # sentences of the best sections that are no analysed claim (no figure, date or name) join in
+    order = sorted(range(len(spans)), key=lambda i: (-section_rel[i], i))
+    best = [i for i in order[:TOP_SECTIONS] if section_rel[i] >= MIN_SECTION_RELEVANCE]
+    for i in sorted(best):
+        n, _heading, start, end = spans[i]
+        taken = {(c.start, c.end) for c in pages[n].claims}
+        for text, offset in _section_sentences(pages[n], start, end, taken):
+            of_draft[len(drafts)] = i
+            drafts.append(_Draft(n, text, offset, None, claim_context(contexts[n], text, offset), tokens(text)))
+    if not drafts:
+        return []
+    index = BM25Index([[*tokens(d.context), *d.tokens] for d in drafts])
+    claim_rel = [0.0] * len(drafts)
+    for query in queries or [question.text]:
+        for i, value in enumerate(_scaled(index.scores(answer_tokens(query)), len(drafts))):
+            claim_rel[i] = max(claim_rel[i], value)
+    titles = [_title_share(question, page.title) for page in pages]
+    ranked: list[Ranked] = []
+    for i, d in enumerate(drafts):
+        read = f"{d.context} {d.text}"
+        exact = EXACT_BONUS if _exact(question, read) else 0.0
+        parts = {
+            "claim": claim_rel[i] + exact,
+            "section": section_rel[of_draft[i]] if i in of_draft else 0.0,
+            "title": titles[d.page],
+            "attributes": answered_share(question, read),
+        }
+        if d.claim is not None:
+            structured = bool(d.claim.values and d.claim.subject and d.claim.attribute)
+            form = claim_confidence(structured, bool(d.claim.values), parsed=d.claim.parsed)
+        else:
+            form = SENTENCE_CONFIDENCE
+        noise = noise_factor(d.text, question)
+        parts["form"], parts["noise"] = form, noise
+        weighted = (
+            W_CLAIM * parts["claim"]
+            + W_SECTION * parts["section"]
+            + W_TITLE * parts["title"]
+            + W_ATTRIBUTE * parts["attributes"]
+        )
+        score = weighted * form * noise
+        if parts["claim"] <= 0 and parts["section"] <= 0:
+            score = 0.0  # nothing of the question in the sentence or its section
+        ranked.append(
+            Ranked(
+                text=d.text, url=pages[d.page].url, context=d.context, score=round(score, 4), claim=d.claim, parts=parts
+            )
+        )
+    order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
+    return [ranked[i] for i in order]
+
+
+def select_findings(
+    question: Question,
+    pages: Sequence[PageToRank],
+    queries: Sequence[str],
+    *,
+    preferred: Sequence[str] = (),
+    known: Sequence[str] = (),
+    per_page: int = 3,
+    limit: int = 15,
+) -> tuple[list[Finding], int]:
+    """The findings an agent reports: :func:`rank_answers`, pages of a preferred source type up by
+    :data:`PREFERRED_BONUS`, sentences the previous consensus already states down by
+    :data:`KNOWN_WEIGHT` (new findings first), at most ``per_page`` per page and ``limit`` in all.
+    Returns them with the number of candidates ranked."""
+    ranked = rank_answers(question, pages, queries)
+    favoured, stated = set(preferred), set(known)
+    scored: list[tuple[float, int, Ranked]] = []
+    for n, r in enumerate(ranked):
+        score = r.score + (PREFERRED_BONUS if r.url in favoured and r.score > 0 else 0.0)
+        if r.text in stated:
+            score *= KNOWN_WEIGHT
+        scored.append((round(score, 4), n, r))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    per_source: dict[str, int] = {}
+    seen: set[str] = set()
+    findings: list[Finding] = []
+    for score, _, r in scored:
+        if score <= 0 or r.text in seen or per_source.get(r.url, 0) >= per_page:
+            continue
+        seen.add(r.text)
+        per_source[r.url] = per_source.get(r.url, 0) + 1
+        claim = r.claim
+        findings.append(
+            Finding(
+                text=r.text,
+                source=r.url,
+                entities=list(claim.entities) if claim else [],
+                score=score,
+                key=claim_key(claim) if claim else None,
+                values=[v.raw for v in claim.values] if claim else [],
+                context=r.context or None,
+            )
+        )
+        if len(findings) == limit:
+            break
+    return findings, len(ranked)
+
+
+__all__ = [
+    "KNOWN_WEIGHT",
+    "MAX_SENTENCE_CHARS",
+    "PREFERRED_BONUS",
+    "SENTENCE_CONFIDENCE",
+    "TOP_SECTIONS",
+    "W_ATTRIBUTE",
+    "W_CLAIM",
+    "W_SECTION",
+    "W_TITLE",
+    "PageToRank",
+    "Ranked",
+    "answer_tokens",
+    "names_entity",
+    "rank_answers",
+    "select_findings",
+    "text_relevance",
+]

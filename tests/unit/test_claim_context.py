@@ -1,0 +1,103 @@
+"""Subjects from context (nlp.context): headings, lead-ins, antecedents, key-value tables as one record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nlp.context import PageContext, claim_context, clean_heading, is_heading, subject_of
+from research.debian_docs import can_install, ensure_packages, installed
+from scrapers.extract import extract_page
+
+PAGE = """BufferSize Directive
+
+Description: Maximum size in bytes to buffer by the buffer filter; Default: BufferSize 131072
+
+The BufferSize directive specifies the amount of data in bytes that will be buffered. The default is 128 kilobytes.
+
+Recommended delays
+
+The delays are:
+
+Uploads fixing only release-critical bugs: 2 days
+
+4.5.1.1. Disk space requirements
+
+This parameter takes 15 GB."""
+
+
+def at(text: str, needle: str) -> int:
+    return text.index(needle)
+
+
+def test_heading_lead_in_and_antecedent() -> None:
+    page = PageContext(PAGE)
+    default = "The default is 128 kilobytes."
+    assert claim_context(page, default, at(PAGE, default)) == "BufferSize Directive › BufferSize directive"
+    record = "Description: Maximum size"
+    assert claim_context(page, record, at(PAGE, record)) == "BufferSize Directive"
+    item = "Uploads fixing only release-critical bugs: 2 days"
+    assert claim_context(page, item, at(PAGE, item)) == "Recommended delays › The delays are"
+    sentence = "This parameter takes 15 GB."
+    assert claim_context(page, sentence, at(PAGE, sentence)) == "Disk space requirements"  # numbering dropped
+
+
+def test_what_counts_as_a_heading() -> None:
+    assert is_heading("LimitRequestFields Directive")
+    assert is_heading("3.4. 必要な最低限のハードウェア")
+    assert not is_heading("The default is 5.")
+    assert not is_heading("The delays are:")
+    assert not is_heading("Default: KeepAliveTimeout 5")
+    assert not is_heading("256 MB")  # a lone figure is a table cell, not a heading
+    assert clean_heading("4.5.1.1. Disk space requirements") == "Disk space requirements"
+
+
+def test_subject_of_a_previous_sentence() -> None:
+    assert subject_of("The LimitRequestFields directive allows the administrator to set a limit.") == (
+        "LimitRequestFields directive"
+    )
+    assert subject_of("Set debian/compat to 10.") == "debian/compat"
+    assert subject_of("StepLimit は解決器が試す手順の数です。") == "StepLimit"
+    assert subject_of("問題解決器は依存関係を調べます。") == "問題解決器"
+    assert subject_of("It is fine.") == ""
+
+
+def test_japanese_anaphor_takes_the_topic_of_the_sentence_before() -> None:
+    text = "設定\n\nAptitude::ProblemResolver::StepLimit は試す手順の上限です。この値の既定は 5000 です。"
+    page = PageContext(text)
+    sentence = "この値の既定は 5000 です。"
+    assert "Aptitude::ProblemResolver::StepLimit" in claim_context(page, sentence, at(text, sentence))
+
+
+@pytest.fixture(scope="module")
+def apache_core() -> str:
+    if not installed("apache2-doc") and not can_install():
+        pytest.skip("apache2-doc is not installed and apt-get cannot run here (needs root on Debian)")
+    ensure_packages(["apache2-doc"])
+    page = Path("/usr/share/doc/apache2-doc/manual/en/mod/core.html")
+    return extract_page(page.read_text(encoding="utf-8"), url=page.as_uri()).text
+
+
+def test_a_directive_table_is_one_record_under_its_heading(apache_core: str) -> None:
+    page = PageContext(apache_core)
+    start = apache_core.index("Description: Limits the number of HTTP request header fields")
+    record = apache_core[start : apache_core.index("\n", start)]
+    assert "Default: LimitRequestFields 100" in record and "Syntax: LimitRequestFields number" in record
+    assert "::" not in record  # a header cell's own colon is not doubled
+    assert claim_context(page, record, start) == "LimitRequestFields Directive"  # no pilcrow
+    prose = "The default value is defined by the compile-time constant DEFAULT_LIMIT_REQUEST_FIELDS"
+    assert claim_context(page, prose, apache_core.index(prose)) == "LimitRequestFields Directive"
+
+
+def test_a_docbook_sidebar_note_is_text_a_link_sidebar_is_navigation() -> None:
+    html = """<html><body><div class="body">
+    <ul class="docnav"><li><a href="a.html">戻る</a></li><li><a href="b.html">次へ</a></li></ul>
+    <h2>1.6. リリースライフサイクル</h2><p>各安定版リリースの寿命は約 5 年と予定されています。</p>
+    <div class="sidebar"><p class="title">CULTURE Debian LTS</p>
+    <p>Debian LTS プロジェクトは 2014 年 6 月に始まりました。</p></div>
+    <div class="sidebar"><a href="x.html">Chapter one</a> <a href="y.html">Chapter two</a></div>
+    </div></body></html>"""
+    text = extract_page(html, url="https://docs.example/lifecycle.html").text
+    assert "2014 年 6 月に始まりました" in text
+    assert "Chapter one" not in text and "戻る" not in text and "次へ" not in text

@@ -1,0 +1,160 @@
+"""Answers that answer (research.question, research.answering, research.noise): what a question asks,
+which sentences answer it, and what is not a finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nlp.analysis import AnalysisInput, analyse_texts
+from research.answering import PageToRank, answer_tokens, rank_answers, select_findings
+from research.debian_docs import can_install, ensure_packages, installed
+from research.noise import noise_factor, noise_kind
+from research.question import parse_question, stated_attributes
+from scrapers.extract import extract_page
+
+
+def test_question_entities_attributes_and_clauses() -> None:
+    q = parse_question("How long is a digest authentication server nonce valid by default?")
+    assert q.attributes == ("default", "duration") and q.entities == ()
+    q = parse_question("aptitude の問題解決器の StepLimit のデフォルト値はいくつですか")
+    assert "default" in q.attributes and "count" in q.attributes and q.entities == ("StepLimit",)
+    q = parse_question("What is the default size of a request body, and what was it in 2.4.53 and earlier?")
+    assert q.clauses == ("What is the default size of a request body", "what was it in 2.4.53 and earlier?")
+    assert parse_question("/var パーティションには最低どれだけ割り当てるべきですか").attributes == ("minimum", "count")
+
+
+def test_what_a_sentence_states() -> None:
+    assert stated_attributes("The default is 128 kilobytes.") >= {"default", "size"}
+    assert stated_attributes("最小 350MB で Debian をインストールできます。") >= {"minimum", "size"}
+    assert "duration" in stated_attributes("The default is 600 seconds (10 minutes).")
+    assert "duration" not in stated_attributes("Table 20.3 explains the severity levels.")
+
+
+def test_camel_case_identifiers_meet_plain_words() -> None:
+    assert {"limit", "request", "field"} <= set(answer_tokens("LimitRequestFields 100"))
+
+
+def test_noise_kinds_rank_last_unless_asked() -> None:
+    about_rate = parse_question("中小企業の価格転嫁率")
+    assert noise_kind("調査票は30万社に送付し、有効回答は3万6千社だった。", about_rate) == "survey methodology"
+    assert noise_kind("調査票は30万社に送付した。", parse_question("調査の方法と回答数")) is None  # asked
+    assert noise_factor("Next", about_rate) == 0.0
+    assert noise_kind("Table 20.3 explains the message severity levels.") == "caption"
+    assert noise_kind("表3.2 最低限必要なシステム") == "caption"
+    history = "Compatibility: In httpd 2.4.53 and earlier, the default value was 0 (unlimited)"
+    assert noise_kind(history, parse_question("What is the default request body limit?")) == "version history"
+    assert noise_kind(history, parse_question("What was the default in 2.4.53 and earlier?")) is None
+    assert noise_kind("LimitRequestFields Directive") == "heading"
+    assert noise_factor("The default is 128 kilobytes.") == 1.0
+
+
+def _pages(*texts: tuple[str, str, str]) -> list[PageToRank]:
+    analyses = analyse_texts([AnalysisInput(text, "en", None) for _, _, text in texts])
+    return [
+        PageToRank(url=url, title=title, text=text, claims=a.claims)
+        for (url, title, text), a in zip(texts, analyses, strict=True)
+    ]
+
+
+MANUAL = """Server settings
+
+KeepAlive Directive
+
+Description: Enables HTTP persistent connections; Default: KeepAlive On
+
+Severity levels
+
+Table 20.3 explains the message severity levels used by the server since 2019.
+
+BufferSize Directive
+
+Description: Maximum size in bytes to buffer by the buffer filter; Default: BufferSize 131072
+
+The BufferSize directive sets the amount of data in bytes buffered for a request. The default is 128 kilobytes.
+
+Prior to version 2.4.10 the buffer filter held at most 64 kilobytes."""
+
+TRIVIA = """Buffer history
+
+In 2019 the buffer of the old server held 2 requests; buffers were a popular topic in 2020."""
+
+
+def test_the_sentence_that_answers_ranks_above_word_sharing_trivia() -> None:
+    pages = _pages(
+        ("https://docs.example/mod_buffer.html", "mod_buffer - server manual", MANUAL),
+        ("https://blog.example/history.html", "a blog", TRIVIA),
+    )
+    question = parse_question("How much data does the buffer filter hold by default?")
+    ranked = rank_answers(question, pages, [question.text])
+    assert ranked[0].text == "The default is 128 kilobytes."
+    assert ranked[0].context == "BufferSize Directive › BufferSize directive"
+    assert ranked[0].parts["attributes"] == 1.0
+    texts = [r.text for r in ranked]
+    history = texts.index("Prior to version 2.4.10 the buffer filter held at most 64 kilobytes.")
+    assert history > texts.index("The default is 128 kilobytes.")
+    assert all(r.url == "https://docs.example/mod_buffer.html" for r in ranked[:2])
+    assert rank_answers(question, list(reversed(pages)), [question.text])[0].text == ranked[0].text
+
+
+def test_a_sentence_without_a_figure_answers_from_its_section() -> None:
+    text = """Cron jobs
+
+A cron job file name must not include any period or plus characters, as cron ignores such files.
+
+Other files
+
+Packages install 3 files in /etc."""
+    pages = _pages(("https://docs.example/opersys.html", "The operating system", text))
+    question = parse_question("Which characters must a cron job file name not contain?")
+    findings, candidates = select_findings(question, pages, [question.text], per_page=3, limit=5)
+    assert candidates >= 2
+    first = findings[0]
+    assert first.text.startswith("A cron job file name must not include any period or plus characters")
+    assert first.context == "Cron jobs" and first.key is None
+
+
+@pytest.fixture(scope="module")
+def digest_page() -> PageToRank:
+    if not installed("apache2-doc") and not can_install():
+        pytest.skip("apache2-doc is not installed and apt-get cannot run here (needs root on Debian)")
+    ensure_packages(["apache2-doc"])
+    path = Path("/usr/share/doc/apache2-doc/manual/en/mod/mod_auth_digest.html")
+    page = extract_page(path.read_text(encoding="utf-8"), url=path.as_uri())
+    analysis = analyse_texts([AnalysisInput(page.text, "en", None)])[0]
+    return PageToRank(url=page.url, title=page.title, text=page.text, claims=analysis.claims)
+
+
+def test_a_real_manual_answers_a_question_in_plain_words(digest_page: PageToRank) -> None:
+    """The directive's own table answers, though the question never names the directive."""
+    question = parse_question("For how long is a digest authentication server nonce valid by default?")
+    findings, _ = select_findings(question, [digest_page], [question.text], per_page=3, limit=3)
+    assert any("AuthDigestNonceLifetime 300" in f.text for f in findings[:2]), [f.text for f in findings]
+
+
+@pytest.fixture(scope="module")
+def bundled_pages() -> list[PageToRank]:
+    folder = Path(__file__).resolve().parents[2] / "data" / "corpus" / "pages" / "ja"
+    files = sorted(folder.iterdir())
+    pages = [
+        extract_page(
+            f.read_bytes(), url=f.as_uri(), content_type="text/html" if f.suffix.startswith(".htm") else "text/plain"
+        )
+        for f in files
+    ]
+    analyses = analyse_texts([AnalysisInput(p.text, "ja", None) for p in pages])
+    return [PageToRank(p.url, p.title, p.text, a.claims) for p, a in zip(pages, analyses, strict=True)]
+
+
+def test_on_the_bundled_corpus_survey_method_and_bylines_are_no_findings(bundled_pages: list[PageToRank]) -> None:
+    question = parse_question("中小企業の価格転嫁の現状")
+    findings, _ = select_findings(question, bundled_pages, [question.text], per_page=5, limit=15)
+    assert len(findings) == 15
+    assert all(noise_kind(f.text, question) is None for f in findings), [f.text for f in findings]
+    assert any("49.7%" in f.text for f in findings[:5])
+    # a news page's dateline or byline is not the subject of its sentences
+    assert not any(f.context and ("発行日" in f.context or "取材班" in f.context) for f in findings)
+    ranked = rank_answers(question, bundled_pages, [question.text])
+    method = [r for r in ranked if noise_kind(r.text, question) == "survey methodology"]
+    assert method and max(r.score for r in method) < ranked[len(ranked) // 4].score  # ranked last
