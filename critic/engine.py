@@ -87,7 +87,7 @@ def judge_temperature(llm: LLMSettings, section: CriticSettings) -> float:
 
 def model_label(llm: LLMSettings) -> str:
     """Provider and model of the judge, as they enter cache keys and the output."""
-    return f"{llm.provider}/{resolve_role(llm, ROLE).model}"
+    return resolve_role(llm, ROLE).label
 
 
 def preflight(settings: Settings) -> tuple[Weights, float, Profile]:

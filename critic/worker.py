@@ -56,8 +56,8 @@ class CriticWorker:
         if client is None:
             raise LLMError("CriticWorker needs an LLM; set MAGI_LLM_PROVIDER (the engine checks this first)")
         self.client = client
-        # The Anthropic adapter retries on its own (same settings); retrying here too would square the attempts.
-        self.provider_retries = type(provider_of(client)).__module__ == "core.llm.anthropic"
+        # The HTTP adapters retry on their own (same settings); retrying here too would square the attempts.
+        self.provider_retries = bool(getattr(provider_of(client), "retries_itself", False))
 
     def _retryable(self, exc: Exception) -> bool:
         if self.provider_retries or isinstance(exc, LLMOutputError | CassetteMissError):

@@ -55,6 +55,7 @@ from magi.models import (
     PeerView,
     Phase,
     PhaseUsage,
+    SageModel,
     SageName,
     SageReply,
     ThinkingEntry,
@@ -199,6 +200,8 @@ class _State:
         entry.calls += reply.calls
         entry.input_tokens += reply.input_tokens
         entry.output_tokens += reply.output_tokens
+        if reply.model:
+            entry.provider, entry.model = reply.provider, reply.model
         if reply.cost_usd is None:
             self.unpriced.add(key)
             entry.cost_usd = "unknown"
@@ -326,6 +329,12 @@ def _dissent(decision: Verdict | None, finals: Mapping[SageName, Vote | None]) -
         for s in SAGES
         if (v := finals.get(s)) is not None and v.verdict is not decision
     ]
+
+
+def _sage_models(usage: list[PhaseUsage]) -> list[SageModel]:
+    """Each sage's provider and model, as its answers reported them (the last phase that answered)."""
+    found = {u.sage: SageModel(sage=u.sage, provider=u.provider, model=u.model) for u in usage if u.model}
+    return [found[s] for s in SAGES if s in found]
 
 
 async def deliberate(
@@ -491,6 +500,7 @@ async def deliberate(
         failures=state.failures,
         usage=usage,
         usage_total=total,
+        sages=_sage_models(usage),
         timings=timings,
         context=state.context,
         peer_order={
