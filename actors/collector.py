@@ -12,18 +12,15 @@ import asyncio
 from collections import Counter
 from datetime import date
 
-from pydantic import BaseModel, Field
-
+from actors.collection import Collected, CollectionStats, SourceFailure
 from actors.nlp_pool import BATCH_CHARS, NlpPool
-from core.errors import ExtractionError, FetchError
-from core.models import CamelModel
 from core.runtime import current_node_id
 from core.settings import Settings
 from core.store import open_store
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
-from research.models import SourceFailure
-from scrapers.extract import ExtractedPage, extract_page
+from scrapers.errors import ExtractionError, FetchError
+from scrapers.extract import extract_page
 from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.near_duplicates import NearDuplicateIndex
 from scrapers.page_cache import PageCache
@@ -42,33 +39,6 @@ def _iso_date(value: str | None) -> date | None:
         return date.fromisoformat(value[:10]) if value else None
     except ValueError:
         return None
-
-
-class Collected(BaseModel):
-    url: str
-    page: ExtractedPage | None = None
-    analysis: TextAnalysis | None = None
-    failure: SourceFailure | None = None
-    duplicate_of: str | None = None  # the page this one copies: earliest published, then smallest URL
-    from_cache: bool = False
-
-
-class CollectionStats(CamelModel):
-    urls_requested: int = 0
-    unique_urls: int = 0
-    fetches: int = 0
-    urls_fetched_more_than_once: int = 0
-    page_cache_hits: int = 0
-    analyses: int = 0
-    contents_analysed_more_than_once: int = 0
-    analysis_cache_hits: int = 0
-    near_duplicates: int = 0
-    failures_by_kind: dict[str, int] = Field(default_factory=dict)
-    nlp_usage_by_node: dict[str, dict[str, int]] = Field(default_factory=dict)
-    # Local corpus: the node its files were indexed on, searches and page reads per node, files left out.
-    corpus_node: str | None = None
-    corpus_reads_by_node: dict[str, int] = Field(default_factory=dict)
-    corpus_skipped: dict[str, int] = Field(default_factory=dict)
 
 
 class Collector:
@@ -239,8 +209,6 @@ class Collector:
 
 __all__ = [
     "BATCH_WAIT_S",
-    "Collected",
-    "CollectionStats",
     "Collector",
     "Queued",
 ]

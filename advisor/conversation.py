@@ -1,4 +1,4 @@
-"""The advisor's session: what it keeps in the shared ``SessionState`` and the changes a turn makes.
+"""The advisor's conversation: what it keeps in the shared ``SessionState`` and the changes a turn makes.
 
 Generic fields carry it: ``mode``, ``history`` (user and assistant texts; tool results as ``system``
 entries with the tool's name in ``agent``), ``generated_files`` (artifact keys) and ``attributes``:
@@ -6,21 +6,18 @@ entries with the tool's name in ``agent``), ``generated_files`` (artifact keys) 
 ``files`` (metadata of each generated file), ``tool_results`` (recent outputs, for documents to
 embed), ``negotiation`` (role-play rounds), ``summary`` (compressed history), ``user_attributes``.
 
-Changes are small picklable objects: the session actor applies them under its lock and writes the
-state through the store (``actors/session.py``), or the CLI applies them to the store directly.
+Changes are small picklable objects handed to a session gateway (``sessions/gateway.py``): the
+session actor applies them under its lock and writes the state through the store, or the CLI applies
+them to the store directly. The router's ``router/conversation.py`` is the same idea for the router.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from core.runtime import Runtime
-from core.settings import Settings
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
-from sessions.store import SessionRepository, update_session
 
 MAX_TOOL_RESULTS = 12
 SESSION_NAMESPACE = "advisor"  # sessions.ids.session_key: the advisor's sessions meet no other system's
@@ -84,55 +81,4 @@ class Commit:
         return state.model_copy(deep=True)
 
 
-class SessionGateway(Protocol):
-    async def update(self, session_id: str, owner: str, change: Begin | Commit) -> SessionState: ...
-
-
-class LocalSessions:
-    """Sessions written to the store directly (CLI, in-process use)."""
-
-    def __init__(self, repo: SessionRepository, policy: SessionPolicy) -> None:
-        self.repo = repo
-        self.policy = policy
-
-    async def update(self, session_id: str, owner: str, change: Begin | Commit) -> SessionState:
-        value, _ = await asyncio.to_thread(update_session, self.repo, session_id, owner, change, self.policy)
-        return value
-
-
-class ActorSessions:
-    """Sessions in their session actors (one per id, found by name, written through the store)."""
-
-    def __init__(self, runtime: Runtime, settings: Settings, policy: SessionPolicy, idle_s: float) -> None:
-        from actors.session import SessionHandles
-
-        self.runtime = runtime
-        self.settings = settings
-        self.policy = policy
-        self.idle_s = idle_s
-        self.handles = SessionHandles()
-
-    async def update(self, session_id: str, owner: str, change: Begin | Commit) -> SessionState:
-        from actors.session import SessionActor, session_call
-
-        state: SessionState = await session_call(
-            self.runtime,
-            self.settings,
-            session_id,
-            self.policy,
-            self.idle_s,
-            lambda handle: handle.call(SessionActor.update, owner, change),
-            self.handles,
-        )
-        return state
-
-
-__all__ = [
-    "MAX_TOOL_RESULTS",
-    "SESSION_NAMESPACE",
-    "ActorSessions",
-    "Begin",
-    "Commit",
-    "LocalSessions",
-    "SessionGateway",
-]
+__all__ = ["MAX_TOOL_RESULTS", "SESSION_NAMESPACE", "Begin", "Commit"]

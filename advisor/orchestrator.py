@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from advisor.agents import AgentResult, mode1, mode2
 from advisor.compression import compress
-from advisor.conversation import Begin, Commit, SessionGateway
+from advisor.conversation import Begin, Commit
 from advisor.events import (
     AdvisorEvent,
     AnswerDelta,
@@ -36,6 +36,7 @@ from core.llm.base import LLMClient
 from core.llm.factory import require_llm
 from core.settings import Settings
 from core.validation import invalid_unicode_at, without_controls
+from sessions.gateway import SessionGateway
 from sessions.models import HistoryEntry
 
 Consent = Literal["accept", "refuse"]

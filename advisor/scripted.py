@@ -1,4 +1,6 @@
-"""The shipped scripted LLM of the advisor (``MAGI_LLM_PROVIDER=python:advisor.scripted:respond``).
+"""Test model of the advisor (a scripted LLM shipped with the package, never a real one).
+
+Configure it as ``MAGI_LLM_PROVIDER=python:advisor.scripted:respond``.
 
 Deterministic and offline, for tests and demos: it answers every prompt the advisor sends (mode
 classification, Mode 1, Mode 2 with tool calls, summaries, the negotiation opponent and coach) with

@@ -30,15 +30,15 @@ import time
 import tracemalloc
 from typing import Any
 
-from actors.critic_worker import CriticWorker, JudgeRequest, current_rss_bytes
 from core.resources import data_path
 from core.runtime import InProcessRuntime, RayRuntime, start_ray, stop_ray
 from core.settings import Settings, load_settings
 from critic.engine import WorkerPool, evaluate_ideas
-from critic.models import CriticInput
+from critic.models import CriticInput, JudgeRequest
 from critic.profile import load_profile
 from critic.prompt import messages_for, system_prompt
 from critic.scripted import LATENCY_ENV
+from critic.worker import CriticWorker, current_rss_bytes
 
 MB = 1024 * 1024
 

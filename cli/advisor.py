@@ -29,11 +29,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 
 
 async def _turn(args: argparse.Namespace) -> int:
-    from advisor.conversation import SESSION_NAMESPACE, LocalSessions
+    from advisor.conversation import SESSION_NAMESPACE
     from advisor.events import AdvisorEvent, AnswerDelta, TurnDone
     from advisor.orchestrator import Orchestrator
     from advisor.settings import AdvisorSettings
     from core.store import open_store
+    from sessions.gateway import LocalSessions
     from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository
 

@@ -8,10 +8,15 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
 
 from cli.common import emit, settings_from
 from core.errors import first_line
 from core.settings import Settings, describe
+
+if TYPE_CHECKING:
+    from core.llm.roles import ResolvedRole
 from scrapers.settings import SearchSettings
 
 
@@ -94,7 +99,7 @@ def check_ddgs(settings: Settings) -> Check:
 
 def check_searxng(settings: Settings) -> Check:
     """One search through the research client itself: same SSRF guard on redirects, same error texts."""
-    from core.errors import SearchError
+    from scrapers.errors import SearchError
     from scrapers.search.searxng import SearxngSearchProvider
     from scrapers.settings import FetchSettings
 
@@ -114,42 +119,53 @@ def check_searxng(settings: Settings) -> Check:
     return Check("search:searxng", "ok", f"{provider.base_url} answered {len(results)} results")
 
 
-def check_llm(settings: Settings, send: bool) -> Check:
+def check_llm(settings: Settings, send: bool) -> list[Check]:
+    """One check per configured LLM role (``default`` and each ``llm.roles``/``models``/``params`` entry):
+    its provider and model, and with ``send`` the answer to one tiny request."""
+    from core.llm import resolve_role
+    from core.llm.roles import configured_roles
+
+    roles = [resolve_role(settings.llm, role) for role in configured_roles(settings.llm)]
+    if not any(r.endpoint for r in roles):
+        return [
+            Check(
+                "llm",
+                "warn",
+                "no LLM provider configured (research runs extractively)",
+                "set MAGI_LLM_PROVIDER=anthropic|openai|replay|python:MODULE:FUNCTION",
+            )
+        ]
+    return [_guarded(f"llm:{r.role}", partial(_check_role, settings, r, send)) for r in roles]
+
+
+def _check_role(settings: Settings, resolved: ResolvedRole, send: bool) -> Check:
     from pydantic import BaseModel
 
     from core.llm import Generated, Message, generate, require_llm
 
-    if not settings.llm.provider:
-        return Check(
-            "llm",
-            "warn",
-            "no LLM provider configured (research runs extractively)",
-            "set MAGI_LLM_PROVIDER=anthropic|replay|python:MODULE:FUNCTION",
-        )
-    client = require_llm(settings.llm, "magi doctor --llm")
+    name = f"llm:{resolved.role}"
+    if resolved.endpoint is None:
+        return Check(name, "warn", f"no provider (model {resolved.model})", "set llm.roles.<role>.provider")
+    where = f"provider {resolved.endpoint.label}, model {resolved.model}"
+    client = require_llm(settings.llm, "magi doctor --llm", resolved.role)  # builds the client: bad settings fail here
     if not send:
-        return Check(
-            "llm",
-            "ok",
-            f"provider {settings.llm.provider}, model {settings.llm.model} (not contacted; "
-            "use --llm to send a test request)",
-        )
+        return Check(name, "ok", f"{where} (not contacted; use --llm to send a test request)")
     started = time.perf_counter()
     request = generate(
         client,
         system="You are a health check. Answer with one word.",
         messages=[Message(role="user", content="Reply with: ok")],
         max_tokens=16,
+        role=resolved.role,
     )
     generated: Generated[BaseModel] = asyncio.run(request)
     answer = generated.response.text.strip()[:40]
-    return Check(
-        "llm", "ok", f"provider {settings.llm.provider} answered {answer!r} in {time.perf_counter() - started:.2f} s"
-    )
+    return Check(name, "ok", f"{where} answered {answer!r} in {time.perf_counter() - started:.2f} s")
 
 
 def check_store(settings: Settings) -> Check:
-    from core.store import masked, open_store
+    from core.masking import masked
+    from core.store import open_store
 
     store = open_store(settings)  # connects and migrates: a bad URL or a down server fails here
     try:
@@ -213,12 +229,12 @@ def run(args: argparse.Namespace) -> int:
         _guarded("search:local", lambda: check_local_search(settings)),
         _guarded("search:ddgs", lambda: check_ddgs(settings)),
         _guarded("search:searxng", lambda: check_searxng(settings)),
-        _guarded("llm", lambda: check_llm(settings, args.llm)),
     ]
-    llm_check = checks[-1]
-    checks += [_guarded("japanese-font", check_font), *check_system_packages()]
-    if args.llm and llm_check.status != "ok":
-        llm_check.status = "fail"
+    llm_checks = check_llm(settings, args.llm)
+    checks += [*llm_checks, _guarded("japanese-font", check_font), *check_system_packages()]
+    for llm_check in llm_checks if args.llm else []:
+        if llm_check.status != "ok":
+            llm_check.status = "fail"
     lines = ["# magi doctor", "", "## Settings", ""]
     for key, value in describe(settings).items():
         if isinstance(value, dict):

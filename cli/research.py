@@ -41,15 +41,16 @@ def run(args: argparse.Namespace) -> int:
 async def research(args: argparse.Namespace) -> int:
     # Heavy imports (Ray, spaCy, trafilatura) only when the command runs: `magi --help` stays instant.
     from cli.progress import ProgressBars
-    from core.errors import InputError, ResearchError
+    from core.errors import InputError
     from core.events import FanoutSink, ListSink
     from core.files import ensure_writable_dir
     from core.runtime import ray_runtime
     from core.store import open_store
     from research import runs
     from research.engine import preflight, run_research
+    from research.errors import ResearchError
     from research.events import ResearchCompleted
-    from research.result import write_outputs, write_partial
+    from research.outputs import write_outputs, write_partial
 
     settings = RESEARCH_OPTIONS.apply(settings_from(args), RESEARCH_OPTIONS.from_args(args))
     topic = preflight(args.topic, settings)  # a bad corpus or topic fails before Ray starts

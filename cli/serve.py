@@ -39,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     from ray import serve
 
     from core.errors import RuntimeSetupError
+    from core.masking import masked
     from core.runtime import start_ray, stop_ray
-    from core.store import configured_url, masked
+    from core.store import configured_url
 
     settings = settings_from(args)
     config = load_serve_config()

@@ -1,4 +1,7 @@
-"""One exception hierarchy for the whole project.
+"""One exception hierarchy for the whole project: its base, and the errors of core itself.
+
+Each system and layer subclasses :class:`MagiError` in its own package (``scrapers/errors.py``,
+``research/errors.py``, ``critic/errors.py``), so core names no system.
 
 Every error carries a message meant for a person: what went wrong, where, and what to do.
 The CLI prints ``str(error)`` on one line and exits with ``exit_code``.
@@ -74,34 +77,6 @@ class CassetteMissError(LLMError):
     """The replay provider has no recorded response for a request."""
 
 
-class SearchError(MagiError):
-    """Every configured search provider failed or returned nothing usable."""
-
-
-class FetchError(MagiError):
-    """A page could not be fetched; ``kind`` names the failure for reports."""
-
-    def __init__(self, message: str, *, url: str, kind: str = "fetch") -> None:
-        super().__init__(message)
-        self.url = url
-        self.kind = kind
-
-
-class ExtractionError(MagiError):
-    """A fetched page held no extractable main text."""
-
-
-class ResearchError(MagiError):
-    """A research run could not produce a report; ``partial`` holds what it did produce (JSON-ready)."""
-
-    def __init__(self, message: str, partial: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.partial = partial
-
-    def __reduce__(self) -> tuple[Any, ...]:  # keeps ``partial`` when the error crosses processes
-        return (type(self), (str(self), self.partial))
-
-
 class RuntimeSetupError(MagiError):
     """Ray could not be started or attached to."""
 
@@ -109,15 +84,11 @@ class RuntimeSetupError(MagiError):
 __all__ = [
     "CassetteMissError",
     "ConfigError",
-    "ExtractionError",
-    "FetchError",
     "InputError",
     "LLMError",
     "LLMNotConfiguredError",
     "LLMOutputError",
     "MagiError",
-    "ResearchError",
     "RuntimeSetupError",
-    "SearchError",
     "first_line",
 ]

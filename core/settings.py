@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from core.errors import ConfigError
+from core.masking import masked
 from core.yamlfile import read_yaml
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ ROOT = ""  # the section name of top-level keys
 FOREIGN_ENV: tuple[tuple[str, str, str], ...] = (
     ("ANTHROPIC_API_KEY", "llm", "anthropic_api_key"),
     ("ANTHROPIC_BASE_URL", "llm", "anthropic_base_url"),
+    ("OPENAI_API_KEY", "llm", "openai_api_key"),
+    ("OPENAI_BASE_URL", "llm", "base_url"),
     ("RAY_ADDRESS", "ray", "address"),
 )
 # Flat keys (and their MAGI_ variables) from before sections, whose new name is not <section>_<key>.
@@ -66,7 +69,8 @@ RENAMED: dict[str, tuple[str, str]] = {
     "anthropic_base_url": ("llm", "anthropic_base_url"),
 }
 # secrets: never from a file or an option ("" is the section of top-level keys)
-ENV_ONLY = frozenset({("llm", "anthropic_api_key"), ("", "api_keys")})
+ENV_ONLY = frozenset({("llm", "anthropic_api_key"), ("llm", "openai_api_key"), ("", "api_keys")})
+ToolCalling = Literal["native", "prompted"]
 
 
 def _absolute(path: Path | None) -> Path | None:
@@ -109,6 +113,38 @@ class LLMRoleParams(BaseModel):
 
     temperature: float | None = Field(None, ge=0, le=1)
     max_tokens: int | None = Field(None, ge=1)
+    require_tool: bool | None = Field(
+        None,
+        description="The first turn of a tool loop must call a tool (tool_choice 'required'); for models that "
+        "tend to answer without using their tools.",
+    )
+
+
+def _env_name(name: str | None) -> str | None:
+    if name is not None and not name.replace("_", "").isalnum():
+        raise ValueError(f"must be an environment variable name such as MY_LLM_KEY, got {name!r}")
+    return name
+
+
+class LLMRoleConfig(BaseModel):
+    """Where one role's calls go: its own provider, model, endpoint and parameters (unset: ``llm``'s).
+
+    ``api_key_env`` names the environment variable holding this endpoint's key: the key itself is
+    never written in a settings file.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str | None = Field(None, description="anthropic | openai | replay | record | python:MODULE:FUNCTION.")
+    model: str | None = None
+    base_url: str | None = Field(None, description="The endpoint of this role (OpenAI- or Anthropic-compatible).")
+    api_key_env: Annotated[str | None, AfterValidator(_env_name)] = Field(
+        None, description="Environment variable holding this endpoint's API key."
+    )
+    tool_calling: ToolCalling | None = Field(
+        None, description="native: the server's tool calls; prompted: tools described in the prompt, calls as JSON."
+    )
+    params: LLMRoleParams | None = None
 
 
 class LLMSettings(Section):
@@ -117,7 +153,7 @@ class LLMSettings(Section):
     name: ClassVar[str] = "llm"
 
     provider: str | None = Field(
-        None, description="anthropic | replay | record | python:MODULE_OR_FILE:FUNCTION (unset: no LLM)."
+        None, description="anthropic | openai | replay | record | python:MODULE_OR_FILE:FUNCTION (unset: no LLM)."
     )
     model: str = Field("claude-sonnet-4-6", description="Model name sent to the provider (role 'default').")
     models: dict[str, str] = Field(
@@ -127,6 +163,11 @@ class LLMSettings(Section):
     params: dict[str, LLMRoleParams] = Field(
         default_factory=dict, description="Temperature and max_tokens per role (or 'default')."
     )
+    roles: dict[str, LLMRoleConfig] = Field(
+        default_factory=dict,
+        description="Per role (magi.melchior, critic.worker, advisor.mode2 ... or 'default'): provider, model, "
+        "base_url, api_key_env, tool_calling, params; what a role leaves unset comes from llm.models/params and llm.",
+    )
     max_concurrency: int = Field(8, ge=1, le=1024, description="LLM calls in flight at once, cluster-wide.")
     cassette: AbsolutePath | None = Field(None, description="Cassette file for the replay/record providers.")
     max_retries: int = Field(2, ge=0, le=10, description="Retries on 408/409/429/5xx/connection errors.")
@@ -135,6 +176,31 @@ class LLMSettings(Section):
     timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM request in seconds.")
     anthropic_api_key: SecretStr | None = Field(None, description="Secret: ANTHROPIC_API_KEY, environment only.")
     anthropic_base_url: str | None = Field(None, description="Anthropic-compatible server (ANTHROPIC_BASE_URL).")
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible server of provider openai (OPENAI_BASE_URL), e.g. http://127.0.0.1:11434/v1 "
+        "(Ollama); unset: api.openai.com.",
+    )
+    openai_api_key: SecretStr | None = Field(None, description="Secret: OPENAI_API_KEY, environment only.")
+    schema_max_items: int = Field(
+        16,
+        ge=1,
+        le=10_000,
+        description="Servers that decode under a JSON schema (openai provider): arrays without a bound get this "
+        "many items at most, so a weak model cannot repeat one item until max_tokens cuts the answer off.",
+    )
+    schema_max_string_chars: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Servers that decode under a JSON schema: free strings get at most this many characters "
+        "(unset: no cap); for small models that repeat themselves inside a string.",
+    )
+    tool_calling: ToolCalling = Field(
+        "native",
+        description="native: tools go to the server as tools; prompted: described in the prompt and called as "
+        "JSON under the server's JSON-schema decoding (models whose chat template has no tools).",
+    )
 
 
 CORE_SECTIONS: dict[str, type[Section]] = {"ray": RaySettings, "llm": LLMSettings}
@@ -509,8 +575,6 @@ def load_settings(
 
 def describe(settings: Settings) -> dict[str, Any]:
     """Settings as plain nested data with secrets masked, for ``magi doctor``."""
-    from core.store import masked  # here: SQLAlchemy loads only when settings are shown
-
     out: dict[str, Any] = settings.model_dump(mode="json", exclude={"ray", "llm"})
     if settings.store_url:
         out["store_url"] = masked(settings.store_url)  # a database URL may carry a password
@@ -542,6 +606,7 @@ __all__ = [
     "ROOT",
     "SECTION_GROUP",
     "AbsolutePath",
+    "LLMRoleConfig",
     "LLMRoleParams",
     "LLMSettings",
     "Layer",
@@ -549,6 +614,7 @@ __all__ = [
     "RaySettings",
     "Section",
     "Settings",
+    "ToolCalling",
     "Values",
     "config_path",
     "describe",

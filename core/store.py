@@ -29,6 +29,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Connection, Engine, Row, make_url
 
 from core.errors import ConfigError, first_line
+from core.masking import masked
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -94,14 +95,6 @@ register_migration(
 def sqlite_url(data_dir: Path) -> str:
     """The embedded database's URL: ``<data_dir>/magi.sqlite3``."""
     return f"sqlite:///{Path(data_dir).expanduser().absolute() / DB_FILENAME}"
-
-
-def masked(url: str | URL) -> str:
-    """The URL with its password hidden, for messages and logs."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except exc.ArgumentError:
-        return "<unparsable store URL>"
 
 
 def configured_url(settings: Settings) -> str:
@@ -298,7 +291,6 @@ __all__ = [
     "Migration",
     "Store",
     "configured_url",
-    "masked",
     "open_store",
     "register_migration",
     "sqlite_url",

@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from actors.critic_worker import ROLE, CriticWorker, JudgeRequest, JudgeResult
 from core.errors import ConfigError, first_line
 from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
@@ -42,6 +41,8 @@ from critic.models import (
     CriticOutput,
     CriticUsage,
     IdeaEvaluation,
+    JudgeRequest,
+    JudgeResult,
     ProfileRef,
     SampleScore,
     SelectedIdea,
@@ -51,6 +52,7 @@ from critic.profile import Profile, load_profile
 from critic.prompt import messages_for, system_prompt
 from critic.scoring import ScoredSample, aggregate, rank, score_judgement, too_close_to_call
 from critic.settings import CriticSettings
+from critic.worker import ROLE, CriticWorker
 
 log = logging.getLogger(__name__)
 TEMPERATURE_RANGE = (0.3, 0.5)
@@ -85,7 +87,7 @@ def judge_temperature(llm: LLMSettings, section: CriticSettings) -> float:
 
 def model_label(llm: LLMSettings) -> str:
     """Provider and model of the judge, as they enter cache keys and the output."""
-    return f"{llm.provider}/{resolve_role(llm, ROLE).model}"
+    return resolve_role(llm, ROLE).label
 
 
 def preflight(settings: Settings) -> tuple[Weights, float, Profile]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from core.llm.base import Message, Usage
 from core.llm.cost import UsageSummary
 from core.models import CamelModel
 
@@ -266,10 +267,51 @@ class CriticOutput(CamelModel):
     run_id: str
 
 
+# Messages between the engine and its critic workers (critic/worker.py).
+
+
+class JudgeRequest(BaseModel):
+    """What the engine sends a critic worker: everything one idea's judgements need; JSON values only."""
+
+    idea_id: str
+    system: str
+    messages: list[list[Message]] = Field(description="One conversation per sample.")
+    temperature: float
+    max_tokens: int
+
+
+class CallUsage(BaseModel):
+    """One LLM call a worker made (repairs and retries included)."""
+
+    model: str
+    usage: Usage
+
+
+class SampleResult(BaseModel):
+    """One sample's judgement, or the error that left it without one."""
+
+    sample: int
+    judgement: IdeaJudgement | None = None
+    tokens: int = 0
+    error: str | None = None
+    attempts: int = 1
+
+
+class JudgeResult(BaseModel):
+    """What a critic worker answers: the samples of one idea, the calls they took, its peak memory."""
+
+    idea_id: str
+    samples: list[SampleResult]
+    calls: list[CallUsage]
+    duration_ms: int
+    peak_rss_bytes: int
+
+
 __all__ = [
     "MAX_IDEAS",
     "Breakdown",
     "BusinessIdea",
+    "CallUsage",
     "CapabilityJudgement",
     "CapabilityPoints",
     "CriticInput",
@@ -279,10 +321,13 @@ __all__ = [
     "IdeaId",
     "IdeaJudgement",
     "IdeaList",
+    "JudgeRequest",
+    "JudgeResult",
     "JudgementModel",
     "MarketBreakdown",
     "MarketJudgement",
     "ProfileRef",
+    "SampleResult",
     "SampleScore",
     "ScenarioBreakdown",
     "ScenarioJudgement",

@@ -1,4 +1,6 @@
-"""The shipped scripted judge: ``MAGI_LLM_PROVIDER=python:critic.scripted:judge``.
+"""Test model of the critic (a scripted judge shipped with the package, never a real one).
+
+Configure it as ``MAGI_LLM_PROVIDER=python:critic.scripted:judge``.
 
 Deterministic for a given idea: its scores follow from the idea's words (which capabilities and
 assets it mentions, its estimated revenue and profit) plus a stable offset from a hash of its text,

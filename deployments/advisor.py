@@ -13,7 +13,7 @@
 - ``POST /advisor/tools/{name}?sessionId=`` one tool on its own (the tool's JSON input as body).
 - ``GET /advisor/healthz``: store, LLM, file store and the retention task, one part each.
 
-Sessions live in their session actors (``actors/session.py``) written through the store, so any
+Sessions live in their session actors (``sessions/actor.py``) written through the store, so any
 replica serves any session and a killed actor loses nothing. Sessions belong to the API key that
 created them; another key gets 404. Sessions and files older than ``advisor.retention_h`` are
 removed by each replica at start and every hour.
@@ -124,11 +124,11 @@ def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
 @service(api, name="AdvisorService", max_ongoing_requests=64)
 class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
-        from advisor.conversation import ActorSessions
         from core.resources import data_path
         from core.runtime import RayRuntime
         from core.storage import open_artifacts
         from core.store import open_store
+        from sessions.gateway import ActorSessions
         from sessions.store import SessionRepository
 
         super().__init__(settings)

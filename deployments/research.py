@@ -34,7 +34,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
 
-from core.errors import ConfigError, MagiError, ResearchError, first_line
+from core.errors import ConfigError, MagiError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
 from core.resources import data_path
@@ -48,6 +48,7 @@ from deployments.settings import ServeSettings, corpus_roots
 from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
+from research.errors import ResearchError
 from research.settings import RESEARCH_OPTIONS
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
 - ``GET /router/healthz``; ``/router/docs`` (OpenAPI).
 
-Each session lives in its own actor (``actors/session.py``), found by id and written through the store,
+Each session lives in its own actor (``sessions/actor.py``), found by id and written through the store,
 so any replica serves any session and a replica or actor restart loses nothing. Sessions are bound to
 the API key that created them (deployments/security.py checks the key first): another key gets 404,
 never 403, so it cannot learn which ids exist. Without API keys the service has one client.
@@ -25,7 +25,6 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
 
-from actors.session import SessionActor, SessionHandles, session_call
 from core.errors import ConfigError, InputError, MagiError, first_line
 from core.events import LogSink
 from core.settings import Settings
@@ -38,6 +37,7 @@ from router.answers import unavailable_answer
 from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.events import RouteDecided
 from router.settings import ROUTER_OPTIONS, RouterSettings
+from sessions.actor import SessionActor, SessionHandles, session_call
 from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
 from sessions.store import SessionRepository, admit_session, read_session
 

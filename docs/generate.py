@@ -226,6 +226,8 @@ def _openapi_of(import_path: str, app_name: str) -> dict[str, Any]:
 
     module = importlib.import_module(import_path.partition(":")[0])
     apis = [value for value in vars(module).values() if isinstance(value, FastAPI)]
+    if len(apis) > 1 and isinstance(getattr(module, "api", None), FastAPI):
+        apis = [module.api]  # the app's own routes; other instances are variants it may serve instead
     if len(apis) != 1:
         raise SystemExit(
             f"docs/generate.py: Serve app {app_name!r}: expected one FastAPI instance at module level in "

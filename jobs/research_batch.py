@@ -123,7 +123,7 @@ Research = Callable[[str], Awaitable[Any]]
 async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome:
     """Research one topic (``research`` returns a ``ConsensusResearchResult``) and record it: reports, then the
     marker; or ``error.json``. Never raises for a failed research."""
-    from research.result import write_outputs
+    from research.outputs import write_outputs
 
     folder = out / topic.id
     remove_stale_temp_files(folder)  # a job stopped mid-write leaves them; this topic owns the folder
@@ -256,7 +256,7 @@ def store_outside_working_dir(settings: Settings, out: Path, working_dir: Path) 
 
 def describe_store(settings: Settings) -> str:
     """Where this job's runs and caches go, for its log."""
-    from core.store import masked
+    from core.masking import masked
 
     if settings.store_url:
         return f"store {masked(settings.store_url)}, data_dir {settings.data_dir}"

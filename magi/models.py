@@ -124,6 +124,7 @@ class SageReply(CamelModel):
     output_tokens: int = 0
     cost_usd: float | None = 0.0
     model: str = ""
+    provider: str = ""  # who answered, e.g. "openai (127.0.0.1:8000)"
     duration_ms: int = 0
     summarised_turns: int = 0
     summary_method: Literal["llm", "truncation"] | None = None
@@ -205,6 +206,16 @@ class PhaseUsage(CamelModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | Literal["unknown"] = 0.0
+    provider: str = ""  # of the phase's last answer (a sage may run on its own vendor: llm.roles)
+    model: str = ""
+
+
+class SageModel(CamelModel):
+    """Which provider and model one sage ran on (each sage may have its own: ``llm.roles.magi.<sage>``)."""
+
+    sage: SageName
+    provider: str
+    model: str
 
 
 class Timings(CamelModel):
@@ -258,6 +269,7 @@ class Deliberation(CamelModel):
     failures: list[Failure]
     usage: list[PhaseUsage]
     usage_total: UsageTotal
+    sages: list[SageModel] = Field(default_factory=list)
     timings: Timings
     context: list[ContextEvent] = Field(default_factory=list)
     peer_order: dict[str, list[PeerView]] = Field(default_factory=dict)
@@ -281,6 +293,7 @@ __all__ = [
     "Phase",
     "PhaseUsage",
     "Rebuttal",
+    "SageModel",
     "SageName",
     "SageReply",
     "Summary",

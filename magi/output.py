@@ -142,6 +142,10 @@ def to_markdown(d: Deliberation) -> str:
         f"{total.calls} LLM calls, {total.input_tokens} in / {total.output_tokens} out tokens, cost {cost}",
         "",
     ]
+    if d.sages:
+        lines += ["| sage | provider | model |", "|---|---|---|"]
+        lines += [f"| {_name(m.sage)} | {m.provider or '—'} | {m.model} |" for m in d.sages]
+        lines.append("")
     lines += ["| sage | phase | calls | in | out | cost |", "|---|---|---|---|---|---|"]
     for u in d.usage:
         lines.append(

@@ -1,7 +1,7 @@
 """The consensus protocol: Thinking (with blind votes) -> Debate rounds -> Voting -> tally.
 
 Pure coordination through the runtime seam (in process or on Ray, unchanged); the sages are thin
-agents (actors/sage.py). What each sage sees:
+agents (magi/sage.py). What each sage sees:
 
 - Thinking: only the question. No request contains another sage's output.
 - Debate round k: the other two sages' positions from round k-1 (Thinking for round 1), in full,
@@ -55,6 +55,7 @@ from magi.models import (
     PeerView,
     Phase,
     PhaseUsage,
+    SageModel,
     SageName,
     SageReply,
     ThinkingEntry,
@@ -67,6 +68,7 @@ from magi.models import (
 )
 from magi.personas import system_prompts
 from magi.prompts import bundled_prompts
+from magi.sage import Sage
 from magi.settings import CouncilSettings
 from magi.tally import decision_name, exit_code, merge_conditions, tally
 
@@ -198,6 +200,8 @@ class _State:
         entry.calls += reply.calls
         entry.input_tokens += reply.input_tokens
         entry.output_tokens += reply.output_tokens
+        if reply.model:
+            entry.provider, entry.model = reply.provider, reply.model
         if reply.cost_usd is None:
             self.unpriced.add(key)
             entry.cost_usd = "unknown"
@@ -229,8 +233,6 @@ class _State:
     async def condense(self, phase: Phase) -> None:
         """Summarise positions whose body is over a quarter of the budget, each by its own author,
         before the peers see them (deterministic truncation when that fails or times out)."""
-        from actors.sage import Sage
-
         limit = self.settings.context_budget_tokens // PEER_SHARE
         long = {
             s: text
@@ -257,8 +259,6 @@ class _State:
         self, phase: Phase, prompts: Mapping[SageName, str], round: int | None = None
     ) -> dict[SageName, dict[str, Any]]:
         """One phase's calls in parallel; the valid outputs by sage (failures recorded)."""
-        from actors.sage import Sage
-
         sages = list(prompts)
         if self.sequential:  # the baseline of benchmarks/magi_speedup.py: one sage after the other
             outcomes = []
@@ -331,6 +331,12 @@ def _dissent(decision: Verdict | None, finals: Mapping[SageName, Vote | None]) -
     ]
 
 
+def _sage_models(usage: list[PhaseUsage]) -> list[SageModel]:
+    """Each sage's provider and model, as its answers reported them (the last phase that answered)."""
+    found = {u.sage: SageModel(sage=u.sage, provider=u.provider, model=u.model) for u in usage if u.model}
+    return [found[s] for s in SAGES if s in found]
+
+
 async def deliberate(
     question: str,
     settings: Settings,
@@ -344,8 +350,6 @@ async def deliberate(
 ) -> Deliberation:
     """Run one deliberation on ``question``; ``clients`` (tests) replace the configured LLM per sage;
     ``sequential`` asks the sages one after the other (the benchmark's baseline, like the origin)."""
-    from actors.sage import Sage
-
     cfg = CouncilSettings.of(settings)
     seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31))
     run_id = uuid.uuid4().hex[:12]
@@ -496,6 +500,7 @@ async def deliberate(
         failures=state.failures,
         usage=usage,
         usage_total=total,
+        sages=_sage_models(usage),
         timings=timings,
         context=state.context,
         peer_order={
@@ -511,8 +516,6 @@ async def deliberate(
 async def _transcripts(
     runtime: Runtime, handles: Mapping[SageName, Handle[Any]], timeout_s: float
 ) -> dict[str, list[dict[str, str]]]:
-    from actors.sage import Sage
-
     sages = list(handles)
     outcomes = await runtime.gather([handles[s].call(Sage.history) for s in sages], timeout_s)
     return {s.value: (o.value or []) for s, o in zip(sages, outcomes, strict=True) if o.ok}

@@ -39,6 +39,7 @@ from magi.executor import CommandResult, run_command
 from magi.models import SAGES, Failure, SageName, Verdict
 from magi.personas import system_prompts
 from magi.plugins import Plugin, overrides_for
+from magi.sage import Sage
 from magi.settings import CouncilSettings
 
 DRAFT_ROLE = "magi.sdd"
@@ -219,8 +220,6 @@ async def _review(
     plugin: Plugin,
     clients: Mapping[SageName, LLMClient] | None,
 ) -> tuple[list[SageReview], list[Failure]]:
-    from actors.sage import Sage
-
     cfg = CouncilSettings.of(settings)
     systems = system_prompts(overrides_for([plugin]))
     key = hashlib.sha256(request.encode()).hexdigest()[:10]

@@ -61,9 +61,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from core.errors import InputError
 from core.policy import PolicyModel, load_policy, validate_policy
 from core.resources import data_path
+from core.text.noise import is_listing_line
 from nlp.findings import Sentence, split_sentences
 from nlp.generic_claims import generic_readings
-from nlp.noise import is_listing_line
 from nlp.values import Kind, Value, fold, parse_values, resolve_year
 
 if TYPE_CHECKING:

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from core.text.tokenize import tokenize
 from nlp.claims import Claim
 from nlp.conflicts import claim_key
 from nlp.context import PageContext, claim_context, is_heading
@@ -34,7 +35,6 @@ from research.noise import noise_factor
 from research.question import Question, answered_share
 from research.retrieval import EXACT_BONUS, claim_confidence, question_terms
 from scrapers.search.bm25 import BM25Index
-from scrapers.search.tokenize import tokenize
 
 W_CLAIM, W_SECTION, W_TITLE, W_ATTRIBUTE = 0.45, 0.35, 0.1, 0.3
 TOP_SECTIONS = 3  # sections of the pages read whose every sentence is a candidate

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from actors.collector import CollectionStats, Collector
+from actors.collection import CollectionStats
+from actors.collector import Collector
 from actors.nlp_pool import NlpPool
-from actors.research_agent import ResearchAgent
-from core.errors import ResearchError, first_line
+from core.errors import first_line
 from core.events import Event, EventSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
@@ -39,8 +39,10 @@ from core.settings import Settings
 from core.validation import clean_text
 from nlp.conflicts import detect_conflicts
 from nlp.settings import NlpSettings
+from research.agent import ResearchAgent
 from research.charts import chart_refs, drawable
 from research.consensus import index_claims, score_iteration, sourced_claims, unconfirmed
+from research.errors import ResearchError
 from research.events import (
     AgentCompleted,
     AgentStarted,

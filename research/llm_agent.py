@@ -1,6 +1,6 @@
 """LLM-backed reading for research agents: planning, notes as structured claims, report writing.
 
-Used by :class:`actors.research_agent.ResearchAgent` when an LLM is configured (``core/llm`` only:
+Used by :class:`research.agent.ResearchAgent` when an LLM is configured (``core/llm`` only:
 ``make_llm(settings, role=AGENT_ROLE, meter=...)``); without one the offline pipeline runs alone.
 
 * Planning: the model breaks the question into sub-questions (:class:`ResearchPlan`), searched next

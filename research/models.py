@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from actors.collection import SourceFailure
 from core.llm.cost import UsageSummary
 from core.models import CamelModel
 
@@ -81,13 +82,6 @@ class Finding(CamelModel):
     context: str | None = None  # the subject its document gives it: heading › lead-in › antecedent
 
 
-class SourceFailure(CamelModel):
-    url: str
-    stage: Literal["fetch", "extract", "entities"]
-    kind: str
-    message: str
-
-
 class AgentReport(CamelModel):
     agent_id: int
     report_id: str
@@ -112,7 +106,6 @@ __all__ = [
     "AgentStrategy",
     "EntityMention",
     "Finding",
-    "SourceFailure",
     "SourceReference",
     "SourceType",
 ]

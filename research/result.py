@@ -1,33 +1,27 @@
-"""The result of a consensus research run, in the spec's ``ConsensusResearchResult`` shape, and its files.
+"""The result of a consensus research run, in the spec's ``ConsensusResearchResult`` shape.
 
 ``model_dump(by_alias=True)`` gives the spec's camelCase names (finalReport, iterations[].agentReports,
 totalDurationMs, finalScore, metadata.config ...). Fields after ``metadata`` go beyond the spec: the
 evidence behind every final claim, the disputed figures, the citation check, the executive summary.
-Files: ``report.md`` (the final report), ``report.json`` (this model), ``transparency.json`` and
-``transparency.md`` (research/transparency.py); each is written atomically.
+Its files are written by research/outputs.py.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
-from actors.collector import CollectionStats
-from core.files import atomic_write_text
+from actors.collection import CollectionStats
 from core.llm.cost import UsageSummary
 from core.models import CamelModel
 from nlp.conflicts import Conflict
-from research.charts import ChartRef, write_charts
+from research.charts import ChartRef
 from research.evidence import CitationCheck, EvidencedClaim
 from research.iteration import IterationContext
 from research.models import AgentReport, AgentSnapshot, EntityMention, SourceReference
 from research.scoring import ReportScore
 from research.summary import ExecutiveSummary
-from research.transparency import transparency_json, transparency_markdown
 
 
 class SearchConfig(CamelModel):
@@ -129,21 +123,6 @@ def source_overlap(reports: list[AgentReport]) -> float:
     return sum(len(a & b) / len(a | b) if a | b else 0.0 for a, b in pairs) / len(pairs)
 
 
-def write_outputs(result: ConsensusResearchResult, out_dir: Path) -> tuple[Path, Path]:
-    """Write the report, the result JSON and the transparency reports; each appears whole or not at all."""
-    atomic_write_text(out_dir / "transparency.json", transparency_json(result) + "\n")
-    atomic_write_text(out_dir / "transparency.md", transparency_markdown(result))
-    write_charts(result.charts, out_dir)
-    md = atomic_write_text(out_dir / "report.md", result.final_report)
-    js = atomic_write_text(out_dir / "report.json", result.model_dump_json(by_alias=True, indent=2) + "\n")
-    return md, js
-
-
-def write_partial(partial: dict[str, Any], out_dir: Path) -> Path:
-    """What a failed run produced, for debugging (``partial.json``)."""
-    return atomic_write_text(out_dir / "partial.json", json.dumps(partial, ensure_ascii=False, indent=2) + "\n")
-
-
 __all__ = [
     "AgentFailure",
     "ConsensusResearchConfig",
@@ -152,6 +131,4 @@ __all__ = [
     "ResultMetadata",
     "SearchConfig",
     "source_overlap",
-    "write_outputs",
-    "write_partial",
 ]

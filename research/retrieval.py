@@ -27,9 +27,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
+from core.text.tokenize import tokenize
 from scrapers.search.base import SearchResult
 from scrapers.search.bm25 import BM25Index
-from scrapers.search.tokenize import tokenize
 
 Reading = Literal["depth", "keywords", "feedback"]
 READINGS: tuple[Reading, ...] = ("depth", "keywords", "feedback")

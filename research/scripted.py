@@ -1,4 +1,4 @@
-"""The shipped scripted LLM for research: deterministic, offline, valid answers to research's prompts.
+"""Test model of research (a scripted LLM shipped with the package, never a real one): valid, offline answers.
 
 Configure it as ``MAGI_LLM_PROVIDER=python:research.scripted:answer``. It answers the agents'
 planning (:class:`~research.llm_agent.ResearchPlan`), reading (:class:`~research.llm_agent.ReadingNotes`:

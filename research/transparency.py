@@ -8,10 +8,9 @@ sources back each claim, which citations were dropped, and how each conflict was
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from research.result import ConsensusResearchResult
+from research.result import ConsensusResearchResult
 
 
 def transparency_data(result: ConsensusResearchResult) -> dict[str, Any]:

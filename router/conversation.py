@@ -1,8 +1,9 @@
-"""One visitor message inside a session: route it with the session's context, and record it.
+"""The router's conversation: the session changes one visitor message makes (route it, record it).
 
-:class:`Turn` is a session change (``sessions.store.update_session``; the session actor runs it
-under its lock), so reading the previous request type, routing and writing the result back happen
-as one step: two messages of one session never route against the same stale context.
+:class:`Turn` is a session change (``sessions/gateway.py``; the session actor runs it under its
+lock), so reading the previous request type, routing and writing the result back happen as one step:
+two messages of one session never route against the same stale context. ``advisor/conversation.py``
+is the same thing for the advisor.
 """
 
 from __future__ import annotations

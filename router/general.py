@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from core.llm import LLMRequest, Message, make_llm
+from core.llm import LLMRequest, Message, make_llm, resolve_role
 from core.resources import data_path
 from core.settings import LLMSettings
 from sessions.models import HistoryEntry
@@ -23,7 +23,7 @@ def system_prompt() -> str:
 
 
 def llm_configured(llm: LLMSettings) -> bool:
-    return bool((llm.provider or "").strip())
+    return resolve_role(llm, ROLE).endpoint is not None
 
 
 async def general_answer(llm: LLMSettings, query: str, earlier: list[HistoryEntry]) -> str | None:

@@ -1,5 +1,7 @@
-"""The shipped scripted LLM for the router (``MAGI_LLM_PROVIDER=python:router.scripted:answer``):
-a deterministic GeneralKnowledgeAgent stand-in for tests and demos. It says it is scripted and
+"""Test model of the router (a scripted LLM shipped with the package, never a real one).
+
+Configure it as ``MAGI_LLM_PROVIDER=python:router.scripted:answer``: a deterministic
+GeneralKnowledgeAgent stand-in for tests and demos. It says it is scripted and
 states nothing about Engineer Cafe. ``MAGI_ROUTER_SCRIPTED_LATENCY_S`` adds a fixed delay (benchmarks).
 """
 

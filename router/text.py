@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from scrapers.search.tokenize import sudachi_tokenizer
+from core.text.tokenize import sudachi_tokenizer
 
 _SPACES = re.compile(r"\s+")
 _LATIN_WORD = re.compile(r"[a-z0-9]+(?:['’\-][a-z0-9]+)*")

@@ -14,7 +14,7 @@ from typing import Any
 import trafilatura
 from pydantic import BaseModel
 
-from core.errors import ExtractionError
+from scrapers.errors import ExtractionError
 from scrapers.search.textfiles import parse_date
 from scrapers.structure import html_blocks, parse_html, render_blocks
 

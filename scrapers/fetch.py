@@ -41,9 +41,9 @@ from typing import Protocol
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core.errors import FetchError
 from core.retry import backoff_delay, parse_retry_after, retry
 from scrapers.charset import SNIFF_BYTES, decode_body, sniff_binary
+from scrapers.errors import FetchError
 from scrapers.net_guard import DEFAULT_PORTS, NetGuard, PinnedTransport, Resolver, parse_networks
 from scrapers.robots import RobotsRules, product_token, rules_from_status, unreachable
 from scrapers.search.corpus_files import CorpusReadError, read_regular

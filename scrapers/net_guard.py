@@ -27,7 +27,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 import httpcore
 import httpx
 
-from core.errors import FetchError
+from scrapers.errors import FetchError
 
 IPAddress = IPv4Address | IPv6Address
 IPNetwork = IPv4Network | IPv6Network

@@ -25,7 +25,7 @@ from typing import Literal
 import lxml.html
 from lxml import etree
 
-from nlp.noise import is_listing_line
+from core.text.noise import is_listing_line
 
 BlockKind = Literal["heading", "paragraph", "item", "record", "caption"]
 

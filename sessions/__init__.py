@@ -1,2 +1,3 @@
 """Conversation sessions shared by every chat system (the router, the advisor): the state, its id
-rules and lifetimes, and its persistence in the store. Pure Python; the actor is ``actors/session.py``."""
+rules and lifetimes, its persistence in the store, the session actor (``sessions/actor.py``, one
+virtual actor per id) and the gateway a system reaches them through (``sessions/gateway.py``)."""

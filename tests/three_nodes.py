@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from actors.session import SessionActor, session_actor
 from core.runtime import Handle, Runtime
 from core.settings import Settings, load_settings
+from sessions.actor import SessionActor, session_actor
 from sessions.models import SessionPolicy
 from tests.integration.conftest import own_cluster
 from tests.postgres import PostgresServer

@@ -16,8 +16,8 @@ from typing import Protocol
 
 from advisor.kb.documents import Chunk, load_folder
 from core.resources import data_path
+from core.text.tokenize import tokenize
 from scrapers.search.bm25 import BM25Index
-from scrapers.search.tokenize import tokenize
 
 
 class DenseScorer(Protocol):

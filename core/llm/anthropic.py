@@ -20,6 +20,7 @@ rest of the client's life if the model rejects it.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, cast
@@ -40,6 +41,7 @@ from core.llm.base import (
 )
 from core.llm.cost import UsageMeter
 from core.llm.limiter import report_rate_limit
+from core.llm.roles import Endpoint
 from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
 from core.retry import backoff_delay, retry, retry_after_s
 from core.settings import LLMSettings
@@ -85,24 +87,40 @@ def wire_message(message: Message) -> dict[str, Any]:
 
 
 class AnthropicClient:
-    """``LLMClient`` over ``anthropic.AsyncAnthropic``; picklable (rebuilt from settings elsewhere)."""
+    """``LLMClient`` over ``anthropic.AsyncAnthropic``; picklable (rebuilt from settings elsewhere).
+
+    ``endpoint`` (a role's own server and key variable, see core.llm.roles) replaces
+    ``llm.anthropic_base_url`` and ``ANTHROPIC_API_KEY`` when given.
+    """
+
+    retries_itself = True  # callers must not add their own retry loop on top
 
     def __init__(
         self,
         llm: LLMSettings,
         http_client: httpx2.AsyncClient | None = None,
         *,
+        endpoint: Endpoint | None = None,
         sleep: Sleep = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
+        self.endpoint = endpoint
         key = llm.anthropic_api_key.get_secret_value() if llm.anthropic_api_key else ""
-        if not key and not llm.anthropic_base_url:
+        base_url = (endpoint.base_url if endpoint else None) or llm.anthropic_base_url
+        if endpoint is not None and endpoint.api_key_env:
+            key = os.environ.get(endpoint.api_key_env, "").strip()
+            if not key:
+                raise LLMNotConfiguredError(
+                    f"the Anthropic endpoint {base_url or DEFAULT_BASE_URL} takes its key from the environment "
+                    f"variable {endpoint.api_key_env}, which is not set; export it (on every node of a cluster)"
+                )
+        if not key and not base_url:
             raise LLMNotConfiguredError(
                 "MAGI_LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (for api.anthropic.com) or "
                 "ANTHROPIC_BASE_URL (for an Anthropic-compatible server such as llama.cpp, vLLM or Ollama)"
             )
         self.llm = llm
-        self.base_url = llm.anthropic_base_url or DEFAULT_BASE_URL
+        self.base_url = base_url or DEFAULT_BASE_URL
         self.usage = UsageMeter()
         self.structured_mode: StructuredMode = "unknown"
         self._send_temperature = True
@@ -119,7 +137,9 @@ class AnthropicClient:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from settings: an injected http_client/sleep and the learned modes stay behind.
-        return (type(self), (self.llm,))
+        if self.endpoint is None:
+            return (type(self), (self.llm,))
+        return (_rebuild, (self.llm, self.endpoint))
 
     async def aclose(self) -> None:
         """Close the underlying HTTP client."""
@@ -238,6 +258,8 @@ class AnthropicClient:
             params["system"] = request.system
         if request.tools:
             params["tools"] = [t.model_dump() for t in request.tools]
+            if request.tool_choice == "required":
+                params["tool_choice"] = {"type": "any"}
         if self._send_temperature:
             # SDK >= 1.0 dropped `temperature` from the signature; the API still takes it in the body.
             params["extra_body"] = {"temperature": request.temperature}
@@ -373,6 +395,10 @@ class AnthropicClient:
                 retryable=True,
             )
         return LLMError(f"LLM request to {where} failed: {exc}; check the server's logs", model=model)
+
+
+def _rebuild(llm: LLMSettings, endpoint: Endpoint) -> AnthropicClient:
+    return AnthropicClient(llm, endpoint=endpoint)
 
 
 __all__ = [

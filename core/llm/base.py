@@ -107,6 +107,7 @@ class LLMRequest(BaseModel):
     output_name: str | None = None
     model: str | None = None  # None: the role's model, else ``llm.model``
     role: str | None = None  # e.g. "magi.melchior"; resolved by core.llm.roles.resolve_role
+    tool_choice: Literal["auto", "required"] | None = None  # None: the model decides ("auto")
 
 
 class LLMResponse(BaseModel):
@@ -118,6 +119,7 @@ class LLMResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
     stop_reason: str | None = None
+    provider: str = ""  # who answered, e.g. "openai (127.0.0.1:8000)"; set by make_llm's client
 
     @property
     def parts(self) -> list[TextPart | ToolCallPart | ToolResultPart]:

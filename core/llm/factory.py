@@ -1,15 +1,18 @@
-"""Build the configured LLM client from ``Settings`` alone, so a Ray worker can rebuild it too.
+"""Build the configured LLM clients from ``Settings`` alone, so a Ray worker can rebuild them too.
 
-``make_llm`` returns the provider wrapped twice: a :class:`RoleClient` (model and parameters of the
-caller's role) inside a :class:`LimitedClient` (cluster-wide concurrency limit). With ``meter``,
-every response is also counted (tokens, cost). The Anthropic SDK is imported only when that
-provider is chosen (it costs ~1.5 s per process).
+``make_llm`` returns a :class:`RoleRouter` (each request goes to the provider, model and parameters
+of its role: ``llm.roles``, see core.llm.roles) inside a :class:`LimitedClient` (cluster-wide
+concurrency limit). With ``meter``, every response is also counted (tokens, cost). Provider clients
+are built once per endpoint and shared by the roles that use it. The Anthropic and OpenAI SDKs are
+imported only when a role uses them (each costs ~1 s per process).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from core.errors import ConfigError, LLMNotConfiguredError
 from core.llm.base import LLMClient, LLMRequest, LLMResponse
@@ -17,11 +20,11 @@ from core.llm.cost import UsageMeter
 from core.llm.limiter import LimitedClient
 from core.llm.python_provider import PREFIX, PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
-from core.llm.roles import RoleClient
+from core.llm.roles import Endpoint, RoleClient, apply_resolved, resolve_role
 from core.llm.streaming import StreamEnd, StreamEvent, stream
 from core.settings import LLMSettings
 
-ALLOWED = "anthropic, replay, record, or python:MODULE_OR_FILE:FUNCTION"
+ALLOWED = "anthropic, openai, replay, record, or python:MODULE_OR_FILE:FUNCTION"
 
 
 def _cassette(llm: LLMSettings, provider: str) -> Path:
@@ -49,30 +52,78 @@ class MeteredClient:
             yield event
 
 
+class RoleRouter:
+    """Sends each request to the provider of its role, with the role's model and parameters filled in,
+    and stamps the answer with who gave it (``LLMResponse.provider``)."""
+
+    def __init__(self, llm: LLMSettings, role: str | None = None) -> None:
+        self.llm = llm
+        self.role = role
+        self._clients: dict[Endpoint, LLMClient] = {}
+        self._lock = threading.Lock()
+        self.provider_for(role)  # a bad configuration of the caller's own role fails now, not on first use
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"llm": self.llm, "role": self.role}  # clients are rebuilt in the other process
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["llm"], state["role"])  # type: ignore[misc]
+
+    def provider_for(self, role: str | None) -> LLMClient:
+        """The provider client of ``role`` (built on first use, shared by roles on the same endpoint)."""
+        resolved = resolve_role(self.llm, role or self.role)
+        if resolved.endpoint is None:
+            raise LLMNotConfiguredError(
+                f"no LLM provider is configured for the role {resolved.role!r}: set MAGI_LLM_PROVIDER, or "
+                f"llm.roles.{resolved.role}.provider (or llm.roles.default.provider) in magi.yaml"
+            )
+        with self._lock:
+            client = self._clients.get(resolved.endpoint)
+            if client is None:
+                client = self._clients[resolved.endpoint] = build_provider(self.llm, resolved.endpoint)
+        return client
+
+    def _route(self, request: LLMRequest) -> tuple[LLMClient, LLMRequest, str]:
+        resolved = resolve_role(self.llm, request.role or self.role)
+        client = self.provider_for(resolved.role)
+        assert resolved.endpoint is not None
+        return client, apply_resolved(resolved, request), resolved.endpoint.label
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        client, routed, label = self._route(request)
+        response = await client.complete(routed)
+        return response.model_copy(update={"provider": label})
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        client, routed, label = self._route(request)
+        async for event in stream(client, routed):
+            if isinstance(event, StreamEnd):
+                event = StreamEnd(event.response.model_copy(update={"provider": label}))
+            yield event
+
+
 def provider_of(client: LLMClient) -> LLMClient:
-    """The provider client under the wrappers ``make_llm`` adds."""
-    while isinstance(client, LimitedClient | RoleClient | MeteredClient):
-        client = client.inner
+    """The provider client under the wrappers ``make_llm`` adds (for a router: its own role's)."""
+    while isinstance(client, LimitedClient | RoleClient | MeteredClient | RoleRouter):
+        client = client.provider_for(client.role) if isinstance(client, RoleRouter) else client.inner
     return client
 
 
 def make_llm(llm: LLMSettings, role: str | None = None, *, meter: UsageMeter | None = None) -> LLMClient | None:
-    """The client for ``llm_provider`` (role-aware, limited, optionally metered), or None when no provider is set."""
-    provider = _provider(llm)
-    if provider is None:
+    """The client of ``role`` (routed per request role, limited, optionally metered), or None when
+    no provider is configured for ``role``."""
+    if resolve_role(llm, role).endpoint is None:
         return None
-    client: LLMClient = RoleClient(provider, llm, role)
+    client: LLMClient = RoleRouter(llm, role)
     if meter is not None:
         client = MeteredClient(client, meter)
     return LimitedClient(client, llm.max_concurrency)
 
 
-def _provider(llm: LLMSettings) -> LLMClient | None:
-    """The bare provider client named by ``llm_provider``."""
-    raw = (llm.provider or "").strip()
+def build_provider(llm: LLMSettings, endpoint: Endpoint) -> LLMClient:
+    """The bare provider client of one endpoint."""
+    raw = endpoint.provider.strip()
     provider = raw.lower()
-    if not raw:
-        return None
     if provider == "replay":
         cassette = _cassette(llm, provider)
         if not cassette.is_file():
@@ -82,13 +133,17 @@ def _provider(llm: LLMSettings) -> LLMClient | None:
         record_to = _cassette(llm, provider) if provider == "record" else None
         from core.llm.anthropic import AnthropicClient
 
-        client = AnthropicClient(llm)
+        client = AnthropicClient(llm, endpoint=endpoint)
         return client if record_to is None else RecordingClient(client, record_to, default_model=llm.model)
+    if provider == "openai":
+        from core.llm.openai import OpenAIClient
+
+        return OpenAIClient(llm, endpoint)
     if raw.startswith(PREFIX):
         python_client = PythonClient(raw)
         python_client.load()  # fail now, with the configuration error, not on the first request
         return python_client
-    raise ConfigError(f"unknown LLM provider {raw!r} (MAGI_LLM_PROVIDER); allowed: {ALLOWED}")
+    raise ConfigError(f"unknown LLM provider {raw!r} (MAGI_LLM_PROVIDER or llm.roles); allowed: {ALLOWED}")
 
 
 def require_llm(llm: LLMSettings, command: str, role: str | None = None) -> LLMClient:
@@ -97,7 +152,8 @@ def require_llm(llm: LLMSettings, command: str, role: str | None = None) -> LLMC
     if client is None:
         raise LLMNotConfiguredError(
             f"`{command}` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to anthropic "
-            "(with ANTHROPIC_API_KEY), replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
+            "(with ANTHROPIC_API_KEY), openai (with OPENAI_API_KEY, or MAGI_LLM_BASE_URL for a local server), "
+            "replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
         )
     return client
 
@@ -105,6 +161,8 @@ def require_llm(llm: LLMSettings, command: str, role: str | None = None) -> LLMC
 __all__ = [
     "ALLOWED",
     "MeteredClient",
+    "RoleRouter",
+    "build_provider",
     "make_llm",
     "provider_of",
     "require_llm",

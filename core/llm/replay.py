@@ -3,10 +3,11 @@
 A cassette is a JSONL file with one ``{"key", "request", "response"}`` record per line (a ``.json``
 file holding a list of such records is read too, for hand-written cassettes). The key is a hash
 of the request's canonical JSON without ``timeout_s`` and ``role`` (a role only matters through
-the model and parameters it resolves to), and without ``model`` when that is unset or the
-configured default ``llm.model``: so plain-text requests keep the keys they had before roles and
-typed parts existed (a plain-string message is still stored as a string). When a key repeats, the
-last record wins, so re-recording simply appends. Streaming replays the recorded text as one delta.
+the model and parameters it resolves to), without ``model`` when that is unset or the configured
+default ``llm.model``, and without ``tool_choice`` when unset: so plain-text requests keep the keys
+they had before roles, typed parts and tool choices existed (a plain-string message is still
+stored as a string). When a key repeats, the last record wins, so re-recording simply appends.
+Streaming replays the recorded text as one delta.
 
 Concurrent recorders (asyncio tasks, threads, Ray worker processes) each append one whole line
 under an exclusive ``flock`` on the cassette, so records never interleave. POSIX only.
@@ -33,6 +34,8 @@ def request_key(request: LLMRequest, default_model: str | None = None) -> str:
     data = request.model_dump(mode="json", exclude={"timeout_s", "role"})
     if data.get("model") in (None, default_model):
         data.pop("model", None)
+    if data.get("tool_choice") is None:
+        data.pop("tool_choice", None)  # added later: unset, it keeps the keys recorded before
     canonical = json.dumps(
         data,
         sort_keys=True,

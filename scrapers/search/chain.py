@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from core.errors import SearchError, first_line
+from core.errors import first_line
+from scrapers.errors import SearchError
 from scrapers.search.base import SearchProvider, SearchResult
 
 log = logging.getLogger(__name__)

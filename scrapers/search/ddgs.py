@@ -15,8 +15,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from core.errors import SearchError, first_line
+from core.errors import first_line
 from core.retry import backoff_delay, retry
+from scrapers.errors import SearchError
 from scrapers.search.base import SearchResult, check_request, parse_date, time_limit
 
 log = logging.getLogger(__name__)

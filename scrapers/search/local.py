@@ -28,13 +28,13 @@ from urllib.request import url2pathname
 
 from core.errors import InputError
 from core.runtime import current_node_id
+from core.text.tokenize import is_japanese, token_pairs, tokenize
 from scrapers.search.base import SearchResult
 from scrapers.search.bm25 import BM25Index
 from scrapers.search.corpus_files import CorpusLimits, CorpusReadError, Deadline, describe_skips, read_regular, scan
 from scrapers.search.manifest import MANIFEST_NAME, Manifest, load_manifest
 from scrapers.search.snippet import snippet
 from scrapers.search.textfiles import SUFFIXES, parse_file
-from scrapers.search.tokenize import is_japanese, token_pairs, tokenize
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,9 @@ from typing import Any
 
 import httpx
 
-from core.errors import ConfigError, FetchError, SearchError, first_line
+from core.errors import ConfigError, first_line
 from core.retry import backoff_delay, retry
+from scrapers.errors import FetchError, SearchError
 from scrapers.net_guard import DEFAULT_PORTS, NetGuard, PinnedTransport
 from scrapers.search.base import SearchResult, TimeLimit, check_request, parse_date, time_limit
 

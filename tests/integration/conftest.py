@@ -52,6 +52,25 @@ def own_cluster(nodes: int = 3) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def served_model() -> Iterator[Any]:
+    """One real model (SmolLM2-135M on llama.cpp) for every real-model test; their wall times are
+    printed at the end of the session (``pytest_terminal_summary``)."""
+    from tests.served_model import start_served_model
+
+    yield start_served_model()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The wall time of each real-model run, after the test results."""
+    from tests.served_model import TIMINGS
+
+    if TIMINGS:
+        terminalreporter.write_line(
+            "real-model runs (wall s): " + ", ".join(f"{k} {v:.1f}" for k, v in TIMINGS.items())
+        )
+
+
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[None]:
     import ray
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.session import SessionActor
-from advisor.conversation import ActorSessions
 from advisor.orchestrator import Orchestrator
 from advisor.settings import AdvisorSettings
 from core.runtime import RayRuntime
+from sessions.actor import SessionActor
+from sessions.gateway import ActorSessions
 from tests.three_nodes import ThreeNodes, move_to_another_node
 
 

@@ -80,10 +80,18 @@ def test_doctor_llm_with_python_provider(tmp_path: Path) -> None:
         "--format",
         "json",
         cwd=tmp_path,
-        env={"MAGI_LLM_PROVIDER": f"python:{tmp_path / 'tiny_model.py'}:reply"},
+        env={
+            "MAGI_LLM_PROVIDER": f"python:{tmp_path / 'tiny_model.py'}:reply",
+            "MAGI_LLM_ROLES": json.dumps({"magi.casper": {"provider": "python:core.llm.testing:echo", "model": "e"}}),
+        },
     )
     assert result.returncode == 0, result.stdout + result.stderr
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
-    assert checks["llm"]["status"] == "ok" and "ok from" in checks["llm"]["detail"]
+    assert checks["llm:default"]["status"] == "ok" and "ok from" in checks["llm:default"]["detail"]
+    casper = checks["llm:magi.casper"]  # each configured role is asked once, on its own provider
+    assert (
+        casper["status"] == "ok"
+        and "python:core.llm.testing:echo, model e answered 'Reply with: ok'" in casper["detail"]
+    )
     assert checks["ray"]["status"] == "ok" and checks["ginza"]["status"] == "ok"
     assert checks["search:local"]["status"] == "ok"

@@ -18,11 +18,11 @@ import pytest
 
 from actors.collector import Collector
 from actors.nlp_pool import NlpPool
-from actors.research_agent import ResearchAgent
 from core.events import ListSink
 from core.resources import data_path
 from core.runtime import RayRuntime, current_node_id
 from core.settings import Settings, load_settings
+from research.agent import ResearchAgent
 from research.engine import run_research
 from research.strategies import strategy_for
 from tests.integration.conftest import own_cluster

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ResearchError
 from core.events import Event, ListSink
 from core.runtime import InProcessRuntime, RayRuntime
 from core.settings import Settings, load_settings
 from research.engine import agent_name, run_research
+from research.errors import ResearchError
 from research.events import StageProgress
 from tests.unit.test_search_server import Reply, SearxngServer
 

@@ -10,14 +10,14 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from core.errors import ResearchError
 from core.events import ListSink
 from core.runtime import RayRuntime
 from core.settings import load_settings
 from research.engine import run_research
+from research.errors import ResearchError
 from research.events import AgentCompleted, AgentStarted, ResearchCompleted, StageProgress
+from research.outputs import write_outputs
 from research.result import ConsensusResearchResult as Result
-from research.result import write_outputs
 
 TOPIC = "中小企業の価格転嫁の現状"
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"

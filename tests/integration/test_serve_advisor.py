@@ -143,11 +143,11 @@ def test_a_tool_over_http(service: httpx.Client) -> None:
 async def test_a_session_continues_after_its_actor_is_killed(ray_cluster: None, tmp_path: Path) -> None:
     import ray
 
-    from actors.session import SessionActor, session_actor
-    from advisor.conversation import ActorSessions
     from advisor.orchestrator import Orchestrator
     from advisor.settings import AdvisorSettings
     from core.runtime import RayRuntime
+    from sessions.actor import SessionActor, session_actor
+    from sessions.gateway import ActorSessions
 
     settings: Settings = load_settings(overrides={"data_dir": str(tmp_path), "llm": {"provider": SCRIPTED}})
     policy = AdvisorSettings.of(settings).session_policy()

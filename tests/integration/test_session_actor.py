@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.session import SessionActor, session_actor, session_call
 from core.runtime import Handle, RayRuntime
 from core.settings import Settings, load_settings
 from router.conversation import Reply, Turn, TurnOutcome
+from sessions.actor import SessionActor, session_actor, session_call
 from sessions.ids import SessionNotFoundError
 from sessions.models import SessionPolicy, SessionState
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from actors.session import SessionActor, session_actor
 from core.runtime import RayRuntime
 from router.conversation import Reply, Turn, TurnOutcome
+from sessions.actor import SessionActor, session_actor
 from sessions.models import SessionPolicy, SessionState
 from tests.three_nodes import ThreeNodes, move_to_another_node
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from advisor.conversation import LocalSessions
 from advisor.events import FileMade
 from advisor.orchestrator import Orchestrator
 from advisor.settings import AdvisorSettings
@@ -16,6 +15,7 @@ from core.llm.base import LLMRequest
 from core.llm.testing import FunctionClient
 from core.settings import Settings, load_settings
 from core.store import open_store
+from sessions.gateway import LocalSessions
 from sessions.models import SessionState
 from sessions.store import SessionRepository
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from advisor.conversation import LocalSessions
 from advisor.orchestrator import Orchestrator
 from advisor.retention import purge
 from advisor.settings import AdvisorSettings
 from core.settings import load_settings
 from core.store import open_store
+from sessions.gateway import LocalSessions
 from sessions.store import SessionRepository, utcnow
 
 

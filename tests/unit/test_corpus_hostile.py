@@ -16,8 +16,9 @@ import pytest
 import yaml
 
 from cli.doctor import check_local_search
-from core.errors import FetchError, InputError
+from core.errors import InputError
 from core.settings import load_settings
+from scrapers.errors import FetchError
 from scrapers.fetch import Fetcher, FetchPolicy
 from scrapers.search.corpus_files import CorpusLimits
 from scrapers.search.factory import corpus_limits, open_search

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from core.errors import ResearchError
 from core.events import ListSink
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from nlp.settings import NlpSettings
 from research.engine import run_research
+from research.errors import ResearchError
 from research.events import AgentCompleted, ConsensusSelected, ResearchCompleted
 
 PAGE = """<html lang="ja"><head><meta charset="utf-8"><title>{title}</title></head><body><article>

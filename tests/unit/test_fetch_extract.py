@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from core.errors import ExtractionError, FetchError
+from scrapers.errors import ExtractionError, FetchError
 from scrapers.extract import extract_page
 from scrapers.fetch import FetchedPage, Fetcher, FetchPolicy
 

@@ -29,8 +29,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from core.errors import FetchError
 from scrapers import net_guard
+from scrapers.errors import FetchError
 from scrapers.fetch import FetchedPage, Fetcher, FetchPolicy
 
 JAPANESE = "価格転嫁の現状：中小企業の価格転嫁率は四十九・七パーセントとなり、前回から上昇した。"

@@ -30,13 +30,14 @@ def test_require_llm_explains_how_to_configure() -> None:
         require_llm(load_settings().llm, "magi research --summarise")
     assert str(info.value) == (
         "`magi research --summarise` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to "
-        "anthropic (with ANTHROPIC_API_KEY), replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
+        "anthropic (with ANTHROPIC_API_KEY), openai (with OPENAI_API_KEY, or MAGI_LLM_BASE_URL for a local "
+        "server), replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
     )
 
 
 def test_unknown_provider_lists_allowed_forms() -> None:
-    with pytest.raises(ConfigError, match=r"unknown LLM provider 'openai'.*anthropic, replay, record, or python:"):
-        make_llm(load_settings(overrides={"llm": {"provider": "openai"}}).llm)
+    with pytest.raises(ConfigError, match=r"provider .gemini.*anthropic, openai, replay, record, or python:"):
+        make_llm(load_settings(overrides={"llm": {"provider": "gemini"}}).llm)
 
 
 def test_anthropic_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:

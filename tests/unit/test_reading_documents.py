@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.text.noise import is_listing_line
 from nlp.findings import split_sentences
 from nlp.generic_claims import figure, generic_readings, normalise
-from nlp.noise import is_listing_line
 from scrapers.extract import extract_page
 from scrapers.structure import html_blocks, parse_html
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from core.text.noise import is_listing_line
 from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.claims import Claim, is_statement
 from nlp.dependency_claims import open_figures
 from nlp.findings import split_sentences
-from nlp.noise import is_listing_line
 from research.debian_docs import can_install, doc_files, ensure_packages, installed
 from scrapers.extract import ExtractedPage, extract_page
 

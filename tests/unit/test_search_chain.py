@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError, SearchError
+from core.errors import InputError
+from scrapers.errors import SearchError
 from scrapers.search.base import SearchProvider, SearchResult
 from scrapers.search.chain import FallbackSearchProvider
 from scrapers.search.ddgs import DdgsSearchProvider

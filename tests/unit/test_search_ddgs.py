@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-from core.errors import InputError, SearchError
+from core.errors import InputError
+from scrapers.errors import SearchError
 from scrapers.search.base import SearchProvider, SearchResult
 from scrapers.search.ddgs import DdgsSearchProvider
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from core.errors import ConfigError, InputError, SearchError
+from core.errors import ConfigError, InputError
+from scrapers.errors import SearchError
 from scrapers.search.base import SearchProvider, SearchResult
 from scrapers.search.searxng import SearxngSearchProvider, searxng_language
 from tests.unit.test_search_server import Reply, SearxngServer, answer, closed_port_url, row, serving

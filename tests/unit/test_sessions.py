@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from actors.session import SessionActor
 from core.errors import InputError
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from core.store import Store
+from sessions.actor import SessionActor
 from sessions.ids import LOCAL_OWNER, SessionNotFoundError, owner_of, owner_of_bearer, validate_session_id
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 from sessions.store import TRIM_BATCH, SessionRepository, read_session, update_session

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from core.text import tokenize as search_tokenize
+from core.text.tokenize import sudachi_tokenizer
 from router.text import normalise, tokenize
-from scrapers.search import tokenize as search_tokenize
-from scrapers.search.tokenize import sudachi_tokenizer
 
 
 def test_one_tokenizer_per_thread_and_mode_over_one_dictionary() -> None:

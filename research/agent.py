@@ -20,8 +20,8 @@ import uuid
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
-from actors.collector import Collected, Collector
-from core.errors import SearchError
+from actors.collection import Collected
+from actors.collector import Collector
 from core.events import EventSink
 from core.llm.base import LLMClient
 from core.llm.cost import UsageMeter
@@ -50,6 +50,7 @@ from research.retrieval import (
     sub_questions,
 )
 from research.settings import ResearchSettings
+from scrapers.errors import SearchError
 from scrapers.search import SearchProvider, SearchResult
 from scrapers.search.factory import open_search, uses_local_corpus
 from scrapers.settings import SearchSettings

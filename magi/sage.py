@@ -86,7 +86,7 @@ class Sage:
             assert result.parsed is not None
             data = result.parsed.model_dump(mode="json")
             self.context.record(prompt, json.dumps(data, ensure_ascii=False))
-            reply.update(output=data, model=result.response.model)
+            reply.update(output=data, model=result.response.model, provider=result.response.provider)
         after = self.meter.summary()
         cost: float | None = None
         if after.cost_usd != "unknown":

@@ -12,47 +12,14 @@ import asyncio
 import resource
 import time
 
-from pydantic import BaseModel, Field
-
 from core.errors import CassetteMissError, LLMError, LLMOutputError, first_line
-from core.llm.base import LLMClient, LLMRequest, LLMResponse, Message, Usage, generate
+from core.llm.base import LLMClient, LLMRequest, LLMResponse, Usage, generate
 from core.llm.factory import make_llm, provider_of
 from core.retry import backoff_delay, retry
 from core.settings import LLMSettings
-from critic.models import IdeaJudgement
+from critic.models import CallUsage, IdeaJudgement, JudgeRequest, JudgeResult, SampleResult
 
 ROLE = "critic.worker"
-
-
-class JudgeRequest(BaseModel):
-    """Everything one idea's judgements need; JSON values only (crosses into the actor)."""
-
-    idea_id: str
-    system: str
-    messages: list[list[Message]] = Field(description="One conversation per sample.")
-    temperature: float
-    max_tokens: int
-
-
-class CallUsage(BaseModel):
-    model: str
-    usage: Usage
-
-
-class SampleResult(BaseModel):
-    sample: int
-    judgement: IdeaJudgement | None = None
-    tokens: int = 0
-    error: str | None = None
-    attempts: int = 1
-
-
-class JudgeResult(BaseModel):
-    idea_id: str
-    samples: list[SampleResult]
-    calls: list[CallUsage]
-    duration_ms: int
-    peak_rss_bytes: int
 
 
 class _Recorder:
@@ -89,8 +56,8 @@ class CriticWorker:
         if client is None:
             raise LLMError("CriticWorker needs an LLM; set MAGI_LLM_PROVIDER (the engine checks this first)")
         self.client = client
-        # The Anthropic adapter retries on its own (same settings); retrying here too would square the attempts.
-        self.provider_retries = type(provider_of(client)).__module__ == "core.llm.anthropic"
+        # The HTTP adapters retry on their own (same settings); retrying here too would square the attempts.
+        self.provider_retries = bool(getattr(provider_of(client), "retries_itself", False))
 
     def _retryable(self, exc: Exception) -> bool:
         if self.provider_retries or isinstance(exc, LLMOutputError | CassetteMissError):
@@ -152,11 +119,7 @@ class CriticWorker:
 
 __all__ = [
     "ROLE",
-    "CallUsage",
     "CriticWorker",
-    "JudgeRequest",
-    "JudgeResult",
-    "SampleResult",
     "current_rss_bytes",
     "peak_rss_bytes",
 ]
