@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
 from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
-from core.errors import ConfigError, InputError, LLMNotConfiguredError, MagiError, first_line
+from core.errors import ConfigError, InputError, LLMNotConfiguredError, first_line
 from core.events import StreamFailed, event_frame
 from core.settings import Settings
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
@@ -41,6 +41,7 @@ from deployments.base import AppService, binder, builder, http_api, service
 from deployments.readiness import Check, llm_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
+from deployments.validation import field_check
 from sessions.ids import (
     ID_PATTERN,
     SessionNotFoundError,
@@ -82,10 +83,7 @@ class _ChatFields(BaseModel):
     def _session_id(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        try:
-            return validate_session_id(value)
-        except MagiError as exc:
-            raise ValueError(str(exc)) from exc
+        return field_check(validate_session_id, value)
 
 
 class ChatBody(ADVISOR_OPTIONS.body(_ChatFields, "ChatBody")):  # type: ignore[misc]  # options from the section

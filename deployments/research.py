@@ -45,6 +45,7 @@ from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, NotReady, store_check, task_check
 from deployments.settings import ServeSettings, corpus_roots
+from deployments.validation import field_check
 from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
@@ -82,10 +83,7 @@ class _ResearchFields(BaseModel):
     @field_validator("topic")
     @classmethod
     def _topic(cls, topic: str) -> str:
-        try:
-            return validate_topic(topic)
-        except MagiError as exc:
-            raise ValueError(str(exc)) from exc
+        return field_check(validate_topic, topic)
 
     @field_validator("corpus", check_fields=False)  # the field comes from the search section
     @classmethod

@@ -33,6 +33,7 @@ from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, store_check
 from deployments.security import too_many
 from deployments.settings import ServeSettings
+from deployments.validation import field_check
 from router.answers import unavailable_answer
 from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.events import RouteDecided
@@ -63,10 +64,7 @@ class _RouteFields(BaseModel):
     @field_validator("session_id")
     @classmethod
     def _session_id(cls, value: str) -> str:
-        try:
-            return validate_session_id(value)
-        except MagiError as exc:
-            raise ValueError(str(exc)) from exc
+        return field_check(validate_session_id, value)
 
 
 class RouteBody(ROUTER_OPTIONS.body(_RouteFields, "RouteBody")):  # type: ignore[misc]  # options from the section

@@ -7,13 +7,26 @@ field must not come back in a response or a log); a hostile key name is made pri
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from core.errors import MagiError
 from core.validation import printable
+
+T = TypeVar("T")
+
+
+def field_check(check: Callable[[T], T], value: T) -> T:
+    """Run one of the project's own validators inside a pydantic validator: its MagiError becomes the
+    ValueError pydantic turns into a 422 naming the field."""
+    try:
+        return check(value)
+    except MagiError as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def invalid_request(exc: RequestValidationError) -> JSONResponse:
@@ -61,4 +74,10 @@ def answer_invalid_requests(api: FastAPI) -> None:
     api.add_exception_handler(RequestValidationError, handler)
 
 
-__all__ = ["BodyError", "answer_invalid_requests", "invalid_request", "read_json_body"]
+__all__ = [
+    "BodyError",
+    "answer_invalid_requests",
+    "field_check",
+    "invalid_request",
+    "read_json_body",
+]
