@@ -77,10 +77,10 @@ async def test_critic_evaluates_two_ideas(served_model: ServedModel, tmp_path: P
     "budget, so its call is cut off; any other failure (an exception) still fails the test",
 )
 async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_path: Path) -> None:
-    from advisor.conversation import LocalSessions
     from advisor.orchestrator import Orchestrator
     from advisor.settings import AdvisorSettings
     from core.store import open_store
+    from sessions.gateway import LocalSessions
     from sessions.store import SessionRepository
 
     llm = served_model.llm_settings(roles={"advisor.mode2": {"params": {"require_tool": True, "max_tokens": 1024}}})

@@ -26,7 +26,8 @@ def test_every_package_has_its_layer() -> None:
     assert isinstance(config, dict)
     shipped = {name.rstrip("*") for name in config["setuptools"]["packages"]["find"]["include"]}
     assert shipped - {"data", "data."} == set(LAYERS)
-    assert set(config["mypy"]["files"]) == set(LAYERS)
+    checked = {f for f in config["mypy"]["files"] if not f.startswith("docs/")}  # the docs' build scripts
+    assert checked == set(LAYERS)
     on_disk = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "data"}
     assert on_disk == set(LAYERS)
     assert all(a in LAYERS and b in LAYERS and LAYERS[a] == LAYERS[b] for a, b in SIDEWAYS)
