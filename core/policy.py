@@ -15,16 +15,42 @@ Each policy has a model (a :class:`PolicyModel` subclass) next to the code that 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from core.errors import ConfigError
 from core.yamlfile import YamlDocument, read_yaml_document, where
 
 MAX_REPORTED_ERRORS = 5
+
+
+S = TypeVar("S", bound=Sequence[str])
+
+
+def compile_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+    """Each pattern compiled; a ValueError naming the first one that does not compile."""
+    out = []
+    for pattern in patterns:
+        try:
+            out.append(re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(f"pattern {pattern!r} is not a valid regular expression ({exc})") from None
+    return tuple(out)
+
+
+def _each_compiles(patterns: S) -> S:
+    compile_patterns(patterns)
+    return patterns
+
+
+# A policy field of regular expressions, each checked while the file is validated, so that the error
+# carries its file, line and key.
+PatternList = Annotated[list[str], AfterValidator(_each_compiles)]
+PatternTuple = Annotated[tuple[str, ...], AfterValidator(_each_compiles)]
 
 
 class PolicyModel(BaseModel):
@@ -136,8 +162,11 @@ def load_policy(path: Path, model: type[M]) -> M:
 
 __all__ = [
     "MAX_REPORTED_ERRORS",
+    "PatternList",
+    "PatternTuple",
     "PolicyModel",
     "check_version",
+    "compile_patterns",
     "load_policy",
     "validate_policy",
     "validate_yaml",

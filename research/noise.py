@@ -17,9 +17,9 @@ from functools import cache
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from core.policy import PolicyModel, load_policy
+from core.policy import PatternTuple, PolicyModel, load_policy
 from core.resources import data_path
 from nlp.context import is_heading
 from research.question import Question
@@ -35,18 +35,8 @@ class NoiseKind(BaseModel):
 
     name: str
     factor: float = Field(ge=0, le=1)
-    patterns: tuple[str, ...] = Field(min_length=1)
-    unless_asked: tuple[str, ...] = ()
-
-    @field_validator("patterns", "unless_asked")
-    @classmethod
-    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        return patterns
+    patterns: PatternTuple = Field(min_length=1)
+    unless_asked: PatternTuple = ()
 
 
 class NoiseFile(PolicyModel):

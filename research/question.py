@@ -19,9 +19,9 @@ from functools import cache
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from core.policy import PolicyModel, load_policy
+from core.policy import PatternTuple, PolicyModel, load_policy
 from core.resources import data_path
 from nlp.language import detect_language
 from research.retrieval import identifiers, question_terms
@@ -41,18 +41,8 @@ class AttributeSpec(BaseModel):
 
     name: str
     role: Literal["asks", "qualifies"]
-    asked: tuple[str, ...] = Field(min_length=1)
-    stated: tuple[str, ...] = Field(min_length=1)
-
-    @field_validator("asked", "stated")
-    @classmethod
-    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        return patterns
+    asked: PatternTuple = Field(min_length=1)
+    stated: PatternTuple = Field(min_length=1)
 
 
 class AttributeFile(PolicyModel):

@@ -15,7 +15,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.policy import PolicyModel, load_policy
+from core.policy import PatternList, PolicyModel, compile_patterns, load_policy
 from core.resources import data_path
 from router.models import AGENT_NAMES
 from router.text import Term, TermSet, term
@@ -34,30 +34,15 @@ def _terms(words: list[str]) -> TermSet:
     return TermSet(out)
 
 
-def _regexes(patterns: list[str]) -> tuple[re.Pattern[str], ...]:
-    out = []
-    for pattern in patterns:
-        try:
-            out.append(re.compile(pattern))
-        except re.error as exc:
-            raise ValueError(f"pattern {pattern!r} is not a valid regular expression ({exc})") from None
-    return tuple(out)
-
-
 def _checked_words(words: list[str]) -> list[str]:
     _terms(words)
     return words
 
 
-def _checked_patterns(patterns: list[str]) -> list[str]:
-    _regexes(patterns)
-    return patterns
-
-
 # A policy field of keywords (each must make a term) or of patterns (each must compile), checked
 # while the file is validated so that the error carries its file, line and key.
 Words = Annotated[list[str], AfterValidator(_checked_words)]
-Patterns = Annotated[list[str], AfterValidator(_checked_patterns)]
+Patterns = PatternList
 
 
 class _Strict(BaseModel):
@@ -192,7 +177,7 @@ def load_rules(folder: Path | None = None) -> RouterRules:
                 rule.kind,
                 _terms(rule.questions),
                 _terms(rule.keywords),
-                _regexes(rule.patterns),
+                compile_patterns(rule.patterns),
                 _terms(rule.qualifiers),
             )
             for name, rule in types.request_types.items()
@@ -203,11 +188,11 @@ def load_rules(folder: Path | None = None) -> RouterRules:
         engineer_cafe=_terms(cats.engineer_cafe),
         generic_cafe=_terms(cats.generic_cafe),
         cafe_items=_terms(cats.cafe_items),
-        current_time=_regexes(cats.current_time),
+        current_time=compile_patterns(cats.current_time),
         memory=memory,
         memory_cues=tuple((cue.weight, _terms(cue.words)) for cue in memory.cues),
         memory_exclusions=TermSet(t for group in memory.exclusions for t in _terms(group)),
-        followups=_regexes(followups.patterns),
+        followups=compile_patterns(followups.patterns),
         context_words=_terms(followups.context_words),
         agents=agents,
         topic_vocabulary=TermSet(
