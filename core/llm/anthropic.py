@@ -40,10 +40,10 @@ from core.llm.base import (
     output_from_text,
 )
 from core.llm.cost import UsageMeter
-from core.llm.limiter import report_rate_limit
+from core.llm.provider_retry import PAUSE_STATUSES, RETRY_AFTER_CAP_S, provider_retry_delay, with_provider_retries
 from core.llm.roles import Endpoint
 from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
-from core.retry import backoff_delay, retry, retry_after_s
+from core.retry import retry_after_s
 from core.settings import LLMSettings
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -52,10 +52,8 @@ PLACEHOLDER_KEY = "no-key"
 # System prompts this long are sent as a cached block (shorter ones are below the cache minimum).
 CACHE_MIN_SYSTEM_CHARS = 4000
 # A server's retry-after is honoured up to this many seconds.
-RETRY_AFTER_CAP_S = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 # Statuses whose retry-after pauses every caller of the cluster (rate limited, overloaded).
-PAUSE_STATUSES = frozenset({429, 529})
 REJECTION_STATUSES = frozenset({400, 422})
 DEFAULT_OUTPUT_NAME = "emit_output"
 
@@ -303,34 +301,20 @@ class AnthropicClient:
         return message
 
     async def _with_retries(self, call: Callable[[], Awaitable[Any]]) -> Any:
-        """``call`` with the configured retries; a rate limit with retry-after pauses the whole cluster."""
-
-        def on_retry(_retry: int, exc: Exception, seconds: float) -> None:
-            if not isinstance(exc, anthropic.APIStatusError) or exc.status_code not in PAUSE_STATUSES:
-                return
-            if retry_after_s(exc.response.headers) is not None:
-                report_rate_limit(seconds)
-
-        def retryable(exc: Exception) -> bool:
-            return isinstance(exc, anthropic.APIError | TimeoutError) and _is_retryable(exc)
-
-        return await retry(
+        return await with_provider_retries(
             call,
-            attempts=self.llm.max_retries + 1,
-            retryable=retryable,
+            llm=self.llm,
+            status_error=anthropic.APIStatusError,
+            api_error=anthropic.APIError,
+            is_retryable=_is_retryable,
             delay=self.retry_delay,
             sleep=self._sleep,
-            on_retry=on_retry,
         )
 
     def retry_delay(self, attempt: int, exc: Exception | None = None) -> float:
-        """Delay before retry ``attempt + 1``: the server's retry-after, else capped exponential with jitter."""
-        if isinstance(exc, anthropic.APIStatusError):
-            asked = retry_after_s(exc.response.headers, cap_s=RETRY_AFTER_CAP_S)
-            if asked is not None:
-                return asked
-        return backoff_delay(
-            attempt, self.llm.backoff_initial_s, self.llm.backoff_max_s, jitter=0.25, rand=self._jitter
+        """The server's retry-after, else capped exponential backoff with jitter."""
+        return provider_retry_delay(
+            attempt, exc, llm=self.llm, status_error=anthropic.APIStatusError, jitter=self._jitter
         )
 
     def _convert(self, message: anthropic.types.Message, output: dict[str, Any] | None) -> LLMResponse:

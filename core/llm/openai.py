@@ -46,19 +46,17 @@ from core.llm.base import (
     output_from_text,
 )
 from core.llm.cost import UsageMeter
-from core.llm.limiter import report_rate_limit
 from core.llm.prompted_tools import PromptedTools
+from core.llm.provider_retry import PAUSE_STATUSES, RETRY_AFTER_CAP_S, provider_retry_delay, with_provider_retries
 from core.llm.roles import Endpoint
 from core.llm.schema_bounds import bounded
 from core.llm.streaming import StreamEnd, StreamEvent, TextDelta
-from core.retry import backoff_delay, retry, retry_after_s
+from core.retry import retry_after_s
 from core.settings import LLMSettings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "no-key"  # local servers without a key still get an Authorization header; they ignore it
-RETRY_AFTER_CAP_S = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
-PAUSE_STATUSES = frozenset({429, 529})
 REJECTION_STATUSES = frozenset({400, 422})
 DEFAULT_OUTPUT_NAME = "emit_output"
 
@@ -347,32 +345,19 @@ class OpenAIClient:
         return await self._with_retries(attempt)
 
     async def _with_retries(self, call: Callable[[], Awaitable[Any]]) -> Any:
-        def on_retry(_retry: int, exc: Exception, seconds: float) -> None:
-            if not isinstance(exc, openai.APIStatusError) or exc.status_code not in PAUSE_STATUSES:
-                return
-            if retry_after_s(exc.response.headers) is not None:
-                report_rate_limit(seconds)
-
-        def retryable(exc: Exception) -> bool:
-            return isinstance(exc, openai.APIError | TimeoutError) and _is_retryable(exc)
-
-        return await retry(
+        return await with_provider_retries(
             call,
-            attempts=self.llm.max_retries + 1,
-            retryable=retryable,
+            llm=self.llm,
+            status_error=openai.APIStatusError,
+            api_error=openai.APIError,
+            is_retryable=_is_retryable,
             delay=self.retry_delay,
             sleep=self._sleep,
-            on_retry=on_retry,
         )
 
     def retry_delay(self, attempt: int, exc: Exception | None = None) -> float:
         """The server's retry-after, else capped exponential backoff with jitter."""
-        if isinstance(exc, openai.APIStatusError):
-            asked = retry_after_s(exc.response.headers, cap_s=RETRY_AFTER_CAP_S)
-            if asked is not None:
-                return asked
-        s = self.llm
-        return backoff_delay(attempt, s.backoff_initial_s, s.backoff_max_s, jitter=0.25, rand=self._jitter)
+        return provider_retry_delay(attempt, exc, llm=self.llm, status_error=openai.APIStatusError, jitter=self._jitter)
 
     def _convert(self, completion: Any) -> LLMResponse:
         if not completion.choices:
