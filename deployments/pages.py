@@ -119,7 +119,8 @@ async def asset(name: str) -> Response:
 def add_pages(api: FastAPI, pages: Mapping[str, str]) -> tuple[str, ...]:
     """Serve ``pages`` (app path -> file in data/pages) and the shared assets; the paths to leave open."""
     for route, file in pages.items():
-        api.add_api_route(route, _page_endpoint(file), methods=["GET"], include_in_schema=False)
+        summary = f"A page (plain HTML and JS, data/pages/{file}): open, its data calls send the key"
+        api.add_api_route(route, _page_endpoint(file), methods=["GET"], summary=summary, response_class=HTMLResponse)
     if pages:
         api.add_api_route("/static/{name}", asset, methods=["GET"], include_in_schema=False)
     return (*pages, *ASSET_PATHS) if pages else ()

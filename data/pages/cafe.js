@@ -8,6 +8,7 @@ const { t, el, num } = MAGI;
 const $ = (id) => document.getElementById(id);
 const SESSION_ITEM = "cafe.session";
 const STAFF_ITEM = "cafe.staff";
+const TRANSCRIPT_ITEM = "cafe.transcript";  // what this tab showed, so a reload shows it again
 const MULTIPLEX_HEADER = "serve_multiplexed_model_id";
 
 function sessionId() {
@@ -53,15 +54,31 @@ function bubble(role, text, route, agent) {
   return box;
 }
 
+function remember(role, text, route) {
+  const kept = JSON.parse(sessionStorage.getItem(TRANSCRIPT_ITEM) || "[]");
+  kept.push({ role, text, route: route || null });
+  sessionStorage.setItem(TRANSCRIPT_ITEM, JSON.stringify(kept));
+}
+
+// After a reload: the conversation as this tab showed it, or else the session's history on the server.
 async function restore() {
   const id = sessionStorage.getItem(SESSION_ITEM);
-  if (!id) return;
+  if (!id || $("log").children.length) return;
+  const kept = JSON.parse(sessionStorage.getItem(TRANSCRIPT_ITEM) || "[]");
+  if (kept.length) {
+    for (const entry of kept) bubble(entry.role, entry.text, entry.route);
+    $("status").textContent = t("cafe.restored");
+    return;
+  }
   try {
     const answer = await MAGI.call("sessions/" + encodeURIComponent(id));
     if (answer.status === 404) { sessionStorage.removeItem(SESSION_ITEM); return; }
     if (!answer.ok) return;
     const state = await answer.json();
-    for (const entry of state.history || []) bubble(entry.role === "user" ? "user" : "assistant", entry.text, null, entry.agent);
+    for (const entry of state.history || []) {
+      const mine = entry.role === "user";
+      bubble(mine ? "user" : "assistant", entry.text, null, mine ? null : entry.agent);
+    }
     if ((state.history || []).length) $("status").textContent = t("cafe.restored");
   } catch (error) {
     $("status").textContent = error.message;
@@ -75,6 +92,7 @@ async function send() {
   $("status").classList.remove("error");
   $("status").textContent = t("cafe.thinking");
   bubble("user", query);
+  remember("user", query);
   $("query").value = "";
   const id = sessionId();
   try {
@@ -82,6 +100,7 @@ async function send() {
     if (!answer.ok) throw new Error(await MAGI.failure(answer));
     const body = await answer.json();
     bubble("assistant", body.answer, body.route);
+    remember("assistant", body.answer, body.route);
     $("status").textContent = "";
   } catch (error) {
     $("status").textContent = error.message;
@@ -102,6 +121,7 @@ $("staff").addEventListener("change", () => {
 });
 $("new-chat").addEventListener("click", () => {
   sessionStorage.removeItem(SESSION_ITEM);
+  sessionStorage.removeItem(TRANSCRIPT_ITEM);
   $("log").replaceChildren();
   $("status").textContent = "";
   $("query").focus();

@@ -195,8 +195,8 @@ function markdown(result) {
   return lines.join("\n") + "\n";
 }
 
-$("copy-md").addEventListener("click", (event) => { if (lastResult) MAGI.copyText(markdown(lastResult), event.currentTarget); });
-$("copy-json").addEventListener("click", (event) => { if (lastResult) MAGI.copyText(JSON.stringify(lastResult, null, 2), event.currentTarget); });
+$("copy-md").addEventListener("click", () => { if (lastResult) MAGI.copyText(markdown(lastResult), $("copied")); });
+$("copy-json").addEventListener("click", () => { if (lastResult) MAGI.copyText(JSON.stringify(lastResult, null, 2), $("copied")); });
 
 $("form").addEventListener("submit", async (event) => {
   event.preventDefault();

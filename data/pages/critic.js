@@ -138,7 +138,8 @@ function breakdown(e) {
     if (b.synergy.scenario && b.synergy.scenario.story) {
       details.append(el("h3", t("critic.story")), el("div", b.synergy.scenario.story));
     }
-    details.append(el("h3", t("critic.arithmetic")), el("div", b.arithmetic, "muted"));
+    const arithmetic = t("critic.arithmetic_line", { market: num(b.market.score, 1), wm: num(b.weights.market, 0), synergy: num(b.synergy.score, 1), ws: num(b.weights.synergy, 0), total: num(e.totalScore, 1) });
+    details.append(el("h3", t("critic.arithmetic")), el("div", arithmetic + (b.market.profitRule ? " " + t("critic.profit_rule") : ""), "muted"));
   }
   for (const w of e.warnings || []) details.append(el("div", w, "muted"));
   return details;
@@ -180,7 +181,7 @@ $("mode-form").addEventListener("change", showMode);
 $("add-idea").addEventListener("click", addIdeaForm);
 $("ideas-file").addEventListener("change", async () => {
   const file = $("ideas-file").files[0];
-  if (file) $("ideas-json").value = await file.text();
+  if (file) { $("ideas-json").value = await file.text(); $("file-name").textContent = file.name; }
 });
 
 $("form").addEventListener("submit", async (event) => {

@@ -8,12 +8,13 @@ function join(prefix, path) {
   return (prefix.endsWith("/") ? prefix : prefix + "/") + path;
 }
 
-async function health(prefix, chip) {
+async function health(prefix, chip, links) {
   try {
     const answer = await fetch(join(prefix, "healthz"), { cache: "no-store" });
     const ready = answer.status === 200;
     chip.className = "chip health " + (ready ? "h-ok" : "h-bad");
     chip.textContent = ready ? t("home.ready") : answer.status === 404 ? t("home.absent") : t("home.not_ready");
+    if (answer.status === 404) links.replaceChildren(el("span", t("home.absent_help"), "muted"));
   } catch (error) {
     chip.className = "chip health h-bad";
     chip.textContent = t("home.unreachable");
@@ -34,6 +35,6 @@ MAGI.start().then((catalogue) => {
     const chip = el("span", t("home.checking"), "chip health h-wait");
     item.append(el("div", t("system." + system.app), "name"), chip, el("div", t("system_what." + system.app), "what"), links);
     list.append(item);
-    health(system.prefix, chip);
+    health(system.prefix, chip, links);
   }
 });

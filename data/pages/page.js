@@ -152,7 +152,8 @@ const MAGI = (() => {
     }
   }
 
-  async function copyText(text, button) {
+  // The copy, then "copied" in the status element ``note`` for a moment (the buttons keep their names).
+  async function copyText(text, note) {
     try {
       await navigator.clipboard.writeText(text);
     } catch (error) {
@@ -163,9 +164,8 @@ const MAGI = (() => {
       document.execCommand("copy");
       area.remove();
     }
-    const before = button.textContent;
-    button.textContent = t("common.copied");
-    setTimeout(() => { button.textContent = before; }, 1500);
+    note.textContent = t("common.copied");
+    setTimeout(() => { note.textContent = ""; }, 2000);
   }
 
   function bar(fraction, cls) {

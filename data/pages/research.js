@@ -129,7 +129,7 @@ function render(result) {
       one.append(text("strong", side.value), text("div", side.text), text("div", side.source, "muted"));
       box.append(one);
     }
-    disputed.append(text("div", t("research.dispute_head", { subject: d.subject, attribute: d.attribute, type: d.type, severity: d.severity })), box);
+    disputed.append(text("div", t("research.dispute_head", { subject: d.subject, attribute: d.attribute, type: t("research.dispute_" + d.type), severity: d.severity })), box);
   }
   const charts = $("charts");
   charts.replaceChildren();

@@ -4,14 +4,16 @@ One platform for the module (research, magi, critic and router apps, each with i
 model): the home page lists the systems with their health; the council page asks with two debate
 rounds and fills the three sage panels live; the critic page ranks the five sample ideas; the café
 chat holds a three-turn conversation with a follow-up across a reload; the research page runs on a
-390 px phone. Each use ends with screenshots at 1280 and 390 px (``out/screenshots/page_*.png``) and
-fails when any element is wider than a 390 px viewport.
+390 px phone against the app with an API key (the page open, every data call keyed). Each use ends
+with screenshots at 1280 and 390 px (``out/screenshots/page_*.png``) and fails when any element is
+wider than a 390 px viewport.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -23,6 +25,7 @@ from tests.browser import screenshot_path
 from tests.conftest import CORPUS_DIR
 from tests.ports import free_port
 
+KEY = "page-key-for-tests"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 SAMPLE_IDEAS = data_path("critic", "examples", "ideas.json")
@@ -39,7 +42,8 @@ TOO_WIDE = """() => {
   for (const e of document.querySelectorAll('body *')) {
     const r = e.getBoundingClientRect();
     if (r.width === 0 && r.height === 0) continue;
-    if (r.right > width + 1 || r.left < -1) wide.push(`${e.tagName}#${e.id}.${e.className} ${Math.round(r.left)}..${Math.round(r.right)}`);
+    const where = `${e.tagName}#${e.id}.${e.className} ${Math.round(r.left)}..${Math.round(r.right)}`;
+    if (r.right > width + 1 || r.left < -1) wide.push(where);
   }
   if (document.documentElement.scrollWidth > width + 1) wide.push(`document ${document.documentElement.scrollWidth}`);
   return wide;
@@ -86,10 +90,12 @@ def test_pages_and_assets_are_open_and_data_is_keyed_as_before(platform: str) ->
     for path in ("/", "/ui", "/magi/", "/critic/", "/router/", "/magi/static/page.js", "/static/labels.json"):
         answer = httpx.get(platform + path, timeout=30)
         assert answer.status_code == 200, path
-    assert httpx.get(platform + "/magi", timeout=30, follow_redirects=False).headers["location"] == "/magi/"
+    assert httpx.get(platform + "/magi", timeout=30, follow_redirects=False).headers["location"].endswith("/magi/")
     page = httpx.get(platform + "/critic/", timeout=30)
     assert "'unsafe-inline'" not in page.headers["content-security-policy"].split(";")[1]
     assert httpx.get(platform + "/critic/static/nothing.js", timeout=30).status_code == 404
+    corpora = httpx.get(f"{platform}/corpora", timeout=30).json()["corpora"]
+    assert {"name": "corpus"} in corpora and str(Path(CORPUS_DIR).resolve()) not in str(corpora)
     labels = httpx.get(platform + "/static/labels.json", timeout=30).json()
     assert set(labels["labels"]) == {"ja", "en"} and labels["labels"]["ja"].keys() == labels["labels"]["en"].keys()
     assert [s["prefix"] for s in labels["systems"]] == ["/", "/magi", "/critic", "/router", "/advisor"]
@@ -170,6 +176,8 @@ async def test_a_council_of_several_runs_shows_the_distribution(platform: str, p
     assert "2回の審議" in await page.inner_text("#rationale")
     assert await page.locator("#dist .bar").count() == 4
     assert await page.inner_text("#sage-casper li:first-child .chip") == "条件付き"
+    await page.evaluate("() => render(lastResult.deliberations[0])")  # one run alone: 1-1-1 is a split
+    assert await page.inner_text("#verdict") == "意見割れ" and "多数がありません" in await page.inner_text("#rationale")
     await phone_check(page, "council_runs")
 
 
@@ -228,7 +236,8 @@ async def test_a_cafe_conversation_continues_across_a_reload(platform: str, page
     session = await page.evaluate("() => sessionStorage.getItem('cafe.session')")
     assert sent and all(h.get("serve_multiplexed_model_id") == session for h in sent)
     await page.reload()
-    await page.wait_for_function("() => document.querySelectorAll('.msg').length === 4")
+    await page.wait_for_function("() => document.querySelectorAll('.msg').length === 4")  # as the tab showed it
+    assert "前の質問から引き継ぎ" in await page.locator(".msg.assistant .staff").nth(1).inner_text()
     assert "前回の会話の続き" in await page.inner_text("#status")
     await page.fill("#query", "さっき何を聞きましたか？")
     await page.keyboard.press("Enter")
@@ -239,27 +248,113 @@ async def test_a_cafe_conversation_continues_across_a_reload(platform: str, page
     await phone_check(page, "cafe")
 
 
-async def test_the_research_page_on_a_phone(platform: str, browser: Browser) -> None:
+async def test_a_hostile_source_url_is_never_a_link_and_no_script_runs(platform: str, page: Page) -> None:
+    """Issue 21 (1): a corpus manifest with ``url: javascript:...`` became a clickable link that ran in the
+    page's origin (where the API key sits). The page links http(s) only, and its CSP runs no script that
+    is not its own files, even one a bug would put into the document."""
+    policy = httpx.get(f"{platform}/ui", timeout=30).headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy.split(";")[1]
+    ran: list[str] = []
+    page.on("dialog", lambda dialog: (ran.append(dialog.message), dialog.dismiss()))
+    await page.goto(f"{platform}/ui")
+    await page.wait_for_selector("#corpus option", state="attached")
+    hostile = ["javascript:alert('xss')", " JaVaScRiPt:alert(2)", "data:text/html,<script>alert(3)</script>"]
+    supporting = [{"url": u, "title": f"出典{i}"} for i, u in enumerate(hostile)]
+    supporting.append({"url": "https://a.example/ok", "title": "正しい出典"})
+    result = {
+        "runId": "x",
+        "executiveSummary": {"text": "回答: テスト<img src=x onerror=alert(5)>"},
+        "claims": [{"text": "主張<b>太字</b>", "confidence": 0.5, "supporting": supporting}],
+        "disputed": [],
+        "charts": [],
+        "iterations": [],
+    }
+    await page.evaluate("(result) => render(result)", result)
+    links = await page.locator("#claims a").evaluate_all("(links) => links.map((a) => a.href)")
+    assert links == ["https://a.example/ok"]
+    assert "出典0" in await page.inner_text("#claims") and "<b>太字</b>" in await page.inner_text("#claims")
+    assert await page.locator("#answer img, #claims b").count() == 0  # model text stays text
+    for text in ("出典0", "出典1", "出典2"):
+        await page.get_by_text(text).click()
+    # a link slipped into the document anyway (a bug, an extension) is still not run: the CSP says no
+    await page.evaluate(
+        "() => { const a = document.createElement('a'); a.id = 'sneaky'; a.href = 'javascript:alert(4)';"
+        " a.textContent = 'x'; document.body.append(a); }"
+    )
+    await page.click("#sneaky")
+    await page.wait_for_timeout(500)
+    assert ran == []
+
+
+@pytest.fixture
+def keyed_research(platform: str, tmp_path: Path) -> Iterator[str]:
+    """The research app with an API key in place of the open one, for one test (one research app at a
+    time: a replica keeps its warm NLP pool, which holds the CPUs another replica's run would wait for)."""
+    from ray import serve
+
+    from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
+
+    def deploy(overrides: dict[str, object]) -> None:
+        settings = load_settings(overrides={"serve": {"corpus_roots": [CORPUS_DIR]}, **overrides})
+        serve.delete(APP_NAME)
+        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+
+    deploy({"data_dir": tmp_path, "api_keys": [KEY]})
+    yield platform
+    deploy({"data_dir": tmp_path / "open"})
+
+
+async def test_the_research_page_on_a_phone_with_a_key(keyed_research: str, browser: Browser) -> None:
+    """The whole research page at 390 px on a keyed app: the page is open, it asks for the key on its
+    first 401 and sends it on every call (corpus list, run, event stream, result, charts); progress is a
+    bar per agent and stage with the raw log folded away, nothing overlaps, nothing is wider than the
+    phone; the result shows the answer, claims with sources, disputed figures side by side and the
+    transparency report."""
+    url = keyed_research
+    assert httpx.get(f"{url}/ui", timeout=30).status_code == 200  # the page holds no data
+    assert httpx.get(f"{url}/corpora", timeout=30).status_code == 401
     context = await browser.new_context(viewport=PHONE, locale="ja-JP")
     page = await context.new_page()
-    await page.goto(platform + "/ui")
-    await page.wait_for_selector("#corpus option", state="attached")
+    await page.goto(f"{url}/ui")
+    await page.wait_for_selector("#keybox.shown", timeout=30_000)
+    assert "APIキー" in await page.inner_text("#status")
+    assert await page.locator("#corpus option").count() == 0
+    await page.screenshot(path=str(screenshot_path("page_research_key_390")))
+    await page.fill("#apikey", KEY)
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector("#corpus option", state="attached", timeout=30_000)
+    assert not await page.locator("#keybox").is_visible()
     await page.fill("#topic", "中小企業の価格転嫁の現状")
     await page.fill("#agents", "2")
-    await page.fill("#iterations", "1")
+    await page.fill("#iterations", "2")
+    await page.select_option("#corpus", label="corpus")
     await page.click("#start")
     await page.wait_for_selector(".agent .stage", timeout=120_000)
     assert await page.evaluate(TOO_WIDE) == []  # while it runs, too
     await page.wait_for_function("() => document.getElementById('status').textContent === '完了'", timeout=240_000)
+    progress = await page.locator("#progress li").all_text_contents()
+    assert progress[0].startswith("調査開始") and progress[-1].startswith("調査完了")
+    assert any(line.startswith("エージェント完了") for line in progress)
+    assert not await page.locator("#progress").is_visible()  # the raw log is folded away
     assert await page.locator(".agent").count() == 2 and await page.locator(".agent.finished").count() == 2
     widths = await page.locator(".agent .stage .bar > span").evaluate_all("(s) => s.map((x) => x.style.width)")
     assert widths == ["100%"] * 8
-    assert not await page.locator("#progress").is_visible()  # the raw log is folded away
-    assert await page.locator("#claims tr").count() >= 5
     status = await page.locator("#status").bounding_box()
     bars = await page.locator("#agents-progress").bounding_box()
     assert status and bars and status["y"] + status["height"] <= bars["y"]  # no overlap
-    await page.set_viewport_size(PHONE)
+    answer = await page.inner_text("#answer")
+    assert answer.startswith("回答: ") and "価格転嫁" in answer
+    assert await page.locator("#claims tr").count() >= 5
+    assert await page.locator("#claims a").count() >= 5  # every claim lists its supporting pages
+    assert await page.locator("#disputed .sides").count() >= 1  # planted conflicts: both sides shown
+    assert await page.locator("#disputed .side").count() == 2 * await page.locator("#disputed .sides").count()
+    transparency = await page.inner_text("#transparency")
+    assert "反復 2" in transparency and "情報源の重なり" in transparency and "選択理由" in transparency
+    await page.wait_for_function(
+        "() => { const imgs = [...document.querySelectorAll('#charts img.chart')]; return imgs.length > 0"
+        " && imgs.every(i => i.src.startsWith('blob:') && i.complete && i.naturalWidth > 0); }",
+        timeout=60_000,
+    )
     assert await page.evaluate(TOO_WIDE) == []
     await page.screenshot(path=str(screenshot_path("page_research_390")), full_page=True)
     await page.set_viewport_size(DESKTOP)

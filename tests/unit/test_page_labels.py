@@ -52,7 +52,7 @@ def test_values_the_pages_look_up_by_name_have_labels() -> None:
 
 def test_a_label_missing_a_language_is_refused_naming_it() -> None:
     raw = {"version": 1, "systems": [{"app": "magi", "page": ""}], "labels": {"x.y": {"ja": "はい"}}}
-    with pytest.raises(ConfigError, match="x.y"):
+    with pytest.raises(ConfigError, match=r"x\.y"):
         validate_policy(raw, PageCatalogue, "labels.yaml")
 
 
@@ -62,3 +62,10 @@ def test_the_served_catalogue_carries_each_systems_route_prefix() -> None:
     body = json.loads(labels_json())
     assert {s["app"]: s["prefix"] for s in body["systems"]}["critic"] == "/critic"
     assert "page.css" in asset_names() and "labels.yaml" not in asset_names()
+
+
+def test_every_conflict_type_has_a_label() -> None:
+    from nlp.conflicts import ConflictType
+
+    labels = catalogue().labels
+    assert all(f"research.dispute_{kind}" in labels for kind in ConflictType.__args__)  # type: ignore[attr-defined]
