@@ -12,9 +12,11 @@ async function health(prefix, chip, links) {
   try {
     const answer = await fetch(join(prefix, "healthz"), { cache: "no-store" });
     const ready = answer.status === 200;
+    // Every app's /healthz is open: a 404 or 401 there means no app holds the prefix (another app answered).
+    const absent = answer.status === 404 || answer.status === 401;
     chip.className = "chip health " + (ready ? "h-ok" : "h-bad");
-    chip.textContent = ready ? t("home.ready") : answer.status === 404 ? t("home.absent") : t("home.not_ready");
-    if (answer.status === 404) links.replaceChildren(el("span", t("home.absent_help"), "muted"));
+    chip.textContent = ready ? t("home.ready") : absent ? t("home.absent") : t("home.not_ready");
+    if (absent) links.replaceChildren(el("span", t("home.absent_help"), "muted"));
   } catch (error) {
     chip.className = "chip health h-bad";
     chip.textContent = t("home.unreachable");

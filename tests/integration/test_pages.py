@@ -12,11 +12,12 @@ wider than a 390 px viewport.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, Page
 
 from core.resources import data_path
@@ -50,10 +51,15 @@ TOO_WIDE = """() => {
 }"""
 
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # one Chromium for the module (module_browser)
+
+
 @pytest.fixture(scope="module")
 def platform(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The four apps with pages, each with its scripted model, on one Serve instance."""
+    """The four apps with pages, each with its scripted model, deployed at once on one Serve instance;
+    research with an API key (its page open, its data keyed), the others open."""
     from ray import serve
+    from ray.serve.api import RunTarget
 
     from deployments import critic, magi, research, router
 
@@ -63,17 +69,35 @@ def platform(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
     try:
         base = {"data_dir": data_dir, "serve": {"corpus_roots": [CORPUS_DIR]}}
         apps = [
-            (research, {}),
+            (research, {"api_keys": [KEY]}),
             (magi, {"llm": {"provider": "python:magi.scripted:respond"}}),
             (critic, {"llm": {"provider": "python:critic.scripted:judge"}}),
             (router, {"llm": {"provider": "python:router.scripted:answer"}}),
         ]
-        for module, overrides in apps:
-            settings = load_settings(overrides={**base, **overrides})
-            serve.run(module.build_app(settings), name=module.APP_NAME, route_prefix=module.ROUTE_PREFIX)
+        targets = [
+            RunTarget(m.build_app(load_settings(overrides={**base, **o})), name=m.APP_NAME, route_prefix=m.ROUTE_PREFIX)
+            for m, o in apps
+        ]
+        serve.run_many(targets)
         yield f"http://127.0.0.1:{port}"
     finally:
         serve.shutdown()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def browser(module_browser: Browser) -> Browser:
+    """The module's one Chromium (each test closes the contexts it opens)."""
+    return module_browser
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(module_browser: Browser) -> AsyncIterator[Page]:
+    """A page at 1280x900 with Japanese preferred, in a context of its own."""
+    context = await module_browser.new_context(viewport=DESKTOP, locale="ja-JP")
+    try:
+        yield await context.new_page()
+    finally:
+        await context.close()
 
 
 async def phone_check(page: Page, name: str) -> None:
@@ -86,7 +110,7 @@ async def phone_check(page: Page, name: str) -> None:
     await page.screenshot(path=str(screenshot_path(f"page_{name}_390")), full_page=True)
 
 
-def test_pages_and_assets_are_open_and_data_is_keyed_as_before(platform: str) -> None:
+async def test_pages_and_assets_are_open_and_data_is_keyed_as_before(platform: str) -> None:
     for path in ("/", "/ui", "/magi/", "/critic/", "/router/", "/magi/static/page.js", "/static/labels.json"):
         answer = httpx.get(platform + path, timeout=30)
         assert answer.status_code == 200, path
@@ -94,7 +118,8 @@ def test_pages_and_assets_are_open_and_data_is_keyed_as_before(platform: str) ->
     page = httpx.get(platform + "/critic/", timeout=30)
     assert "'unsafe-inline'" not in page.headers["content-security-policy"].split(";")[1]
     assert httpx.get(platform + "/critic/static/nothing.js", timeout=30).status_code == 404
-    corpora = httpx.get(f"{platform}/corpora", timeout=30).json()["corpora"]
+    assert httpx.get(f"{platform}/corpora", timeout=30).status_code == 401
+    corpora = httpx.get(f"{platform}/corpora", headers={"Authorization": f"Bearer {KEY}"}, timeout=30).json()["corpora"]
     assert {"name": "corpus"} in corpora and str(Path(CORPUS_DIR).resolve()) not in str(corpora)
     labels = httpx.get(platform + "/static/labels.json", timeout=30).json()
     assert set(labels["labels"]) == {"ja", "en"} and labels["labels"]["ja"].keys() == labels["labels"]["en"].keys()
@@ -257,7 +282,7 @@ async def test_a_hostile_source_url_is_never_a_link_and_no_script_runs(platform:
     ran: list[str] = []
     page.on("dialog", lambda dialog: (ran.append(dialog.message), dialog.dismiss()))
     await page.goto(f"{platform}/ui")
-    await page.wait_for_selector("#corpus option", state="attached")
+    await page.wait_for_selector("#keybox.shown")
     hostile = ["javascript:alert('xss')", " JaVaScRiPt:alert(2)", "data:text/html,<script>alert(3)</script>"]
     supporting = [{"url": u, "title": f"出典{i}"} for i, u in enumerate(hostile)]
     supporting.append({"url": "https://a.example/ok", "title": "正しい出典"})
@@ -286,31 +311,13 @@ async def test_a_hostile_source_url_is_never_a_link_and_no_script_runs(platform:
     assert ran == []
 
 
-@pytest.fixture
-def keyed_research(platform: str, tmp_path: Path) -> Iterator[str]:
-    """The research app with an API key in place of the open one, for one test (one research app at a
-    time: a replica keeps its warm NLP pool, which holds the CPUs another replica's run would wait for)."""
-    from ray import serve
-
-    from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
-
-    def deploy(overrides: dict[str, object]) -> None:
-        settings = load_settings(overrides={"serve": {"corpus_roots": [CORPUS_DIR]}, **overrides})
-        serve.delete(APP_NAME)
-        serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
-
-    deploy({"data_dir": tmp_path, "api_keys": [KEY]})
-    yield platform
-    deploy({"data_dir": tmp_path / "open"})
-
-
-async def test_the_research_page_on_a_phone_with_a_key(keyed_research: str, browser: Browser) -> None:
+async def test_the_research_page_on_a_phone_with_a_key(platform: str, browser: Browser) -> None:
     """The whole research page at 390 px on a keyed app: the page is open, it asks for the key on its
     first 401 and sends it on every call (corpus list, run, event stream, result, charts); progress is a
     bar per agent and stage with the raw log folded away, nothing overlaps, nothing is wider than the
     phone; the result shows the answer, claims with sources, disputed figures side by side and the
     transparency report."""
-    url = keyed_research
+    url = platform
     assert httpx.get(f"{url}/ui", timeout=30).status_code == 200  # the page holds no data
     assert httpx.get(f"{url}/corpora", timeout=30).status_code == 401
     context = await browser.new_context(viewport=PHONE, locale="ja-JP")
@@ -326,7 +333,7 @@ async def test_the_research_page_on_a_phone_with_a_key(keyed_research: str, brow
     assert not await page.locator("#keybox").is_visible()
     await page.fill("#topic", "中小企業の価格転嫁の現状")
     await page.fill("#agents", "2")
-    await page.fill("#iterations", "2")
+    await page.fill("#iterations", "1")
     await page.select_option("#corpus", label="corpus")
     await page.click("#start")
     await page.wait_for_selector(".agent .stage", timeout=120_000)
@@ -349,7 +356,7 @@ async def test_the_research_page_on_a_phone_with_a_key(keyed_research: str, brow
     assert await page.locator("#disputed .sides").count() >= 1  # planted conflicts: both sides shown
     assert await page.locator("#disputed .side").count() == 2 * await page.locator("#disputed .sides").count()
     transparency = await page.inner_text("#transparency")
-    assert "反復 2" in transparency and "情報源の重なり" in transparency and "選択理由" in transparency
+    assert "反復 1" in transparency and "情報源の重なり" in transparency and "選択理由" in transparency
     await page.wait_for_function(
         "() => { const imgs = [...document.querySelectorAll('#charts img.chart')]; return imgs.length > 0"
         " && imgs.every(i => i.src.startsWith('blob:') && i.complete && i.naturalWidth > 0); }",
