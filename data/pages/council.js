@@ -119,7 +119,8 @@ function renderDeliberation(d) {
   $("rationale").append(list(t("council.final_reasons"), reasons));
   $("conditions").replaceChildren(list(t("council.conditions"), (d.conditions || []).map((c) =>
     el("li", c.text + "（" + c.sages.map(sageName).join("・") + "）"))));
-  $("dissent").replaceChildren(list(t("council.dissent"), (d.dissent || []).map((x) => {
+  const dissent = isSplit(d) ? [] : d.dissent || [];  // in a split there is no majority to dissent from
+  $("dissent").replaceChildren(list(t("council.dissent"), dissent.map((x) => {
     const li = el("li");
     li.append(el("strong", sageName(x.sage) + ": "), verdictChip(x.verdict), el("span", " " + x.reason));
     return li;

@@ -201,9 +201,10 @@ async def test_a_council_of_several_runs_shows_the_distribution(platform: str, p
     assert "2回の審議" in await page.inner_text("#rationale")
     assert await page.locator("#dist .bar").count() == 4
     assert await page.inner_text("#sage-casper li:first-child .chip") == "条件付き"
+    await phone_check(page, "council_runs")
     await page.evaluate("() => render(lastResult.deliberations[0])")  # one run alone: 1-1-1 is a split
     assert await page.inner_text("#verdict") == "意見割れ" and "多数がありません" in await page.inner_text("#rationale")
-    await phone_check(page, "council_runs")
+    assert await page.inner_text("#dissent") == ""  # no majority, so no dissent from it
 
 
 async def test_a_critic_run_ranks_the_five_sample_ideas(platform: str, page: Page) -> None:
