@@ -450,9 +450,9 @@ async def deliberate(
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
         decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted, quorum=cfg.quorum)
         state.emit(CouncilDecided(decision=decision_name(decision), progress=100.0))
-        transcripts = await seats.history()
+        transcripts = await seats.close()
     finally:
-        await seats.close()  # also after a failure or a cancel: the sages keep no history of it
+        await seats.close()  # after a failure or a cancel too (a no-op after the one above)
     timings.total_ms = int((time.monotonic() - started) * 1000)
     abstain = {f.sage: f.message for f in state.failures if f.phase == "voting"}
     votes = [

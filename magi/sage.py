@@ -110,8 +110,10 @@ class Sage:
         )
         return True
 
-    async def close(self, deliberation: str) -> None:
-        self._conversations.pop(deliberation, None)
+    async def close(self, deliberation: str) -> list[dict[str, str]]:
+        """Drop the conversation; its last history is the answer (the deliberation's transcript)."""
+        found = self._conversations.pop(deliberation, None)
+        return [] if found is None else _plain(found.context.messages)
 
     async def conversations(self) -> int:
         """How many conversations this sage holds now (tests and benchmarks: none may leak)."""
@@ -199,7 +201,11 @@ class Sage:
 
     async def history(self, deliberation: str) -> list[dict[str, str]]:
         """The conversation's current history (after any summaries), as plain role/content pairs."""
-        return [{"role": m.role, "content": m.text} for m in self._conversation(deliberation).context.messages]
+        return _plain(self._conversation(deliberation).context.messages)
+
+
+def _plain(messages: list[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.text} for m in messages]
 
 
 def _usage(meter: UsageMeter) -> dict[str, Any]:

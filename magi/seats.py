@@ -119,19 +119,20 @@ class Seats:
         """``method`` of the sage's agent for this deliberation (its id goes first)."""
         return self.handles[sage].call(method, self.deliberation, *args)
 
-    async def history(self) -> dict[str, list[dict[str, str]]]:
-        """Each sage's conversation of this deliberation (sages that lost it are left out)."""
-        sages = list(self.handles)
-        outcomes = await self.runtime.gather([self.call(s, Sage.history) for s in sages], self.council.timeout_s)
-        return {s.value: (o.value or []) for s, o in zip(sages, outcomes, strict=True) if o.ok}
-
-    async def close(self) -> None:
-        """Drop this deliberation's conversations (never raises: a sage that is gone holds none)."""
-        sages = list(self.handles)
-        outcomes = await self.runtime.gather([self.call(s, Sage.close) for s in sages], self.council.timeout_s)
+    async def close(self) -> dict[str, list[dict[str, str]]]:
+        """Drop this deliberation's conversations; their last histories are the answer (one call per
+        sage for both). Never raises: a sage that is gone holds nothing, and a second close is a no-op."""
+        handles, self.handles = self.handles, {}
+        sages = list(handles)
+        calls = [handles[s].call(Sage.close, self.deliberation) for s in sages]
+        outcomes = await self.runtime.gather(calls, self.council.timeout_s)
+        histories: dict[str, list[dict[str, str]]] = {}
         for sage, outcome in zip(sages, outcomes, strict=True):
-            if not outcome.ok:
+            if outcome.ok:
+                histories[sage.value] = outcome.value or []
+            else:
                 log.info("sage %s: conversation not closed (%s); it expires", sage.display, outcome.error)
+        return histories
 
 
 async def held_conversations(runtime: Runtime, council: CouncilSettings) -> dict[str, int]:
