@@ -12,12 +12,14 @@ Inside an agent, another agent's handle is used the same way: ``await handle.cal
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
@@ -460,6 +462,21 @@ def loopback_worker_hook() -> None:
             setattr(server, method, bound)
 
 
+@cache
+def code_fingerprint(*folders: str) -> str:
+    """A short hash of every file under ``folders`` (relative to :func:`code_root`, e.g. ``"magi"``,
+    ``"data/magi"``): part of a resident agent's name, so that a new version of the code it runs gets
+    agents of its own instead of calling a detached actor still running the old one."""
+    digest = hashlib.sha256()
+    root = code_root()
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(root).as_posix().encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:8]
+
+
 def code_root() -> Path:
     """The folder this project's packages are imported from (a checkout, or site-packages for a wheel)."""
     return Path(__file__).resolve().parent.parent
@@ -562,6 +579,7 @@ __all__ = [
     "Outcome",
     "RayRuntime",
     "Runtime",
+    "code_fingerprint",
     "code_root",
     "current_node_id",
     "gather_calls",

@@ -28,7 +28,7 @@ from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
-from core.runtime import Handle, Runtime
+from core.runtime import Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings, Settings
 from core.store import Store
 from critic import repository
@@ -174,8 +174,8 @@ def evaluation_from(
 class WorkerPool:
     """At most ``size`` ideas judged at once, each on one of ``size`` resident CriticWorker agents.
 
-    The workers are created once per cluster (Ray: detached actors named ``CriticWorker:<n>`` in the
-    project's namespace) and shared by every run, pool and replica, so no request starts a process
+    The workers are created once per cluster (Ray: detached actors named ``CriticWorker:<n>-<code
+    version>`` in the project's namespace) and shared by every run, pool and replica, so no request starts a process
     once they exist (~2 s for 5 on 2 cores when they do). A worker that fails under a call (a dead
     actor, a lost node) is replaced and the idea judged once more on the new one. A call cut by the
     run's timeout is cancelled in its worker.
@@ -196,7 +196,8 @@ class WorkerPool:
                 handle = self.handles.get(slot)
                 if handle is None:
                     # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
-                    handle = await self.runtime.get_or_create(CriticWorker, key=str(slot), detached=True)
+                    key = f"{slot}-{code_fingerprint('core', 'critic', 'data/critic')}"  # a new version: new workers
+                    handle = await self.runtime.get_or_create(CriticWorker, key=key, detached=True)
                     self.handles[slot] = handle
                 call = handle.call(CriticWorker.judge, request, self.llm)
                 try:

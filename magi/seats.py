@@ -1,9 +1,10 @@
 """The three resident sages as one deliberation sees them: which actor serves it, and its conversations.
 
 Each sage is a long-lived agent created once per cluster (Ray: a detached, named actor in the
-project's namespace), ``council.sage_replicas`` of them per sage on a cluster; a deliberation is
-served by one of each, picked from its id, and holds one conversation on it from ``open`` to
-``close`` (also after a failure or a timeout: ``close`` runs in the caller's ``finally``).
+project's namespace; its name carries a fingerprint of the code it runs, so an upgrade gets new
+ones), ``council.sage_replicas`` of them per sage on a cluster; a deliberation is served by one of
+each, picked from its id, and holds one conversation on it from ``open`` to ``close`` (also after a
+failure or a timeout: ``close`` runs in the caller's ``finally``).
 
 A sage whose actor died is found again (created anew) by :meth:`Seats.reseat`: the call that met the
 dead actor is recorded as that phase's failure by the caller, and the next phase goes to the new actor
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 
 from core.errors import first_line
 from core.llm import LLMClient
-from core.runtime import DEFAULT_NAMESPACE, Call, Handle, Runtime
+from core.runtime import DEFAULT_NAMESPACE, Call, Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings
 from magi.models import SAGES, SageName
 from magi.sage import Sage, UnknownDeliberation
@@ -32,8 +33,8 @@ EXPIRY_CALLS = 3  # a conversation unused for this many call timeouts (+ a minut
 
 
 def sage_key(sage: SageName, slot: int) -> str:
-    """The key of a resident sage's agent (Ray actor name ``Sage:<key>``)."""
-    return f"{sage.value}-{slot}"
+    """The key of a resident sage's agent (Ray actor name ``Sage:<sage>-<slot>-<code version>``)."""
+    return f"{sage.value}-{slot}-{code_fingerprint('core', 'magi', 'data/magi')}"
 
 
 def slot_of(deliberation: str, replicas: int) -> int:
@@ -143,7 +144,7 @@ async def held_conversations(runtime: Runtime, council: CouncilSettings) -> dict
             handle = await runtime.get_or_create(
                 Sage, sage, key=sage_key(sage, slot), namespace=DEFAULT_NAMESPACE, detached=True
             )
-            counts[sage_key(sage, slot)] = await handle.call(Sage.conversations)
+            counts[f"{sage.value}-{slot}"] = await handle.call(Sage.conversations)
     return counts
 
 

@@ -67,7 +67,7 @@ class CouncilSettings(Section):
         ge=1,
         le=16,
         description="Resident actors per sage, created once per cluster and shared by every deliberation "
-        "(each deliberation talks to one of each); more spread a busy cluster's sages over nodes.",
+        "(each deliberation talks to one of each); more share a busy cluster's deliberations.",
     )
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the MAGI app (zero CPUs each).")
 

@@ -26,6 +26,12 @@ def sage_actors() -> dict[str, str]:
     return {n: ray.get_actor(n, namespace="magi")._actor_id.hex() for n in names}
 
 
+def name_of(sage: SageName) -> str:
+    from magi.seats import sage_key
+
+    return f"Sage:{sage_key(sage, 0)}"  # its slot and the fingerprint of the code it runs
+
+
 async def test_sages_are_resident_actors_reused_by_every_deliberation_and_keep_no_history(ray_cluster: None) -> None:
     from magi.seats import held_conversations
     from magi.settings import CouncilSettings
@@ -42,7 +48,7 @@ async def test_sages_are_resident_actors_reused_by_every_deliberation_and_keep_n
     finally:
         await runtime.close()
     in_process = await deliberate(question, settings(rounds=2), InProcessRuntime(), seed=5)
-    assert sorted(first) == ["Sage:balthasar-0", "Sage:casper-0", "Sage:melchior-0"]
+    assert sorted(first) == sorted(name_of(s) for s in SageName)
     assert sage_actors() == first  # reused: not one actor started per deliberation
     assert held == {"melchior-0": 0, "balthasar-0": 0, "casper-0": 0}
     assert on_ray.decision == in_process.decision
@@ -58,7 +64,7 @@ async def test_a_killed_sage_is_recreated_its_phase_fails_and_the_next_deliberat
 
     def kill_melchior(event: CouncilEvent) -> None:
         if isinstance(event, PhaseStarted) and event.phase == "voting":
-            ray.kill(ray.get_actor("Sage:melchior-0", namespace="magi"), no_restart=True)
+            ray.kill(ray.get_actor(name_of(SageName.MELCHIOR), namespace="magi"), no_restart=True)
 
     runtime = RayRuntime()
     try:
@@ -72,8 +78,9 @@ async def test_a_killed_sage_is_recreated_its_phase_fails_and_the_next_deliberat
     assert failure.sage is SageName.MELCHIOR and failure.phase == "voting" and failure.kind == "exception"
     assert hit.decision == "APPROVE"  # the two others still decide
     now = sage_actors()
-    assert now["Sage:melchior-0"] != before["Sage:melchior-0"]  # started again, under the same name
-    assert now["Sage:casper-0"] == before["Sage:casper-0"]
+    melchior, casper = name_of(SageName.MELCHIOR), name_of(SageName.CASPER)
+    assert now[melchior] != before[melchior]  # started again, under the same name
+    assert now[casper] == before[casper]
     assert not after.failures and after.decision == "APPROVE"
 
 

@@ -34,7 +34,7 @@ async def test_every_deliberation_uses_the_same_three_sages_and_leaves_no_histor
     for seed in range(2, 7):
         result = await deliberate(QUESTION, config, runtime, seed=seed)
         assert result.decision == first.decision and not result.failures
-        assert await held_conversations(runtime, CouncilSettings.of(config)) == {sage_key(s, 0): 0 for s in SAGES}
+        assert await held_conversations(runtime, CouncilSettings.of(config)) == {f"{s.value}-0": 0 for s in SAGES}
     for sage, handle in sages.items():  # no new agent was made: the same objects served every ask
         assert (await runtime.get_or_create(Sage, sage, key=sage_key(sage, 0), detached=True)) is handle
     assert all(first.transcripts.values())  # the history was there while the deliberation ran
@@ -98,6 +98,12 @@ async def test_each_conversation_uses_the_client_it_was_opened_with() -> None:
     reply_a = await sage.ask("a", "thinking", "Deliberation s1. Go?")
     assert seen == ["b", "a"] and reply_a.calls == reply_b.calls == 1
     assert len(await sage.history("a")) == 2 and len(await sage.history("b")) == 2
+
+
+def test_a_sage_is_named_by_its_slot_and_the_code_it_runs() -> None:
+    key = sage_key(SageName.CASPER, 1)
+    assert key.startswith("casper-1-") and len(key.rsplit("-", 1)[1]) == 8
+    assert sage_key(SageName.CASPER, 1) == key  # the same code: the same agent
 
 
 def test_a_deliberation_keeps_one_slot_and_deliberations_spread_over_the_replicas() -> None:
