@@ -4,7 +4,8 @@ One local Ray, the ``magi`` Serve app on 127.0.0.1 (``--replicas`` replicas), th
 model answering every call after ``--latency`` seconds, ``--rounds`` debate rounds. In one run:
 
 1. Warm-up: one ask (the three resident sages start here, once per cluster).
-2. Baseline: one ask alone: its wall time and ``setupMs`` (opening its conversations on the sages).
+2. Baseline: ``--baseline`` asks one at a time: the median wall time and ``setupMs`` (opening its
+   conversations on the sages) of one ask alone.
 3. Load: ``--concurrency`` asks at once (a bounded async client): wall time, answers, ``setupMs``.
 4. Runs: one ask with ``runs: --runs`` (that many deliberations at once on the same sages).
 
@@ -14,6 +15,7 @@ resident memory are counted before and after 3 and 4: none may start per ask.
 Prints JSON with ``wall_ratio_vs_one_ask`` (load wall time / one ask's; <= 2 expected), the warm
 asks' ``setupMs`` and the conversations the sages hold at the end (0: none leaked).
 Usage: .venv/bin/python benchmarks/council_load.py [--concurrency 20] [--latency 0.5] [--rounds 1]
+[--replicas 1] [--runs 50] [--baseline 5]
 """
 
 from __future__ import annotations
@@ -103,11 +105,13 @@ async def ask(client: httpx.AsyncClient, **extra: Any) -> tuple[float, dict[str,
     return elapsed, body
 
 
-async def drive(base_url: str, concurrency: int, runs: int) -> dict[str, Any]:
+async def drive(base_url: str, concurrency: int, runs: int, baseline: int) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=concurrency + 4)
     async with httpx.AsyncClient(base_url=base_url, timeout=900, limits=limits) as client:
         warm_s, warm = await ask(client)
-        one_s, one = await ask(client)
+        alone = [await ask(client) for _ in range(baseline)]  # one at a time: the median is the baseline
+        one_s = statistics.median(s for s, _ in alone)
+        one_setup = statistics.median(body["timings"]["setupMs"] for _, body in alone)
         idle = ray_workers()
         started = time.monotonic()
         loaded = await asyncio.gather(*(ask(client) for _ in range(concurrency)))
@@ -119,8 +123,10 @@ async def drive(base_url: str, concurrency: int, runs: int) -> dict[str, Any]:
     return {
         "first_ask_s": round(warm_s, 3),
         "first_ask_setup_ms": warm["timings"]["setupMs"],
+        "baseline_asks": baseline,
         "one_ask_s": round(one_s, 3),
-        "one_ask_setup_ms": one["timings"]["setupMs"],
+        "one_ask_setup_ms": one_setup,
+        "one_ask_setup_ms_max": max(body["timings"]["setupMs"] for _, body in alone),
         "concurrent_asks": concurrency,
         "concurrent_wall_s": round(load_s, 3),
         "wall_ratio_vs_one_ask": round(load_s / one_s, 2),
@@ -162,7 +168,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(build_app(config), name=APP_NAME, route_prefix=ROUTE_PREFIX)
-        result = asyncio.run(drive(f"http://127.0.0.1:{port}", args.concurrency, args.runs))
+        result = asyncio.run(drive(f"http://127.0.0.1:{port}", args.concurrency, args.runs, args.baseline))
         result["conversations_held_at_end"] = asyncio.run(held())
         serve.shutdown()
     finally:
@@ -177,6 +183,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="debate rounds")
     parser.add_argument("--replicas", type=int, default=1, help="replicas of the magi app (council.replicas)")
     parser.add_argument("--runs", type=int, default=50, help="deliberations of the one 'runs' ask")
+    parser.add_argument("--baseline", type=int, default=5, help="asks sent one at a time for the baseline (median)")
     print(json.dumps(measure(parser.parse_args()), indent=2))
 
 
