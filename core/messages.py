@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.policy import PolicyModel, load_policy
 from core.resources import data_path
@@ -63,8 +63,8 @@ class Catalogue(PolicyModel):
 
     policy_name: ClassVar[str] = "message catalogue"
 
-    names: list[str] = []
-    internal: list[str] = []
+    names: list[str] = Field(default_factory=list)
+    internal: list[str] = Field(default_factory=list)
     messages: dict[str, Message]
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from core.errors import LLMOutputError
 from core.llm import LLMClient, Message, UsageMeter, generate, make_llm
 from core.llm.factory import MeteredClient
+from core.llm.fencing import fence
 from core.settings import LLMSettings
 from magi.context import ContextManager, truncate_text
 from magi.models import DebateTurn, Phase, SageName, SageReply, Summary, ThinkingOutput, Vote
@@ -55,7 +56,7 @@ class Sage:
         self.extra_types[phase] = output_type
 
     async def _summarize(self, turns: str) -> str:
-        prompt = bundled_prompts().summary.format(turns=turns)
+        prompt = bundled_prompts().summary.format(turns=fence(turns, "TURNS"))
         result = await generate(
             self.client,
             system=self.system,

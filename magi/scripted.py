@@ -135,20 +135,42 @@ class _Turn:
         return blind, False
 
 
+CONDITIONS_JA = {
+    SageName.MELCHIOR: ["事前に決めた基準値と比べて効果を測定すること"],
+    SageName.BALTHASAR: ["検証済みの切り戻し手順を用意すること", "先にセキュリティへの影響を確認すること"],
+    SageName.CASPER: ["まず一部の利用者に限定して提供すること"],
+}
+LEAN_JA = {SageName.MELCHIOR: "論理", SageName.BALTHASAR: "保護", SageName.CASPER: "実利"}
+VERDICT_JA = {Verdict.APPROVE: "承認", Verdict.DENY: "否決", Verdict.CONDITIONAL: "条件付き承認"}
+
+
+def _japanese(turn: _Turn) -> bool:
+    """Whether the prompt asks for Japanese text (the council's output-language instruction)."""
+    return "in Japanese." in turn.prompt
+
+
 def _vote(turn: _Turn, verdict: Verdict, changed: bool, phase: str, step: int | None) -> dict[str, Any]:
     title = turn.sage.display
+    ja = _japanese(turn)
     conditions = []
     if verdict is Verdict.CONDITIONAL:
-        conditions = {
-            SageName.MELCHIOR: ["measure the outcome against a stated baseline"],
-            SageName.BALTHASAR: ["keep a tested rollback plan", "review the security impact first"],
-            SageName.CASPER: ["ship to a small group of users first"],
-        }[turn.sage]
+        conditions = (
+            CONDITIONS_JA
+            if ja
+            else {
+                SageName.MELCHIOR: ["measure the outcome against a stated baseline"],
+                SageName.BALTHASAR: ["keep a tested rollback plan", "review the security impact first"],
+                SageName.CASPER: ["ship to a small group of users first"],
+            }
+        )[turn.sage]
     silent = turn.directive is not None and turn.directive.silent
     arguments = [] if silent or not changed else [f"{title} weighed a point raised in {phase} {step or ''}".strip()]
+    reason = f"{title}: {verdict.value.lower()} from its {LEAN_WORDS[turn.sage]} view"
+    if ja:
+        reason = f"{title}: {LEAN_JA[turn.sage]}の観点から{VERDICT_JA[verdict]}とする"
     return {
         "verdict": verdict.value,
-        "reason": f"{title}: {verdict.value.lower()} from its {LEAN_WORDS[turn.sage]} view",
+        "reason": reason,
         "confidence": round(0.55 + 0.4 * turn.rng(f"confidence{step}").random(), 2),
         "conditions": conditions,
         "new_arguments": arguments,
