@@ -32,6 +32,7 @@ from typing import Any
 
 from core.errors import LLMError
 from core.llm.base import LLMRequest, LLMResponse, Usage
+from core.llm.fencing import fenced
 from magi.context import estimate_tokens
 from magi.models import SageName, Verdict
 
@@ -216,7 +217,6 @@ def _answer(turn: _Turn, name: str) -> dict[str, Any]:
 
 _TEMPLATE = re.compile(r"<<<TEMPLATE\n(.*?)\nTEMPLATE>>>", re.DOTALL)
 _DRAFT = re.compile(r"<<<DRAFT\n(.*?)\nDRAFT>>>", re.DOTALL)
-_REQUEST = re.compile(r"Request:\n(.*?)\n\n", re.DOTALL)
 _DOCUMENT = re.compile(r"(?:Write|Revise) the (\w+) document")
 _PLACEHOLDER = re.compile(r"\{\{([A-Z0-9_]+)\}\}")
 _EXAMPLE = re.compile(r"\[([a-z][a-z /]*)\]")
@@ -235,8 +235,8 @@ SDD_VERDICTS = {SageName.MELCHIOR: "CONDITIONAL", SageName.BALTHASAR: "CONDITION
 
 
 def _sdd_head(prompt: str) -> str:
-    match = _REQUEST.search(prompt)
-    text = match.group(1).strip() if match else "the request"
+    found = fenced(prompt, "REQUEST")
+    text = found[0].strip() if found and found[0].strip() else "the request"
     return text.splitlines()[0][:80]
 
 

@@ -85,7 +85,7 @@ def test_markdown_is_the_default(scripted: None, capsys: pytest.CaptureFixture[s
     flipped = f"Go?\n{SCRIPT}melchior=APPROVE balthasar=DENY casper=APPROVE,DENY,silent"
     assert main(["ask", "--in-process", flipped]) == 1
     out = capsys.readouterr().out
-    assert "| CASPER-3 | APPROVE (" in out and "⚠ changed without a new argument" in out
+    assert "| CASPER-3 | approve (" in out and "⚠ changed without a new argument" in out
 
 
 def test_runs_report_distribution_and_flip_rate(scripted: None, capsys: pytest.CaptureFixture[str]) -> None:
