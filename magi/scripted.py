@@ -53,7 +53,8 @@ _DIRECTIVE = re.compile(r"magi-script:([^\n]*)")
 
 def marker(sage: SageName | str, phase: str, round: int = 0) -> str:
     """A token the scripted answer of ``sage`` in ``phase`` carries (no sage name in it: anonymity
-    scrubbing leaves it intact), so tests can see whose text reached whom."""
+    scrubbing leaves it intact), so tests can see whose text reached whom (English answers only: a
+    Japanese answer is meant to read clean)."""
     return f"<<{CODES[SageName(sage)]}-{phase}{round or ''}>>"
 
 
@@ -182,12 +183,22 @@ LEAN_WORDS = {SageName.MELCHIOR: "logical", SageName.BALTHASAR: "protective", Sa
 
 
 def _answer(turn: _Turn, name: str) -> dict[str, Any]:
+    ja = _japanese(turn)
     if name == "ThinkingOutput":
         verdict, _ = turn.verdict(0)
+        analysis = (
+            f"{turn.sage.display} considers the request {marker(turn.sage, 'thinking')}: "
+            f"its {LEAN_WORDS[turn.sage]} reading points to {verdict.value}."
+        )
+        points = [f"{LEAN_WORDS[turn.sage]} point {i}" for i in (1, 2)]
+        if ja:
+            analysis = (
+                f"{turn.sage.display}は依頼を検討した: {LEAN_JA[turn.sage]}の観点からは{VERDICT_JA[verdict]}が妥当。"
+            )
+            points = [f"{LEAN_JA[turn.sage]}の論点{i}" for i in (1, 2)]
         return {
-            "analysis": f"{turn.sage.display} considers the request {marker(turn.sage, 'thinking')}: "
-            f"its {LEAN_WORDS[turn.sage]} reading points to {verdict.value}.",
-            "key_points": [f"{LEAN_WORDS[turn.sage]} point {i}" for i in (1, 2)],
+            "analysis": analysis,
+            "key_points": points,
             "vote": _vote(turn, verdict, False, "thinking", 0),
         }
     if name == "DebateTurn":
@@ -196,9 +207,11 @@ def _answer(turn: _Turn, name: str) -> dict[str, Any]:
         verdict, _ = turn.verdict(step)
         previous, _ = turn.verdict(step - 1)
         labels = re.findall(r"^### (.+)$", turn.prompt, flags=re.MULTILINE)
+        objection = f"{LEAN_JA[turn.sage]}の観点からの異論" if ja else f"{LEAN_WORDS[turn.sage]} objection"
+        addition = f"{LEAN_JA[turn.sage]}の観点からの補足" if ja else "addition"
         return {
-            "rebuttals": [{"peer": label, "point": f"{LEAN_WORDS[turn.sage]} objection"} for label in labels[:2]],
-            "additions": [f"addition {marker(turn.sage, 'round', step)}"],
+            "rebuttals": [{"peer": label, "point": objection} for label in labels[:2]],
+            "additions": [addition if ja else f"{addition} {marker(turn.sage, 'round', step)}"],
             "stance": _vote(turn, verdict, verdict is not previous, "round", step),
         }
     if name == "Vote":
