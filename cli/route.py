@@ -38,8 +38,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 def run(args: argparse.Namespace) -> int:
     from core.errors import InputError
     from core.store import open_store
-    from router.markdown import route_markdown
     from router.conversation import SESSION_NAMESPACE, Turn, check_query, shared_router
+    from router.markdown import route_markdown
     from router.settings import RouterSettings
     from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository, update_session

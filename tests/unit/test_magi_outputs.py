@@ -69,7 +69,8 @@ async def test_english_markdown_golden_head() -> None:
 
 async def test_a_one_one_one_split_is_shown_as_a_split_with_every_position() -> None:
     d = await run(
-        "新しい機能を今月中に利用者全員へ公開してよいか？\nmagi-script: melchior=APPROVE balthasar=DENY casper=CONDITIONAL"
+        "新しい機能を今月中に利用者全員へ公開してよいか？\n"
+        "magi-script: melchior=APPROVE balthasar=DENY casper=CONDITIONAL"
     )
     assert d.split is True and to_json(d)["split"] is True
     text = to_markdown(d)

@@ -33,7 +33,8 @@ def test_listed_names_may_stay_latin(tmp_path: Path) -> None:
 def test_leaks_finds_english_labels_and_internal_keys(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
-        "internal: [requestType]\nmessages:\n  votes: {ja: 投票, en: Votes}\n  why: {ja: '理由: {x}', en: 'Reason: {x}'}\n",
+        "internal: [requestType]\nmessages:\n  votes: {ja: 投票, en: Votes}\n"
+        "  why: {ja: '理由: {x}', en: 'Reason: {x}'}\n",
     )
     c = load_catalogue(path)
     assert leaks("## 投票\n理由: よい", c) == []

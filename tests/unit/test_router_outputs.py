@@ -45,7 +45,15 @@ def test_route_markdown_in_english_golden() -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ["ここは何をする場所ですか？", "コワーキングスペースの予約", "Wi-Fiのパスワードは？", "会議室", "今何時？", "こんにちは"]
+    "query",
+    [
+        "ここは何をする場所ですか？",
+        "コワーキングスペースの予約",
+        "Wi-Fiのパスワードは？",
+        "会議室",
+        "今何時？",
+        "こんにちは",
+    ],
 )
 def test_japanese_route_markdown_has_no_english_label_or_internal_key(query: str) -> None:
     assert leaks(_markdown(query), catalogue("router")) == []
