@@ -168,7 +168,13 @@ class RouterService(AppService):
         configured, failed = llm_configured(self.settings.llm), False
         if not answered and result.agent == "GeneralKnowledgeAgent" and configured:
             try:
-                answer = await general_answer(self.settings.llm, outcome.query, list(outcome.context))
+                answer = await general_answer(
+                    self.settings.llm,
+                    outcome.query,
+                    list(outcome.context),
+                    result.language,
+                    RouterSettings.of(self.settings).official_site,
+                )
             except MagiError as exc:
                 log.warning("GeneralKnowledgeAgent could not answer: %s", first_line(exc))
                 answer, failed = None, True
