@@ -28,8 +28,9 @@ def test_one_claim_per_key_and_figures_the_first_standing_for_the_rest() -> None
 
 def test_citations_are_numbered_once_and_capped() -> None:
     urls = [f"https://s.example/{i}" for i in range(MAX_CITES + 3)]
-    refs = SourceNumbers([SourceReference(url=u, title=u, fetched_at=datetime.now(UTC)) for u in urls])
+    refs = SourceNumbers([SourceReference(url=u, title=u, fetched_at=datetime.now(UTC)) for u in urls], "en")
     cites = [Citation(url=u, title=u, reliability=0.5, origin=u, statement="s") for u in urls]
     text = refs.cite_all(cites)
     assert text.startswith("[1][2]") and text.endswith(f"[{MAX_CITES}] (+3 more)")
     assert refs.cite(urls[1]) == "[2]" and refs.order == urls[:MAX_CITES]
+    assert SourceNumbers([], "ja").cite_all(cites).endswith("（ほか3件）")
