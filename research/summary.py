@@ -41,7 +41,7 @@ from typing import Literal
 from core.errors import ConfigError, MagiError, first_line
 from core.llm.base import LLMClient, Message, generate
 from core.llm.fencing import fence
-from core.messages import language_of
+from core.messages import Lang, catalogue, language_of
 from core.models import CamelModel
 from core.resources import data_path
 from nlp.findings import split_sentences
@@ -110,16 +110,24 @@ def _pick(claims: Sequence[EvidencedClaim], max_sentences: int, *, ordered: bool
     return picked
 
 
-def _bullet(claim: EvidencedClaim, *, cited: bool = False) -> str:
+def _bullet(claim: EvidencedClaim, *, cited: bool = False, japanese: bool = False) -> str:
+    lang: Lang = "ja" if japanese else "en"
+    c = catalogue("research")
     sources = claim.independent_origins
-    label = f"{sources} independent source{'' if sources == 1 else 's'}"
-    disputed = "disputed; " if claim.disputed else ""
+    stats = c.text(
+        "summary.stats",
+        lang,
+        disputed=c.text("summary.disputed", lang) if claim.disputed else "",
+        confidence=f"{claim.confidence:.2f}",
+        n=sources,
+        sources="source" if sources == 1 else "sources",
+    )
     text = claim.text.strip()
     if claim.context:
         text = f"{claim.context}: {text}"  # the subject its document gives it
-    gap = "" if text.endswith(("。", "！", "？", "」", "）")) else " "  # no space after Japanese punctuation
+    gap = "" if japanese or text.endswith(("。", "！", "？", "」", "）")) else " "  # none after Japanese text
     where = f" [{claim.supporting[0].title}]" if cited and claim.supporting else ""
-    return f"- {text}{gap}({disputed}confidence {claim.confidence:.2f}, {label}){where}"
+    return f"- {text}{gap}{stats}{where}"
 
 
 def _read(claim: EvidencedClaim) -> str:
@@ -246,9 +254,9 @@ def _extractive(
     lines: list[str] = []
     if len(items) > 1 and answered:
         lines.append("回答:" if japanese else "Answer:")
-        lines += [f"- {label}: {_bullet(c, cited=True)[2:]}" for label, c in items if c is not None]
+        lines += [f"- {label}: {_bullet(c, cited=True, japanese=japanese)[2:]}" for label, c in items if c is not None]
     elif answered:
-        line = ("回答: " if japanese else "Answer: ") + _bullet(answered[0], cited=True)[2:]
+        line = ("回答: " if japanese else "Answer: ") + _bullet(answered[0], cited=True, japanese=japanese)[2:]
         if earlier is not None:
             period, figure = earlier
             line += f" 前回値: {figure}（{period}）" if japanese else f" Earlier: {figure} ({period})."
@@ -264,10 +272,10 @@ def _extractive(
                 if japanese
                 else f"The sources do not answer {topic!r} directly. Key verified facts:"
             )
-        return "\n".join([*lines, lead, *(_bullet(c) for c in rest)])
+        return "\n".join([*lines, lead, *(_bullet(c, japanese=japanese) for c in rest)])
     if rest:
         lines.append("裏付けとなる事実:" if japanese else "Supporting facts:")
-        lines += [_bullet(c) for c in rest]
+        lines += [_bullet(c, japanese=japanese) for c in rest]
     return "\n".join(lines)
 
 

@@ -105,10 +105,9 @@ def test_extractive_picks_top_claims_one_per_key_and_marks_disputed() -> None:
     bullets = lines[1:]
     # undisputed first by confidence; the lower-confidence variant of the same key is skipped; unsupported never
     assert bullets == [
-        "- 2024年9月調査の価格転嫁率は49.7%だった。(confidence 0.78, 4 independent sources)",
-        "- 中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。"
-        "(confidence 0.55, 2 independent sources)",
-        "- 回答企業数は36,210社だった。(disputed; confidence 0.90, 3 independent sources)",
+        "- 2024年9月調査の価格転嫁率は49.7%だった。（確信度 0.78、独立した出典 4件）",
+        "- 中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。（確信度 0.55、独立した出典 2件）",
+        "- 回答企業数は36,210社だった。（異論あり、確信度 0.90、独立した出典 3件）",
     ]
     assert extractive_summary(TOPIC_JA, CLAIMS, answer_first=False) == text  # deterministic
 
