@@ -226,7 +226,9 @@ def _compute(data: CostImpactInput) -> CostImpactOutput:
             raise InputError(f"the premium margin {premium_margin} is not below 1; lower premium_margin_uplift")
         scenarios = {
             "premium": scenario("premium", c1 / (1 - premium_margin), f"利益率{percent(premium_margin)}を確保する価格"),
-            "standard": scenario("standard", c1 / (1 - m0) if m0 < 1 else c1, f"現在の利益率{percent(m0)}を維持する価格"),
+            "standard": scenario(
+                "standard", c1 / (1 - m0) if m0 < 1 else c1, f"現在の利益率{percent(m0)}を維持する価格"
+            ),
             "minimum": scenario("minimum", p0 + (c1 - c0), "コスト増加額をそのまま価格に反映（利益額を維持）"),
         }
         target = None

@@ -72,10 +72,12 @@ class DocumentInput(ToolInput):
         None, description="external（取引先に渡す。テンプレートの既定）/ internal（社内検討用）。"
     )
     disclose: list[Literal["premium", "standard", "minimum"]] = Field(
-        default_factory=list, description="取引先に示すとオーナーが決めた価格案（例: standard）。ほかの案の価格は載せられません。"
+        default_factory=list,
+        description="取引先に示すとオーナーが決めた価格案（例: standard）。ほかの案の価格は載せられません。",
     )
     attachments: list[str] = Field(
-        default_factory=list, description="このセッションのグラフのキー。取引先向け文書には audience=external のグラフのみ。"
+        default_factory=list,
+        description="このセッションのグラフのキー。取引先向け文書には audience=external のグラフのみ。",
     )
     include_cost_table: bool = Field(False, description="直近のコスト試算の費目別の表（コスト部分のみ）を載せる。")
 
@@ -227,7 +229,8 @@ def attachments(data: DocumentInput, ctx: ToolContext, audience: Audience) -> li
         if audience == "external" and whose != "external":
             raise InputError(
                 f"attachments: {key.rsplit('/', 1)[-1]} は社内用の分析（松竹梅・目標価格・利益など）のため、"
-                "取引先向けの文書には添付できません。添付を外すか、社内の数字を含まないグラフを audience=external で作ってください"
+                "取引先向けの文書には添付できません。添付を外すか、社内の数字を含ま"
+                "ないグラフを audience=external で作ってください"
             )
         if key.endswith(".png"):
             images.append(blob)
@@ -240,11 +243,14 @@ def check(doc: Layout, data: DocumentInput, ctx: ToolContext, audience: Audience
     joined = "\n".join(texts)
     braces = sorted(set(BRACED.findall(joined)))
     if braces:
-        raise InputError(f"data: {', '.join(braces)} は差し込まれていない項目です。値を入れるか、その文を消してください")
+        raise InputError(
+            f"data: {', '.join(braces)} は差し込まれていない項目です。値を入れるか、その文を消してください"
+        )
     names = sorted(set(IDENTIFIER.findall(joined)))
     if names:
         raise InputError(
-            f"data: 英語の識別子 {', '.join(names)} が文書に残っています。日本語の名称（例: 材料費、労務費）に直してください"
+            f"data: 英語の識別子 {', '.join(names)} が文"
+            f"書に残っています。日本語の名称（例: 材料費、労務費）に直してください"
         )
     if audience == "external":
         found = internal_findings(texts, internal_amounts(ctx.earlier, data.disclose))
@@ -431,7 +437,8 @@ async def run(data: DocumentInput, ctx: ToolContext) -> DocumentOutput:
 
 
 DESCRIPTION = (
-    "文書生成: 見積書(quotation)・価格改定のお願い(request_letter)・ご説明資料(negotiation_materials)・合意書(agreement)・"
+    "文書生成: 見積書(quotation)・価格改定のお願い(request_letter)"
+    "・ご説明資料(negotiation_materials)・合意書(agreement)・"
     "原価内訳書(cost_breakdown)を docx/xlsx/pdf で作成します（日本のビジネス文書の書式、金額は1,234,567円、率は%）。"
     "tone は formal/friendly/assertive/urgent。data.body にオーナーが伝えたい段落、data.fields に各文書の項目"
     "（未記入があると作成できず、不足項目を返します）:\n"
