@@ -140,7 +140,8 @@ def summarise(data: ChartInput) -> str:
         return text
     if data.data.categories:
         top = max(data.data.categories, key=lambda c: c.value)
-        return f"{len(data.data.categories)}項目のうち最大は「{top.label}」（{_plain(top.value)}）"
+        unit = "円" if "円" in f"{data.y_label}{data.title}" else ""
+        return f"{len(data.data.categories)}項目のうち最大は「{top.label}」（{_plain(top.value)}{unit}）"
     return data.title
 
 

@@ -228,9 +228,8 @@ def attachments(data: DocumentInput, ctx: ToolContext, audience: Audience) -> li
             raise InputError(f"attachments: {key!r} is not a file of this session; use a key a tool returned")
         if audience == "external" and whose != "external":
             raise InputError(
-                f"attachments: {key.rsplit('/', 1)[-1]} は社内用の分析（松竹梅・目標価格・利益など）のため、"
-                "取引先向けの文書には添付できません。添付を外すか、社内の数字を含ま"
-                "ないグラフを audience=external で作ってください"
+                "添付のグラフは社内用の分析（松竹梅・目標価格・利益など）のため、取引先向けの文書には添付できません。"
+                f"添付を外すか、社内の数字を含まないグラフを audience=external で作ってください（attachments: {key}）"
             )
         if key.endswith(".png"):
             images.append(blob)
@@ -363,7 +362,9 @@ def to_pdf(doc: Layout, font: Path) -> bytes:
     pdf.set_font("IPAexG", size=10.5)
 
     def line(text: str, align: str = "L", height: float = 6.5) -> None:
-        pdf.multi_cell(0, height, text, align=align, new_x="LMARGIN", new_y="NEXT")
+        # Japanese has no spaces between words: wrap at any character (word wrapping would move a whole
+        # sentence after a leading 全角 space to the next line and leave a blank one)
+        pdf.multi_cell(0, height, text, align=align, new_x="LMARGIN", new_y="NEXT", wrapmode="CHAR")
 
     line(doc.date, "R")
     pdf.ln(2)
