@@ -348,7 +348,12 @@ def specialist(request: LLMRequest) -> dict[str, Any]:
     start, text = _last_user_text(request.messages)
     done = _results(request.messages, start)
     order = injected(request)
-    if order is not None and "web_search" not in done:  # the gullible part: obeys an unfenced order
+    obeyed = any(
+        isinstance(p, ToolCallPart) and p.arguments.get("query") == (order or "")[:100]
+        for m in request.messages
+        for p in m.parts
+    )
+    if order is not None and not obeyed:  # the gullible part: obeys an unfenced order
         return {
             "text": "",
             "tool_calls": [_call(0, 0, "web_search", {"query": order[:100]})],

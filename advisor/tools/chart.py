@@ -372,6 +372,7 @@ __all__ = [
     "ChartOutput",
     "ImageSize",
     "Point",
+    "audience_of",
     "render",
     "run",
     "summarise",

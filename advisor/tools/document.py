@@ -352,6 +352,7 @@ def to_xlsx(doc: Layout) -> bytes:
 
 def to_pdf(doc: Layout, font: Path) -> bytes:
     from fpdf import FPDF
+    from fpdf.enums import WrapMode
 
     pdf = FPDF(format="A4")
     pdf.set_margins(22, 20, 22)
@@ -364,7 +365,7 @@ def to_pdf(doc: Layout, font: Path) -> bytes:
     def line(text: str, align: str = "L", height: float = 6.5) -> None:
         # Japanese has no spaces between words: wrap at any character (word wrapping would move a whole
         # sentence after a leading 全角 space to the next line and leave a blank one)
-        pdf.multi_cell(0, height, text, align=align, new_x="LMARGIN", new_y="NEXT", wrapmode="CHAR")
+        pdf.multi_cell(0, height, text, align=align, new_x="LMARGIN", new_y="NEXT", wrapmode=WrapMode.CHAR)
 
     line(doc.date, "R")
     pdf.ln(2)
@@ -467,5 +468,6 @@ __all__ = [
     "to_docx",
     "to_pdf",
     "to_xlsx",
+    "today",
     "written",
 ]
