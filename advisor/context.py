@@ -42,7 +42,8 @@ def summary_of(name: str, out: dict[str, Any]) -> str:
         return f"{out.get('summary', '')}（{audience}）"
     if name == "generate_document":
         audience = "社内用" if out.get("audience") == "internal" else "取引先提出用"
-        return f"{str(out.get('document_format', '')).upper()}を作成（{audience}）"
+        kind = {"pdf": "PDF", "docx": "Word文書", "xlsx": "Excelファイル"}.get(str(out.get("document_format")), "文書")
+        return f"{kind}を作成（{audience}）"
     if name == "simulate_negotiation":
         return f"第{out['round']}ラウンド {out['feedback']['score']}点"
     return "完了"
