@@ -46,9 +46,12 @@ def contacts(kind: str) -> list[Chunk]:
     return [chunks[s] for s in wanted]
 
 
-def contacts_text(kind: str) -> str:
-    """One line per contact: its name, what it offers (the section's text) and its source URL."""
-    return "\n".join(f"- {c.section}: {' '.join(c.content.split())}（出典: {c.source}）" for c in contacts(kind))
+def contacts_text(kind: str, full: bool = False) -> str:
+    """One line per contact: its name and source URL (``full``: with what it offers, the section's text)."""
+    return "\n".join(
+        f"- {c.section}: {' '.join(c.content.split())}（出典: {c.source}）" if full else f"- {c.section}: {c.source}"
+        for c in contacts(kind)
+    )
 
 
 def in_distress(message: str) -> bool:
@@ -58,7 +61,7 @@ def in_distress(message: str) -> bool:
 def distress_note() -> str:
     """What every answer to an owner in distress ends with, whatever the model wrote."""
     intro = "おひとりで抱え込まないでください。次の公的な窓口で、無料で話を聞いてもらえます。"
-    return f"{intro}\n{contacts_text('distress')}"
+    return f"{intro}\n{contacts_text('distress', full=True)}"
 
 
 __all__ = ["DistressWords", "Referrals", "contacts", "contacts_text", "distress_note", "in_distress", "referrals"]

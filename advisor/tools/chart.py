@@ -83,8 +83,7 @@ class ChartInput(ToolInput):
     forecast_periods: int = Field(3, ge=1, le=24, description="Points projected by a forecast chart.")
     audience: Audience = Field(
         "internal",
-        description="internal（社内用）/ external（取引先に渡す資料に添付可）。松竹梅・目標価格・利益など社内の数字を"
-        "含むグラフは、指定にかかわらず社内用になります。",
+        description="external なら取引先向け文書に添付可（社内の数字を含むと internal）。",
     )
 
     @model_validator(mode="after")
@@ -353,8 +352,7 @@ async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
 DESCRIPTION = (
     "グラフ生成: 折れ線(line)・棒(bar)・比較(comparison)・予測(forecast)のPNGを作ります。"
     "data.time_series=[{date, value}]、data.series={名前: [...]}、data.categories=[{label, value}]。"
-    "予測は線形外挿で、図中に「予測」と明記されます。棒グラフの値が近いときは縦軸を途中から始め、省略を図中に示します。"
-    "audience=external のグラフだけが取引先向け文書に添付できます（社内の数字を含むグラフは常に社内用）。"
+    "予測は線形外挿で、図中に「予測」と明記されます。"
 )
 
 __all__ = [

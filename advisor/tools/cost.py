@@ -46,9 +46,7 @@ Fraction = Annotated[Decimal, Field(allow_inf_nan=False, ge=-1000, le=1000, max_
 class CostItem(ToolInput):
     amount: Yen | None = Field(None, description="Current cost of the item in yen (required).")
     ratio: Fraction | None = Field(None, description="Share of the total cost (optional; checked against amount).")
-    label: str | None = Field(
-        None, max_length=40, description="費目の日本語名（省略時は既定の対応表: material_cost→材料費 など）。"
-    )
+    label: str | None = Field(None, max_length=40, description="費目の日本語名（省略可）。")
 
 
 class CostImpactInput(ToolInput):

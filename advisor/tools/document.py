@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from advisor.audience import SCENARIOS, internal_amounts, internal_findings
+from advisor.audience import internal_amounts, internal_findings
 from advisor.fonts import japanese_font
 from advisor.labels import Audience, as_number, item_label, percent, yen
 from advisor.tools.base import GeneratedFile, ToolContext, ToolInput
@@ -51,14 +51,12 @@ class Table(BaseModel):
 
 
 class DocumentData(BaseModel):
-    recipient: str = Field("", description="宛名（例: 株式会社〇〇 購買部 御中）。letter と見積書などで必須。")
-    sender: str = Field("", description="差出人（会社名・役職・氏名）。改行は / で区切る。")
-    date: str = Field("", description="日付（省略時は今日、例 2026年11月26日）。")
-    subject: str = Field("", description="件名（省略時はテンプレートの表題）。")
-    body: list[str] = Field(
-        default_factory=list, description="オーナーが伝えたい段落。テンプレートの本文の決まった位置に入ります。"
-    )
-    fields: dict[str, str] = Field(default_factory=dict, description="テンプレートの差し込み項目:\n" + fields_text())
+    recipient: str = Field("", description="宛名（例: 株式会社〇〇 購買部 御中）。")
+    sender: str = Field("", description="差出人。行は / で区切る。")
+    date: str = Field("", description="日付（省略時は今日）。")
+    subject: str = Field("", description="件名（省略時は表題）。")
+    body: list[str] = Field(default_factory=list, description="オーナーが伝えたい段落。")
+    fields: dict[str, str] = Field(default_factory=dict, description="各文書の項目:\n" + fields_text())
     items: list[Item] = Field(default_factory=list, description="見積明細（品名・数量・単位・単価）。")
     tables: list[Table] = Field(default_factory=list)
 
@@ -68,18 +66,12 @@ class DocumentInput(ToolInput):
     tone: Literal["formal", "friendly", "assertive", "urgent"] = "formal"
     format: Literal["docx", "xlsx", "pdf"] = "pdf"
     data: DocumentData = Field(default_factory=DocumentData)
-    audience: Audience | None = Field(
-        None, description="external（取引先に渡す。テンプレートの既定）/ internal（社内検討用）。"
-    )
+    audience: Audience | None = Field(None, description="external（取引先向け、既定）/ internal（社内用）。")
     disclose: list[Literal["premium", "standard", "minimum"]] = Field(
-        default_factory=list,
-        description="取引先に示すとオーナーが決めた価格案（例: standard）。ほかの案の価格は載せられません。",
+        default_factory=list, description="取引先に示すと決めた価格案（ほかの案の価格は載せられない）。"
     )
-    attachments: list[str] = Field(
-        default_factory=list,
-        description="このセッションのグラフのキー。取引先向け文書には audience=external のグラフのみ。",
-    )
-    include_cost_table: bool = Field(False, description="直近のコスト試算の費目別の表（コスト部分のみ）を載せる。")
+    attachments: list[str] = Field(default_factory=list, description="このセッションのグラフのキー。")
+    include_cost_table: bool = Field(False, description="直近のコスト試算の費目別の表を載せる。")
 
 
 class DocumentOutput(BaseModel):
@@ -439,15 +431,8 @@ async def run(data: DocumentInput, ctx: ToolContext) -> DocumentOutput:
 
 
 DESCRIPTION = (
-    "文書生成: 見積書(quotation)・価格改定のお願い(request_letter)"
-    "・ご説明資料(negotiation_materials)・合意書(agreement)・"
-    "原価内訳書(cost_breakdown)を docx/xlsx/pdf で作成します（日本のビジネス文書の書式、金額は1,234,567円、率は%）。"
-    "tone は formal/friendly/assertive/urgent。data.body にオーナーが伝えたい段落、data.fields に各文書の項目"
-    "（未記入があると作成できず、不足項目を返します）:\n"
-    + fields_text()
-    + "\nこれらの文書は取引先に渡すもの（audience=external）です。松竹梅・目標価格・利益・損益分岐などの社内の分析や、"
-    "社内用のグラフは載せられません（ツールが拒否します）。include_cost_table=true で費目別のコスト上昇の表を載せます。"
-    f"価格案を示すときは disclose に {'/'.join(SCENARIOS)} のどれかを指定します。"
+    "文書生成（日本のビジネス文書の書式、docx/xlsx/pdf）。項目は data.fields の説明のとおりで、未記入があると"
+    "作成できません。取引先向けの文書に社内の数字（松竹梅・目標価格・利益）や社内用のグラフは載せられません。"
 )
 
 __all__ = [

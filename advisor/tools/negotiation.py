@@ -267,9 +267,7 @@ async def run(data: NegotiationInput, ctx: ToolContext) -> NegotiationOutput:
 DESCRIPTION = (
     "交渉ロールプレイ: 相手役（aggressive=高圧的な購買部長、logical=論理武装した担当者、collaborative=協調的な担当者、"
     "cost_focused=コスト削減に執着する担当者）が返答し、論理性・トーン・証拠活用をルーブリックで採点します。"
-    "相手役の発言に取適法・優越的地位の濫用にあたりうる言動があれば、知識ベースの出典付きで legal_flags に示します。"
-    "scenario や user_response に社内の数字（目標価格"
-    "・松竹梅・利益）を入れないでください。ラウンドはセッションに記録されます。"
+    "scenario・user_response に社内の数字は入れない。相手役の問題発言は出典付きで指摘します（legal_flags）。"
 )
 
 __all__ = [

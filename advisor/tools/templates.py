@@ -90,17 +90,17 @@ def template(document_type: str) -> DocumentTemplate:
 
 
 def fields_text() -> str:
-    """Every document type's fields, as the tool's schema shows them to a model."""
+    """Every document type's fields, as the tool's schema shows them to a model (short: it is in every prompt)."""
     lines = []
     for kind in DOCUMENT_TYPES:
         tpl = template(kind)
-        listed = "、".join(
-            f"{name}（{f.label}{'・例 ' + f.example if f.example else ''}）"
+        listed = ", ".join(
+            f"{name}({f.label}{' 例' + f.example if f.kind != 'text' else ''})"
             for name, f in tpl.fields.items()
             if name not in HEADER_FIELDS
         )
-        header = "data.recipient・data.sender 必須、" if set(HEADER_FIELDS) <= set(tpl.fields) else ""
-        lines.append(f"{kind}（{tpl.title}）: {header}data.fields に {listed or 'なし'}")
+        header = "recipient, sender必須; " if set(HEADER_FIELDS) <= set(tpl.fields) else ""
+        lines.append(f"{kind}: {header}{listed or 'なし'}")
     return "\n".join(lines)
 
 

@@ -141,7 +141,7 @@ DESCRIPTION = (
     "Web検索: 市場データ（企業物価指数、最低賃金など）、企業情報（決算短信、IR、パートナーシップ構築宣言）、"
     "業界ニュースを検索します。search_type: news/statistics/company_info/market_data、"
     "date_range: 例 '2021-2024' や 'y'（直近1年）。結果は title, url, snippet, published_date, source。"
-    "Web検索の提供元が設定されていないときはエラーを返します（そのときは search_knowledge_base を使ってください）。"
+    "未設定ならエラー（search_knowledge_base を使う）。"
 )
 
 __all__ = [

@@ -194,7 +194,7 @@ def test_magi_tool_schema_lists_the_input_fields(capsys: pytest.CaptureFixture[s
     assert main(["tool", "generate_document", "--schema", "--format", "json"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert "document_type" in schema["properties"] and "audience" in schema["properties"]
-    assert "effective_date（適用開始日" in json.dumps(schema, ensure_ascii=False)  # the template's fields
+    assert "effective_date(適用開始日)" in json.dumps(schema, ensure_ascii=False)  # the template's fields
     assert main(["tool", "generate_document"]) == 2
     assert "--schema" in capsys.readouterr().err
 
