@@ -173,7 +173,8 @@ function render(out) {
   $("close").hidden = !out.tooCloseToCall;
   $("close").textContent = out.tooCloseToCall ? t("critic.too_close") : "";
   const best = ranked[0];
-  $("reason").textContent = best ? t("critic.selected", { title: best.title, total: num(best.totalScore, 1) }) : "";
+  // no idea selected (every total under the service's minimum): its reason says why
+  $("reason").textContent = out.selectedIdea && best ? t("critic.selected", { title: best.title, total: num(best.totalScore, 1) }) : out.selectionReason || "";
 }
 
 $("mode-json").addEventListener("change", showMode);

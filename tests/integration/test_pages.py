@@ -94,6 +94,7 @@ async def browser(module_browser: Browser) -> Browser:
 async def page(module_browser: Browser) -> AsyncIterator[Page]:
     """A page at 1280x900 with Japanese preferred, in a context of its own."""
     context = await module_browser.new_context(viewport=DESKTOP, locale="ja-JP")
+    context.set_default_timeout(60_000)  # a loaded machine: answers come, if slowly
     try:
         yield await context.new_page()
     finally:
