@@ -179,7 +179,7 @@ async def test_a_council_ask_with_two_rounds_fills_the_panels_live(platform: str
     assert "討論 第2ラウンド" in await page.inner_text("#sage-balthasar")
     assert await page.inner_text("#verdict") == "条件付き"
     assert "多数決" in await page.inner_text("#rationale")
-    assert "baseline" in await page.inner_text("#conditions")  # the scripted sages' conditions, attributed
+    assert "基準値" in await page.inner_text("#conditions")  # the scripted sages' conditions, attributed
     assert "CASPER-3" in await page.inner_text("#dissent")
     assert "論拠なしで変更" in await page.inner_text("#conformity")  # melchior moved without an argument
     await page.click("#copy-json")
