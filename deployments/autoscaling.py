@@ -19,7 +19,7 @@ RUNNING_METRIC = "running_runs"
 WAITING_METRIC = "waiting_runs"
 POLICY_PATH = "deployments.autoscaling:QueuedRunsPolicy"
 UPSCALE_DELAY_S = 2.0
-LOOK_BACK_S = 4.0  # the window Serve averages reports over; replicas report every METRICS_PUSH_S
+LOOK_BACK_S = 12.0  # the window Serve averages reports over (it must exceed its 10 s metrics interval)
 METRICS_PUSH_S = "2"  # RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S for the replicas (default 10)
 
 
