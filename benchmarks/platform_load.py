@@ -257,9 +257,38 @@ async def advisor_client(http: httpx.AsyncClient, ledger: Ledger, client: int, s
 # -- faults ----------------------------------------------------------------------------------------
 
 
-async def kill_one(ledger: Ledger, app: str, what: str, prefix: str) -> None:
-    """SIGKILL one process titled ``prefix`` (waiting up to 20 s for one to exist), then note when a
-    new process of that title appears: the component was replaced."""
+def kill_research_owner(store_url: str) -> bool:
+    """Kill the research replica that holds a running run (Ray kill of the actor the lease names):
+    its run must then be taken over. False when no run is running."""
+    import ray
+
+    from core.store import Store
+
+    store = Store(store_url)
+    try:
+        rows = store.query("SELECT owner FROM research_runs WHERE status='running' AND owner IS NOT NULL")
+    finally:
+        store.close()
+    for (owner,) in rows:
+        with contextlib.suppress(ValueError):
+            ray.kill(ray.get_actor(owner, namespace="serve"), no_restart=True)
+            return True
+    return False
+
+
+async def kill_one(ledger: Ledger, app: str, what: str, prefix: str, store_url: str) -> None:
+    """SIGKILL one process titled ``prefix`` (waiting up to 20 s for one to exist; for research the
+    replica running a run), then note when a new process of that title appears: the component was
+    replaced."""
+    if app == "research":
+        before = pids_titled(prefix)
+        for _ in range(100):
+            if await asyncio.to_thread(kill_research_owner, store_url):
+                kill = Kill(app, what + " running a run", time.monotonic(), pid=-1)
+                ledger.kills.append(kill)
+                await watch_replacement(kill, prefix, before)
+                return
+            await asyncio.sleep(0.2)
     victims: set[int] = set()
     for _ in range(100):
         victims = pids_titled(prefix)
@@ -271,8 +300,11 @@ async def kill_one(ledger: Ledger, app: str, what: str, prefix: str) -> None:
     if not victims:
         return
     kill.pid = min(victims)
-    before = victims
     os.kill(kill.pid, signal.SIGKILL)
+    await watch_replacement(kill, prefix, victims)
+
+
+async def watch_replacement(kill: Kill, prefix: str, before: set[int]) -> None:
     deadline = kill.at + 90
     while time.monotonic() < deadline:
         await asyncio.sleep(0.5)
@@ -281,12 +313,12 @@ async def kill_one(ledger: Ledger, app: str, what: str, prefix: str) -> None:
             return
 
 
-async def faults(ledger: Ledger, start: float, duration: float) -> None:
+async def faults(ledger: Ledger, start: float, duration: float, store_url: str) -> None:
     gap = duration / (len(KILLS) + 2)
     tasks = []
     for n, (app, what, prefix) in enumerate(KILLS, start=1):
         await asyncio.sleep(max(0.0, start + n * gap - time.monotonic()))
-        tasks.append(asyncio.create_task(kill_one(ledger, app, what, prefix)))
+        tasks.append(asyncio.create_task(kill_one(ledger, app, what, prefix, store_url)))
     await asyncio.gather(*tasks)
 
 
@@ -327,7 +359,7 @@ def percentile(values: list[float], q: float) -> float | None:
 def per_app(ledger: Ledger, since: float) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for app in APPS:
-        calls = [c for c in ledger.calls if c.app == app and c.started >= since]
+        calls = [c for c in ledger.calls if c.app == app and (c.ended >= since or c.lost)]  # ended in the phase
         answered = [c.ended - c.started for c in calls if c.ok]
         failed = [c for c in calls if not c.ok and not c.lost]
         kills = [k.at for k in ledger.kills if k.app == app]
@@ -452,12 +484,17 @@ def _postgres_ids() -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
+def critic_body(ideas: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """One idea per request, judged afresh (no cache), so the critic's workers do the work."""
+    return {"ideas": [ideas[n % len(ideas)]], "samples": 1, "noCache": True}
+
+
 def router_queries() -> list[str]:
     folder = ROOT / "tests" / "data" / "router"
     return [json.loads(line)["query"] for path in sorted(folder.glob("*.jsonl")) for line in path.open()]
 
 
-async def drive(args: argparse.Namespace, port: int) -> dict[str, Any]:
+async def drive(args: argparse.Namespace, port: int, store_url: str) -> dict[str, Any]:
     from core.resources import data_path
 
     ideas = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"]
@@ -478,7 +515,7 @@ async def drive(args: argparse.Namespace, port: int) -> dict[str, Any]:
             for _ in range(args.magi_clients)
         ]
         clients += [
-            simple_client(http, ledger, "critic", stop, "/critic/evaluate", {"ideas": ideas[:1], "samples": 1})
+            simple_client(http, ledger, "critic", stop, "/critic/evaluate", lambda n: critic_body(ideas, n))
             for _ in range(args.critic_clients)
         ]
         clients += [
@@ -488,14 +525,13 @@ async def drive(args: argparse.Namespace, port: int) -> dict[str, Any]:
         load = asyncio.gather(*clients)
         await asyncio.sleep(max(0.0, measured_from - time.monotonic()))
         at_start = workers_summary()
-        await faults(ledger, measured_from, args.duration)
+        await faults(ledger, measured_from, args.duration, store_url)
         await load
         await asyncio.sleep(args.settle)
         at_end = workers_summary()
         checks = await check_turns(http, ledger)
     report = per_app(ledger, measured_from)
-    accepted = [c for c in ledger.calls if c.started >= measured_from]
-    checks["lost_requests"] = sum(c.lost for c in accepted)
+    checks["lost_requests"] = sum(c.lost for c in ledger.calls)  # warm-up included
     checks["errors_other"] = sum(r["errors_other"] for r in report.values())
     checks["every_kill_replaced"] = all(k.replaced_after_s is not None for k in ledger.kills)
     rss_ratio = at_end["rss_mb"] / at_start["rss_mb"] if at_start["rss_mb"] else None
@@ -537,7 +573,8 @@ def main() -> None:
     args = parser.parse_args()
     with platform(args.nodes, args.latency) as (port, base):
         deploy(base, args.replicas)
-        result = asyncio.run(drive(args, port))
+        store_url = base.get("store_url") or f"sqlite:///{Path(base['data_dir']) / 'magi.sqlite3'}"
+        result = asyncio.run(drive(args, port, store_url))
     print(json.dumps(result, ensure_ascii=False, indent=2))
 
 
