@@ -14,7 +14,7 @@ After the warm-up, the measured phase kills, one after the other, one Serve repl
 MAGI sage and one critic worker (SIGKILL of the process: a crash, not a shutdown), and watches each
 come back. Prints JSON: per app requests, errors (those in flight on a killed component, and the
 rest), p50/p99 ms of the answered requests; Ray worker processes and their total RSS at the start and
-the end of the measured phase; the kills and how long each component took to be replaced; and the
+the end of the measured phase (both under load); the kills and how long each component took to be replaced; and the
 checks: every accepted request answered (research runs finished), every acknowledged session turn
 found in the session's stored history, and each advisor file listed.
 
@@ -526,14 +526,17 @@ async def drive(args: argparse.Namespace, port: int, store_url: str) -> dict[str
         await asyncio.sleep(max(0.0, measured_from - time.monotonic()))
         at_start = workers_summary()
         await faults(ledger, measured_from, args.duration, store_url)
+        await asyncio.sleep(max(0.0, stop - 2 - time.monotonic()))
+        at_end = workers_summary()  # still under load, like the start
         await load
         await asyncio.sleep(args.settle)
-        at_end = workers_summary()
+        replicas_at_end = {app: len(pids_titled(f"ray::ServeReplica:{app}:")) for app in APPS}
         checks = await check_turns(http, ledger)
     report = per_app(ledger, measured_from)
     checks["lost_requests"] = sum(c.lost for c in ledger.calls)  # warm-up included
     checks["errors_other"] = sum(r["errors_other"] for r in report.values())
     checks["every_kill_replaced"] = all(k.replaced_after_s is not None for k in ledger.kills)
+    checks["replicas_at_end"] = replicas_at_end
     rss_ratio = at_end["rss_mb"] / at_start["rss_mb"] if at_start["rss_mb"] else None
     return {
         "duration_s": args.duration,
@@ -559,7 +562,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=120.0, help="measured seconds (the kills happen in them)")
     parser.add_argument("--warmup", type=float, default=60.0, help="seconds of load before measuring")
     parser.add_argument("--grace", type=float, default=180.0, help="seconds accepted research runs may take to end")
-    parser.add_argument("--settle", type=float, default=5.0, help="seconds between the load's end and the last look")
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds between the load's end and the checks")
     parser.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="3: a Cluster of 3 nodes, PostgreSQL")
     parser.add_argument("--replicas", type=int, default=2, help="Serve replicas of each app")
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per scripted LLM call")
