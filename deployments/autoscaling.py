@@ -18,8 +18,9 @@ from typing import Any
 RUNNING_METRIC = "running_runs"
 WAITING_METRIC = "waiting_runs"
 POLICY_PATH = "deployments.autoscaling:QueuedRunsPolicy"
-UPSCALE_DELAY_S = 2.0  # replicas report every 10 s (Serve's default): a waiting run adds one within ~15 s
+UPSCALE_DELAY_S = 2.0
 LOOK_BACK_S = 12.0  # the window Serve averages reports over (it must exceed its 10 s metrics interval)
+METRICS_PUSH_S = "2"  # RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S for the replicas (default 10)
 
 
 class QueuedRunsPolicy:
@@ -49,12 +50,20 @@ def autoscaling_config(min_replicas: int, max_replicas: int, target_queued_runs:
     }
 
 
+def replica_env() -> dict[str, str]:
+    """Environment of the replicas: report the metrics often enough for :data:`UPSCALE_DELAY_S` to
+    mean something (with Serve's default, a waiting run was not seen to add a replica in two minutes)."""
+    return {"RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S": METRICS_PUSH_S}
+
+
 __all__ = [
     "LOOK_BACK_S",
+    "METRICS_PUSH_S",
     "POLICY_PATH",
     "RUNNING_METRIC",
     "UPSCALE_DELAY_S",
     "WAITING_METRIC",
     "QueuedRunsPolicy",
     "autoscaling_config",
+    "replica_env",
 ]
