@@ -50,7 +50,7 @@ MAGI_PROMPTS = (
     "在庫管理を外部委託すべきか",
 )
 ADVISOR_TURNS = ("事業承継で悩んでいます", "値上げの試算をしてグラフも作って", None, "申入書も作ってください")
-FIXED_REPLICAS = {"magi": "MagiService", "critic": "CriticService", "advisor": "AdvisorService"}
+FIXED_REPLICAS = {"advisor": "AdvisorService"}  # apps whose replicas no setting names yet
 # What each kill hits: errors of a request in flight at that moment are explained by it.
 KILLS = (
     ("research", "research replica", "ray::ServeReplica:research:"),
@@ -404,8 +404,10 @@ def app_settings(app: str, base: dict[str, Any], replicas: int) -> dict[str, Any
         overrides["serve"] |= {"run_lease_s": 10, "target_queued_runs": 1}
     if app == "router":
         overrides["router"] = {"replicas": replicas}
+    if app == "magi":
+        overrides["council"] = {"replicas": replicas}
     if app == "critic":
-        overrides["critic"] = {"max_workers": 2}
+        overrides["critic"] = {"max_workers": 2, "replicas": replicas}
     return overrides
 
 
@@ -423,9 +425,9 @@ def deploy(base: dict[str, Any], replicas: int) -> None:
             continue
         settings = load_settings(overrides=app_settings(entry.name, base, replicas))
         module = importlib.import_module(entry.import_path.partition(":")[0])
-        if entry.name in ("research", "router"):  # replicas from their settings
+        if entry.name not in FIXED_REPLICAS:  # replicas from their settings
             application = module.build_app(settings)
-        else:  # one replica by default: these apps are bound with the replica count here
+        else:  # one replica: bound with the replica count here
             application = bind(getattr(module, FIXED_REPLICAS[entry.name]), settings, num_replicas=replicas)
         serve.run(application, name=entry.name, route_prefix=entry.route_prefix)
 
