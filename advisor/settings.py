@@ -37,6 +37,9 @@ class AdvisorSettings(Section):
     font: AbsolutePath | None = Field(
         None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
     )
+    tool_context_tokens: int = Field(
+        6000, ge=200, le=200_000, description="Tokens of earlier tool results (latest per tool) shown to Mode 2."
+    )
     web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
     scripted_latency_s: float = Field(
         0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from core.errors import InputError
     from core.store import open_store
     from router.conversation import SESSION_NAMESPACE, Turn, check_query, shared_router
+    from router.markdown import route_markdown
     from router.settings import RouterSettings
     from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository, update_session
@@ -77,18 +78,7 @@ def run(args: argparse.Namespace) -> int:
     emit(
         settings,
         body,
-        "\n".join(
-            [
-                f"# Route: {query}",
-                "",
-                f"- agent: {result.agent}",
-                f"- category: {result.category}",
-                f"- requestType: {result.request_type}",
-                f"- language: {result.language}",
-                f"- confidence: {result.confidence}",
-                f"- reason: {result.debug_info.classification.reason}",
-            ]
-        ),
+        route_markdown(query, result),
     )
     return 0
 

@@ -28,6 +28,7 @@ from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
+from core.messages import language_of
 from core.runtime import Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings, Settings
 from core.store import Store
@@ -49,7 +50,7 @@ from critic.models import (
     Weights,
 )
 from critic.profile import Profile, load_profile
-from critic.prompt import messages_for, system_prompt
+from critic.prompt import LANGUAGE_WORDS, messages_for, system_prompt
 from critic.scoring import ScoredSample, aggregate, rank, score_judgement, too_close_to_call
 from critic.settings import CriticSettings
 from critic.worker import ROLE, CriticWorker
@@ -262,7 +263,8 @@ async def evaluate_ideas(
     weights, temperature, profile = preflight(settings)
     model = model_label(settings.llm)
     run_id = run_id or uuid.uuid4().hex[:12]
-    system = system_prompt(profile)
+    language = language_of(" ".join(f"{i.title} {i.description}" for i in ideas.ideas))
+    system = system_prompt(profile, LANGUAGE_WORDS[language])
     keys = {
         idea.id: cache_key(
             idea,
@@ -360,7 +362,7 @@ async def evaluate_ideas(
                 samples=section.samples,
             )
     ranked = rank(ordered)
-    selected = ranked[0].idea_id if ranked else None
+    selected = ranked[0].idea_id if ranked and (ranked[0].total_score or 0.0) >= section.min_total else None
     progress.sink.emit(EvaluationCompleted(selected_idea_id=selected, run_id=run_id, progress=100))
     if not ranked:
         raise CriticError.all_failed({e.idea_id: e.error or e.status for e in ordered})
@@ -368,7 +370,14 @@ async def evaluate_ideas(
     runner_up = ranked[1] if len(ranked) > 1 else None
     close = too_close_to_call(best, runner_up)
     reason = f"{best.title} has the highest total ({best.total_score:g} of 100)"
-    if runner_up is not None:
+    chosen: SelectedIdea | None = SelectedIdea(id=best.idea_id, title=best.title)
+    if (best.total_score or 0.0) < section.min_total:
+        chosen, close = None, False
+        reason = (
+            f"no idea selected: the best, {best.title}, totals {best.total_score:g} of 100, below the minimum "
+            f"of {section.min_total:g} (critic.min_total)"
+        )
+    elif runner_up is not None:
         reason += f", ahead of {runner_up.title} ({runner_up.total_score:g})"
         if close:
             reason += (
@@ -380,10 +389,11 @@ async def evaluate_ideas(
             reason += "; tie broken by synergy, then market, then spread, then id"
     over = [e.idea_id for e in ordered if e.tokens > section.token_budget]
     return CriticOutput(
-        selected_idea=SelectedIdea(id=best.idea_id, title=best.title),
+        selected_idea=chosen,
         evaluations=ordered,
         too_close_to_call=close,
         selection_reason=reason,
+        min_total=section.min_total,
         weights=weights,
         samples=section.samples,
         profile=ProfileRef(name=profile.key, version=profile.base.version),

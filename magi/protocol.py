@@ -19,6 +19,7 @@ call, invalid output) is recorded per sage and phase, and the others go on.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import re
@@ -30,6 +31,8 @@ from typing import Any, Literal
 
 from core.errors import first_line
 from core.llm import LLMClient
+from core.llm.fencing import fence
+from core.messages import language_of
 from core.runtime import Runtime
 from core.settings import Settings
 from magi.context import estimate_tokens, truncate_text
@@ -67,11 +70,11 @@ from magi.models import (
     VoteRecord,
 )
 from magi.personas import system_prompts
-from magi.prompts import bundled_prompts
+from magi.prompts import LANGUAGE_NAMES, bundled_prompts
 from magi.sage import Sage
 from magi.seats import STARTUP_TIMEOUT_S, Seats
 from magi.settings import CouncilSettings
-from magi.tally import decision_name, exit_code, merge_conditions, tally
+from magi.tally import decision_name, exit_code, is_split, merge_conditions, tally
 
 FailureKind = Literal["exception", "timeout", "invalid_output"]
 LABELS = ("Sage A", "Sage B")
@@ -184,7 +187,8 @@ class _State:
         """The question again for a sage with no answer in its history yet (its Thinking failed)."""
         if sage in self.answered:
             return ""
-        return f"The request under deliberation (your earlier answer failed, so here it is again):\n{self.question}\n\n"
+        again = fence(self.question, "REQUEST")
+        return f"The request under deliberation, as data (your earlier answer failed, here it is again):\n{again}\n\n"
 
     def emit(self, event: CouncilEvent) -> None:
         if self.on_event is not None:
@@ -222,7 +226,7 @@ class _State:
             if self.settings.anonymous:
                 text = scrub_names(text, labels, viewer)
             blocks.append(f"### {labels[peer]}\n{text}")
-        return "\n\n".join(blocks)
+        return fence("\n\n".join(blocks), "PEERS")
 
     def views(self, viewer: SageName) -> list[PeerView]:
         return [
@@ -341,6 +345,12 @@ def _dissent(decision: Verdict | None, finals: Mapping[SageName, Vote | None]) -
     ]
 
 
+def record_id(seed: int, question: str) -> str:
+    """The deliberation's id, from its seed and request: the same seeded request is the same record
+    (the sages' actor keys use a random run id, so two concurrent runs never share actors)."""
+    return hashlib.sha256(f"{seed}|{question}".encode()).hexdigest()[:12]
+
+
 def _sage_models(usage: list[PhaseUsage]) -> list[SageModel]:
     """Each sage's provider and model, as its answers reported them (the last phase that answered)."""
     found = {u.sage: SageModel(sage=u.sage, provider=u.provider, model=u.model) for u in usage if u.model}
@@ -361,7 +371,8 @@ async def deliberate(
     """Run one deliberation on ``question``; ``clients`` (tests) replace the configured LLM per sage;
     ``sequential`` asks the sages one after the other (the benchmark's baseline, like the origin)."""
     cfg = CouncilSettings.of(settings)
-    seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31))
+    given = seed if seed is not None else cfg.seed
+    seed = given if given is not None else random.SystemRandom().randrange(2**31)
     run_id = uuid.uuid4().hex[:12]
     prompts = bundled_prompts()
     systems = system_prompts(overrides)
@@ -370,6 +381,8 @@ async def deliberate(
     state = _State(cfg, seed, question, seats, runtime, on_event, sequential=sequential)
     state.labels = {s: peer_labels(s, seed, anonymous=cfg.anonymous, shuffle=cfg.shuffle_peers) for s in SAGES}
     session = f"s{seed}"  # the seed, not the run id: the same seed replays the same scripted deliberation
+    language = language_of(question)
+    words = {"language": LANGUAGE_NAMES[language], "labels": prompts.labels.strip()}
     timings = Timings()
     try:
         # A conversation on each resident sage (its actor starts only on the cluster's first use).
@@ -380,7 +393,8 @@ async def deliberate(
         state.phase("thinking")
         t0 = time.monotonic()
         raw = await state.ask(
-            "thinking", {s: prompts.thinking.format(session=session, question=question) for s in SAGES}
+            "thinking",
+            {s: prompts.thinking.format(session=session, question=fence(question, "REQUEST"), **words) for s in SAGES},
         )
         timings.thinking_ms = int((time.monotonic() - t0) * 1000)
         thinking: dict[SageName, ThinkingOutput] = {s: ThinkingOutput.model_validate(o) for s, o in raw.items()}
@@ -406,7 +420,7 @@ async def deliberate(
             asks = {
                 s: state.intro(s)
                 + prompts.debate.format(
-                    session=session, round=k, rounds=cfg.rounds, source=source, peers=state.peers_block(s)
+                    session=session, round=k, rounds=cfg.rounds, source=source, peers=state.peers_block(s), **words
                 )
                 for s in SAGES
             }
@@ -443,7 +457,7 @@ async def deliberate(
             b = blind.get(sage)
             shown = f"{b.verdict.value} (confidence {b.confidence:.2f})" if b else "not cast (your Thinking failed)"
             asks[sage] = state.intro(sage) + prompts.voting.format(
-                session=session, peers=state.peers_block(sage), blind=shown
+                session=session, peers=state.peers_block(sage), blind=shown, **words
             )
         raw = await state.ask("voting", asks)
         timings.voting_ms = int((time.monotonic() - t0) * 1000)
@@ -471,8 +485,10 @@ async def deliberate(
         cost_usd="unknown" if unknown else round(sum(float(u.cost_usd) for u in usage), 8),
     )
     return Deliberation(
-        id=run_id,
+        id=record_id(seed, question),
+        reproducible=given is not None,
         question=question,
+        language=language,
         seed=seed,
         threshold=cfg.threshold,
         weighted=cfg.weighted,
@@ -483,6 +499,7 @@ async def deliberate(
         llm_calls_saved=saved,
         decision=decision_name(decision),
         decision_reason=reason,
+        split=is_split(finals, decision),
         exit_code=exit_code(decision),
         votes=votes,
         conditions=merge_conditions(finals),
@@ -514,6 +531,7 @@ __all__ = [
     "deliberate",
     "peer_labels",
     "peer_order",
+    "record_id",
     "scrub_names",
     "thinking_text",
 ]

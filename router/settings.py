@@ -33,6 +33,10 @@ class RouterSettings(Section):
         300.0, gt=0, description="A session actor with no message for this long releases itself (state is stored)."
     )
 
+    official_site: str = Field(
+        "https://engineercafe.jp/", description="Where visitor answers send people for what the router cannot answer."
+    )
+
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")
 
     scripted_latency_s: float = Field(
