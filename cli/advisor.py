@@ -1,6 +1,7 @@
 """``magi advisor "MESSAGE" [--session ID]``: one chat turn of the price pass-through advisor, from the CLI
 (sessions hosted in this process by the same code as the Serve app's replicas, on the same store);
-``--consent accept|refuse`` answers a pending mode change; ``magi advisor --purge`` removes sessions and files past the retention."""
+``--consent accept|refuse`` answers a pending mode change; ``magi advisor --purge`` removes sessions and
+files past the retention."""
 
 from __future__ import annotations
 

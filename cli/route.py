@@ -3,8 +3,8 @@
 Runs without Ray: the pure router, and for sessions the same session host as the Serve app's
 replicas (``sessions/gateway.py``), in this process, on the same store. A batch file holds lines of
 ``{"query", "sessionId"}``, routed in order so follow-ups inherit their session's context; each gives
-one RouteResult JSON line (the spec's camelCase keys). Bad input (a malformed line, a bad session id, a query too long) is
-reported with its file and line before anything is routed, exit code 2.
+one RouteResult JSON line (the spec's camelCase keys). Bad input (a malformed line, a bad session id,
+a query too long) is reported with its file and line before anything is routed, exit code 2.
 """
 
 from __future__ import annotations

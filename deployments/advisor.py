@@ -41,7 +41,7 @@ from core.settings import Settings
 from deployments.affinity import affinity_options
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
 from deployments.base import AppService, bind, builder, http_api, service
-from deployments.readiness import Check, llm_check, store_check, task_check
+from deployments.readiness import Check, llm_check, sessions_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from deployments.validation import field_check
@@ -157,7 +157,7 @@ class AdvisorService(AppService):
             llm_check(settings.llm, "POST /advisor/chat"),
             Check("files", self._artifacts_reachable),
             task_check("retention", lambda: self._purger),
-            task_check("session passivation", lambda: self._passivation),
+            sessions_check(lambda: len(self._sessions), lambda: self._passivation),
         ]
 
     async def _artifacts_reachable(self) -> str:

@@ -35,7 +35,7 @@ from core.settings import Settings
 from deployments.affinity import affinity_options
 from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
-from deployments.readiness import Check, store_check, task_check
+from deployments.readiness import Check, sessions_check, store_check
 from deployments.security import too_many
 from deployments.settings import ServeSettings
 from deployments.validation import field_check
@@ -104,7 +104,7 @@ class RouterService(AppService):
         self.checks = [
             store_check(store),
             Check("rules", self._rules_loaded),
-            task_check("session passivation", lambda: self._passivation),
+            sessions_check(lambda: len(self._sessions), lambda: self._passivation),
         ]
 
     async def _rules_loaded(self) -> str:

@@ -79,7 +79,7 @@ def test_the_page_is_open_but_every_call_needs_the_key(service: httpx.Client) ->
     assert service.post("/advisor/chat", json={"message": "こんにちは"}).status_code == 401
     assert service.get("/advisor/sessions/x").status_code == 401
     health = service.get("/advisor/healthz")
-    parts = {"store", "llm", "files", "retention", "session passivation"}
+    parts = {"store", "llm", "files", "retention", "sessions"}
     assert health.status_code == 200 and set(health.json()["parts"]) == parts
 
 

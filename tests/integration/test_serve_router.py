@@ -128,7 +128,7 @@ def test_health_and_docs(client: httpx.Client) -> None:
     base = str(client.base_url).rstrip("/")
     health = httpx.get(f"{base}/healthz")  # open without a key
     assert health.status_code == 200
-    assert set(health.json()["parts"]) == {"store", "rules", "session passivation"}
+    assert set(health.json()["parts"]) == {"store", "rules", "sessions"}
     assert client.get("/openapi.json").json()["info"]["title"] == "MAGI Engineer Cafe router"
     assert httpx.get(f"{base}/openapi.json").status_code == 401
 
