@@ -97,7 +97,12 @@ async def test_idle_and_least_recently_used_sessions_are_passivated(tmp_path: ob
 async def test_a_session_in_use_is_never_passivated(tmp_path: object) -> None:
     clock = Clock()
     host = SessionHost(
-        SessionRepository(Store(f"sqlite:///{tmp_path}/s.sqlite3")), POLICY, max_active=1, idle_s=1, clock=clock
+        SessionRepository(Store(f"sqlite:///{tmp_path}/s.sqlite3")),
+        POLICY,
+        max_active=1,
+        idle_s=1,
+        clock=clock,
+        offload=True,  # the change waits in a worker thread while the loop goes on
     )
     started, release = asyncio.Event(), asyncio.Event()
 
