@@ -23,6 +23,16 @@ MAX_TOOL_RESULTS = 12
 SESSION_NAMESPACE = "advisor"  # sessions.ids.session_key: the advisor's sessions meet no other system's
 
 
+def kept_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest ``MAX_TOOL_RESULTS`` results plus the latest of each tool (so ten role-play rounds
+    never push the session's cost calculation out), in their order."""
+    latest = {
+        id(next(r for r in reversed(results) if r.get("tool") == name)) for name in {r.get("tool") for r in results}
+    }
+    recent = {id(r) for r in results[-MAX_TOOL_RESULTS:]}
+    return [r for r in results if id(r) in latest or id(r) in recent]
+
+
 @dataclass(frozen=True)
 class Begin:
     """Open (or create) the session for a turn; returns a copy of its state."""
@@ -75,10 +85,10 @@ class Commit:
             state.generated_files.extend(f["key"] for f in self.files)
         if self.tool_results:
             results = [*state.attributes.get("tool_results", []), *self.tool_results]
-            state.attributes["tool_results"] = results[-MAX_TOOL_RESULTS:]
+            state.attributes["tool_results"] = kept_results(results)
         if self.negotiation:
             state.attributes["negotiation"] = [*state.attributes.get("negotiation", []), *self.negotiation]
         return state.model_copy(deep=True)
 
 
-__all__ = ["MAX_TOOL_RESULTS", "SESSION_NAMESPACE", "Begin", "Commit"]
+__all__ = ["MAX_TOOL_RESULTS", "SESSION_NAMESPACE", "Begin", "Commit", "kept_results"]

@@ -36,6 +36,9 @@ class AdvisorSettings(Section):
     font: AbsolutePath | None = Field(
         None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
     )
+    tool_context_tokens: int = Field(
+        6000, ge=200, le=200_000, description="Tokens of earlier tool results (latest per tool) shown to Mode 2."
+    )
     web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the advisor app (zero CPUs each).")
     scripted_latency_s: float = Field(

@@ -41,6 +41,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 def run(args: argparse.Namespace) -> int:
     from core.errors import InputError
     from router.conversation import check_query, shared_router
+    from router.markdown import route_markdown
     from router.settings import RouterSettings
     from sessions.ids import validate_session_id
 
@@ -65,18 +66,7 @@ def run(args: argparse.Namespace) -> int:
     emit(
         settings,
         body,
-        "\n".join(
-            [
-                f"# Route: {query}",
-                "",
-                f"- agent: {result.agent}",
-                f"- category: {result.category}",
-                f"- requestType: {result.request_type}",
-                f"- language: {result.language}",
-                f"- confidence: {result.confidence}",
-                f"- reason: {result.debug_info.classification.reason}",
-            ]
-        ),
+        route_markdown(query, result),
     )
     return 0
 

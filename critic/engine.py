@@ -1,7 +1,7 @@
 """One critic run: every idea judged alone by its own CriticWorker, scored, stored, the best selected.
 
 * At most ``critic.max_workers`` ideas are judged at once, each on a worker actor of its own
-  (:class:`WorkerPool`; a long-lived caller keeps its pool warm between runs).
+  (:class:`WorkerPool`: resident workers, shared by every run and replica).
 * ``critic.timeout_s`` bounds the whole run: ideas finished by then are kept, the others are
   ``timeout``; a failed idea is kept with its error; neither is ever selected. When no idea
   succeeds the run raises :class:`CriticError` naming every idea's error.
@@ -28,7 +28,8 @@ from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
-from core.runtime import Handle, Runtime
+from core.messages import language_of
+from core.runtime import Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings, Settings
 from core.store import Store
 from critic import repository
@@ -49,7 +50,7 @@ from critic.models import (
     Weights,
 )
 from critic.profile import Profile, load_profile
-from critic.prompt import messages_for, system_prompt
+from critic.prompt import LANGUAGE_WORDS, messages_for, system_prompt
 from critic.scoring import ScoredSample, aggregate, rank, score_judgement, too_close_to_call
 from critic.settings import CriticSettings
 from critic.worker import ROLE, CriticWorker
@@ -172,11 +173,13 @@ def evaluation_from(
 
 
 class WorkerPool:
-    """``size`` CriticWorker actors, one per idea being judged, started on first use.
+    """At most ``size`` ideas judged at once, each on one of ``size`` resident CriticWorker agents.
 
-    A run without a pool of its own gets a fresh one and closes it at the end. A long-lived caller
-    (the Serve app, a benchmark) keeps one, so its runs do not pay for starting actor processes
-    again (~2 s for 5 on 2 cores). A call cut by the run's timeout is cancelled in its worker.
+    The workers are created once per cluster (Ray: detached actors named ``CriticWorker:<n>-<code
+    version>`` in the project's namespace) and shared by every run, pool and replica, so no request starts a process
+    once they exist (~2 s for 5 on 2 cores when they do). A worker that fails under a call (a dead
+    actor, a lost node) is replaced and the idea judged once more on the new one. A call cut by the
+    run's timeout is cancelled in its worker.
     """
 
     def __init__(self, runtime: Runtime, llm: LLMSettings, size: int) -> None:
@@ -194,9 +197,10 @@ class WorkerPool:
                 handle = self.handles.get(slot)
                 if handle is None:
                     # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
-                    handle = self.runtime.spawn(CriticWorker, self.llm, num_cpus=0)
+                    key = f"{slot}-{code_fingerprint('core', 'critic', 'data/critic')}"  # a new version: new workers
+                    handle = await self.runtime.get_or_create(CriticWorker, key=key, detached=True)
                     self.handles[slot] = handle
-                call = handle.call(CriticWorker.judge, request)
+                call = handle.call(CriticWorker.judge, request, self.llm)
                 try:
                     return await call
                 except asyncio.CancelledError:
@@ -216,8 +220,7 @@ class WorkerPool:
             self._slots.put_nowait(slot)
 
     def close(self) -> None:
-        for handle in self.handles.values():
-            self.runtime.kill(handle)
+        """Let go of the workers (they stay for the next pool: they belong to the cluster)."""
         self.handles.clear()
 
 
@@ -260,7 +263,8 @@ async def evaluate_ideas(
     weights, temperature, profile = preflight(settings)
     model = model_label(settings.llm)
     run_id = run_id or uuid.uuid4().hex[:12]
-    system = system_prompt(profile)
+    language = language_of(" ".join(f"{i.title} {i.description}" for i in ideas.ideas))
+    system = system_prompt(profile, LANGUAGE_WORDS[language])
     keys = {
         idea.id: cache_key(
             idea,
@@ -358,7 +362,7 @@ async def evaluate_ideas(
                 samples=section.samples,
             )
     ranked = rank(ordered)
-    selected = ranked[0].idea_id if ranked else None
+    selected = ranked[0].idea_id if ranked and (ranked[0].total_score or 0.0) >= section.min_total else None
     progress.sink.emit(EvaluationCompleted(selected_idea_id=selected, run_id=run_id, progress=100))
     if not ranked:
         raise CriticError.all_failed({e.idea_id: e.error or e.status for e in ordered})
@@ -366,7 +370,14 @@ async def evaluate_ideas(
     runner_up = ranked[1] if len(ranked) > 1 else None
     close = too_close_to_call(best, runner_up)
     reason = f"{best.title} has the highest total ({best.total_score:g} of 100)"
-    if runner_up is not None:
+    chosen: SelectedIdea | None = SelectedIdea(id=best.idea_id, title=best.title)
+    if (best.total_score or 0.0) < section.min_total:
+        chosen, close = None, False
+        reason = (
+            f"no idea selected: the best, {best.title}, totals {best.total_score:g} of 100, below the minimum "
+            f"of {section.min_total:g} (critic.min_total)"
+        )
+    elif runner_up is not None:
         reason += f", ahead of {runner_up.title} ({runner_up.total_score:g})"
         if close:
             reason += (
@@ -378,10 +389,11 @@ async def evaluate_ideas(
             reason += "; tie broken by synergy, then market, then spread, then id"
     over = [e.idea_id for e in ordered if e.tokens > section.token_budget]
     return CriticOutput(
-        selected_idea=SelectedIdea(id=best.idea_id, title=best.title),
+        selected_idea=chosen,
         evaluations=ordered,
         too_close_to_call=close,
         selection_reason=reason,
+        min_total=section.min_total,
         weights=weights,
         samples=section.samples,
         profile=ProfileRef(name=profile.key, version=profile.base.version),

@@ -355,6 +355,7 @@ class AdvisorService(AppService):
                     llm=make_llm(self.settings.llm),
                     earlier=list(state.attributes.get("tool_results", [])),
                     negotiation_rounds=list(state.attributes.get("negotiation", [])),
+                    files=list(state.attributes.get("files", [])),
                 )
                 result = dump(await REGISTRY[name].run(data, ctx))
                 files = result.get("files") or []

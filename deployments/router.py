@@ -168,18 +168,33 @@ class RouterService(AppService):
             return outcome
         result = outcome.result
         answer, answered = outcome.answer, outcome.answer is not None
-        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self.settings.llm):
+        configured, failed = llm_configured(self.settings.llm), False
+        if not answered and result.agent == "GeneralKnowledgeAgent" and configured:
             try:
-                answer = await general_answer(self.settings.llm, outcome.query, list(outcome.context))
+                answer = await general_answer(
+                    self.settings.llm,
+                    outcome.query,
+                    list(outcome.context),
+                    result.language,
+                    RouterSettings.of(self.settings).official_site,
+                )
             except MagiError as exc:
                 log.warning("GeneralKnowledgeAgent could not answer: %s", first_line(exc))
-                answer = None
+                answer, failed = None, True
             answered = answer is not None
             if answer is not None:
                 reply = Reply(answer, result.language, result.agent, self._policy)
                 await self._turn(body.session_id, self.caller(request), reply)
         if answer is None:
-            answer = unavailable_answer(result.agent, result.language)
+            answer = unavailable_answer(
+                result.agent,
+                result.language,
+                category=result.category,
+                request_type=result.request_type,
+                llm_configured=configured,
+                llm_failed=failed,
+                official_site=RouterSettings.of(self.settings).official_site,
+            )
         return JSONResponse(
             {
                 "route": result.model_dump(mode="json", by_alias=True),

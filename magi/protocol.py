@@ -19,6 +19,7 @@ call, invalid output) is recorded per sage and phase, and the others go on.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import re
@@ -30,7 +31,9 @@ from typing import Any, Literal
 
 from core.errors import first_line
 from core.llm import LLMClient
-from core.runtime import Handle, Runtime
+from core.llm.fencing import fence
+from core.messages import language_of
+from core.runtime import Runtime
 from core.settings import Settings
 from magi.context import estimate_tokens, truncate_text
 from magi.events import (
@@ -67,15 +70,15 @@ from magi.models import (
     VoteRecord,
 )
 from magi.personas import system_prompts
-from magi.prompts import bundled_prompts
+from magi.prompts import LANGUAGE_NAMES, bundled_prompts
 from magi.sage import Sage
+from magi.seats import STARTUP_TIMEOUT_S, Seats
 from magi.settings import CouncilSettings
-from magi.tally import decision_name, exit_code, merge_conditions, tally
+from magi.tally import decision_name, exit_code, is_split, merge_conditions, tally
 
 FailureKind = Literal["exception", "timeout", "invalid_output"]
 LABELS = ("Sage A", "Sage B")
 PEER_SHARE = 4  # a peer's position may take up to budget / PEER_SHARE tokens before it is summarised
-STARTUP_TIMEOUT_S = 120.0  # how long the sages' actors may take to start before the first phase
 _NAMES = re.compile(r"\b(MELCHIOR(?:-1)?|BALTHASAR(?:-2)?|CASPER(?:-3)?)\b", re.IGNORECASE)
 
 
@@ -168,7 +171,7 @@ class _State:
     settings: CouncilSettings
     seed: int
     question: str
-    handles: dict[SageName, Handle[Any]]
+    seats: Seats
     runtime: Runtime
     on_event: EventCallback | None
     failures: list[Failure] = field(default_factory=list)
@@ -184,7 +187,8 @@ class _State:
         """The question again for a sage with no answer in its history yet (its Thinking failed)."""
         if sage in self.answered:
             return ""
-        return f"The request under deliberation (your earlier answer failed, so here it is again):\n{self.question}\n\n"
+        again = fence(self.question, "REQUEST")
+        return f"The request under deliberation, as data (your earlier answer failed, here it is again):\n{again}\n\n"
 
     def emit(self, event: CouncilEvent) -> None:
         if self.on_event is not None:
@@ -222,7 +226,7 @@ class _State:
             if self.settings.anonymous:
                 text = scrub_names(text, labels, viewer)
             blocks.append(f"### {labels[peer]}\n{text}")
-        return "\n\n".join(blocks)
+        return fence("\n\n".join(blocks), "PEERS")
 
     def views(self, viewer: SageName) -> list[PeerView]:
         return [
@@ -242,7 +246,7 @@ class _State:
         if not long:
             return
         sages = list(long)
-        calls = [self.handles[s].call(Sage.condense, long[s]) for s in sages]
+        calls = [self.seats.call(s, Sage.condense, long[s]) for s in sages]
         outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
         for sage, outcome in zip(sages, outcomes, strict=True):
             reply = outcome.value if outcome.ok else None
@@ -264,10 +268,10 @@ class _State:
             outcomes = []
             for s in sages:
                 outcomes += await self.runtime.gather(
-                    [self.handles[s].call(Sage.ask, phase, prompts[s])], self.settings.timeout_s
+                    [self.seats.call(s, Sage.ask, phase, prompts[s])], self.settings.timeout_s
                 )
         else:
-            calls = [self.handles[s].call(Sage.ask, phase, prompts[s]) for s in sages]
+            calls = [self.seats.call(s, Sage.ask, phase, prompts[s]) for s in sages]
             outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
         answers: dict[SageName, dict[str, Any]] = {}
         for sage, outcome in zip(sages, outcomes, strict=True):
@@ -278,6 +282,7 @@ class _State:
             elif outcome.error is not None or outcome.value is None:
                 error = outcome.error or RuntimeError("no reply")
                 self.fail(sage, phase, round, "exception", f"{type(error).__name__}: {first_line(error, 300)}")
+                await self.recover(sage, error)
             else:
                 reply = outcome.value
                 self.count(reply)
@@ -290,6 +295,15 @@ class _State:
                     self.answered.add(sage)
             self.emit(SageAnswered(sage=sage.value, phase=phase, round=round, ok=sage in answers))
         return answers
+
+    async def recover(self, sage: SageName, error: BaseException) -> None:
+        """A sage whose actor died is started again for the next phase, with the question repeated (its
+        history went with the actor); when that fails too, its later phases fail as this one did."""
+        try:
+            if await self.seats.reseat(sage, error):
+                self.answered.discard(sage)
+        except Exception as exc:  # recorded below; the deliberation goes on with the others
+            logging.getLogger(__name__).warning("sage %s could not be started again: %s", sage.display, exc)
 
     def fail(self, sage: SageName, phase: Phase, round: int | None, kind: FailureKind, message: str) -> None:
         logging.getLogger(__name__).warning("sage %s failed in %s: %s", sage.display, phase, message)
@@ -331,6 +345,12 @@ def _dissent(decision: Verdict | None, finals: Mapping[SageName, Vote | None]) -
     ]
 
 
+def record_id(seed: int, question: str) -> str:
+    """The deliberation's id, from its seed and request: the same seeded request is the same record
+    (the sages' actor keys use a random run id, so two concurrent runs never share actors)."""
+    return hashlib.sha256(f"{seed}|{question}".encode()).hexdigest()[:12]
+
+
 def _sage_models(usage: list[PhaseUsage]) -> list[SageModel]:
     """Each sage's provider and model, as its answers reported them (the last phase that answered)."""
     found = {u.sage: SageModel(sage=u.sage, provider=u.provider, model=u.model) for u in usage if u.model}
@@ -351,39 +371,30 @@ async def deliberate(
     """Run one deliberation on ``question``; ``clients`` (tests) replace the configured LLM per sage;
     ``sequential`` asks the sages one after the other (the benchmark's baseline, like the origin)."""
     cfg = CouncilSettings.of(settings)
-    seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31))
+    given = seed if seed is not None else cfg.seed
+    seed = given if given is not None else random.SystemRandom().randrange(2**31)
     run_id = uuid.uuid4().hex[:12]
     prompts = bundled_prompts()
     systems = system_prompts(overrides)
     started = time.monotonic()
-    handles = {
-        sage: await runtime.get_or_create(
-            Sage,
-            sage,
-            cfg,
-            settings.llm,
-            systems[sage],
-            (clients or {}).get(sage),
-            key=f"{run_id}-{sage.value}",
-            namespace="magi",
-        )
-        for sage in SAGES
-    }
-    state = _State(cfg, seed, question, handles, runtime, on_event, sequential=sequential)
+    seats = Seats(run_id, runtime, cfg, settings.llm, systems, clients=clients)
+    state = _State(cfg, seed, question, seats, runtime, on_event, sequential=sequential)
     state.labels = {s: peer_labels(s, seed, anonymous=cfg.anonymous, shuffle=cfg.shuffle_peers) for s in SAGES}
     session = f"s{seed}"  # the seed, not the run id: the same seed replays the same scripted deliberation
+    language = language_of(question)
+    words = {"language": LANGUAGE_NAMES[language], "labels": prompts.labels.strip()}
     timings = Timings()
     try:
-        # Actors start (a process each on Ray) before the clock of the first phase runs.
+        # A conversation on each resident sage (its actor starts only on the cluster's first use).
         t0 = time.monotonic()
-        # Not under council.timeout_s: starting a process is not a sage call (slow on a busy machine).
-        await runtime.gather([h.call(Sage.history) for h in handles.values()], max(cfg.timeout_s, STARTUP_TIMEOUT_S))
+        await seats.open()
         timings.setup_ms = int((time.monotonic() - t0) * 1000)
         # --- Thinking: isolated, with blind votes --------------------------------------------------
         state.phase("thinking")
         t0 = time.monotonic()
         raw = await state.ask(
-            "thinking", {s: prompts.thinking.format(session=session, question=question) for s in SAGES}
+            "thinking",
+            {s: prompts.thinking.format(session=session, question=fence(question, "REQUEST"), **words) for s in SAGES},
         )
         timings.thinking_ms = int((time.monotonic() - t0) * 1000)
         thinking: dict[SageName, ThinkingOutput] = {s: ThinkingOutput.model_validate(o) for s, o in raw.items()}
@@ -409,7 +420,7 @@ async def deliberate(
             asks = {
                 s: state.intro(s)
                 + prompts.debate.format(
-                    session=session, round=k, rounds=cfg.rounds, source=source, peers=state.peers_block(s)
+                    session=session, round=k, rounds=cfg.rounds, source=source, peers=state.peers_block(s), **words
                 )
                 for s in SAGES
             }
@@ -446,20 +457,16 @@ async def deliberate(
             b = blind.get(sage)
             shown = f"{b.verdict.value} (confidence {b.confidence:.2f})" if b else "not cast (your Thinking failed)"
             asks[sage] = state.intro(sage) + prompts.voting.format(
-                session=session, peers=state.peers_block(sage), blind=shown
+                session=session, peers=state.peers_block(sage), blind=shown, **words
             )
         raw = await state.ask("voting", asks)
         timings.voting_ms = int((time.monotonic() - t0) * 1000)
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
         decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted, quorum=cfg.quorum)
         state.emit(CouncilDecided(decision=decision_name(decision), progress=100.0))
-        transcripts = await _transcripts(runtime, handles, cfg.timeout_s)
+        transcripts = await seats.close()
     finally:
-        for handle in handles.values():
-            try:
-                runtime.kill(handle)
-            except Exception as exc:  # already gone: nothing left to release
-                logging.getLogger(__name__).info("sage already gone: %s", exc)
+        await seats.close()  # after a failure or a cancel too (a no-op after the one above)
     timings.total_ms = int((time.monotonic() - started) * 1000)
     abstain = {f.sage: f.message for f in state.failures if f.phase == "voting"}
     votes = [
@@ -478,8 +485,10 @@ async def deliberate(
         cost_usd="unknown" if unknown else round(sum(float(u.cost_usd) for u in usage), 8),
     )
     return Deliberation(
-        id=run_id,
+        id=record_id(seed, question),
+        reproducible=given is not None,
         question=question,
+        language=language,
         seed=seed,
         threshold=cfg.threshold,
         weighted=cfg.weighted,
@@ -490,6 +499,7 @@ async def deliberate(
         llm_calls_saved=saved,
         decision=decision_name(decision),
         decision_reason=reason,
+        split=is_split(finals, decision),
         exit_code=exit_code(decision),
         votes=votes,
         conditions=merge_conditions(finals),
@@ -513,14 +523,6 @@ async def deliberate(
     )
 
 
-async def _transcripts(
-    runtime: Runtime, handles: Mapping[SageName, Handle[Any]], timeout_s: float
-) -> dict[str, list[dict[str, str]]]:
-    sages = list(handles)
-    outcomes = await runtime.gather([handles[s].call(Sage.history) for s in sages], timeout_s)
-    return {s.value: (o.value or []) for s, o in zip(sages, outcomes, strict=True) if o.ok}
-
-
 __all__ = [
     "LABELS",
     "STARTUP_TIMEOUT_S",
@@ -529,6 +531,7 @@ __all__ = [
     "deliberate",
     "peer_labels",
     "peer_order",
+    "record_id",
     "scrub_names",
     "thinking_text",
 ]

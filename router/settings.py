@@ -30,6 +30,10 @@ class RouterSettings(Section):
     )
     history_limit: int = Field(200, ge=1, le=10_000, description="History entries kept per session (oldest dropped).")
 
+    official_site: str = Field(
+        "https://engineercafe.jp/", description="Where visitor answers send people for what the router cannot answer."
+    )
+
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")
 
     scripted_latency_s: float = Field(

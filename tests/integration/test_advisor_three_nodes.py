@@ -28,12 +28,13 @@ async def test_an_advisor_session_continues_on_another_node(three_nodes: ThreeNo
     ray.kill(here, no_restart=True)
     orchestrator = Orchestrator(settings, RemoteSessions(there))
     second = [e async for e in orchestrator.turn("roaming-advice", "", "申入書を作ってください")]
-    assert second[-1].mode == "mode2" and [f["type"] for f in second[-1].files] == ["pdf"]
+    assert second[-1].mode == "mode2" and sorted(f["type"] for f in second[-1].files) == ["pdf", "word"]
     state = await there.read.remote("roaming-advice", "")
     assert [e.text for e in state.history if e.role == "user"] == [
         "値上げの試算をお願いします",
         "申入書を作ってください",
     ]
-    assert [r["tool"] for r in state.attributes["tool_results"]] == ["calculate_cost_impact", "generate_document"]
-    assert state.attributes["tool_results"][1]["input"]["include_cost_table"] is True
+    tools = [r["tool"] for r in state.attributes["tool_results"]]
+    assert tools == ["calculate_cost_impact", "generate_document", "generate_document"]  # the letter: PDF, Word
+    assert all(r["input"]["include_cost_table"] is True for r in state.attributes["tool_results"][1:])
     assert not list(tmp_path.rglob("*.sqlite3"))  # every node used PostgreSQL

@@ -68,7 +68,8 @@ def test_ask_answers_memory_time_and_general(client: httpx.Client) -> None:
     session = {"sessionId": "http-ask"}
     routed = client.post("/ask", json={"query": "料金はいくらですか？", **session}).json()
     assert routed["answered"] is False and routed["answeredBy"] is None
-    assert "BusinessInfoAgent" in routed["answer"]  # says who would answer, invents no price
+    assert "料金" in routed["answer"] and "Agent" not in routed["answer"]  # the topic, no agent, no price
+    assert "engineercafe.jp" in routed["answer"]  # what the visitor can do next
     memory = client.post("/ask", json={"query": "さっき何を聞いたか覚えてる？", **session}).json()
     assert memory["answered"] and memory["answeredBy"] == "MemoryAgent"
     assert "料金はいくらですか？" in memory["answer"]
@@ -76,6 +77,7 @@ def test_ask_answers_memory_time_and_general(client: httpx.Client) -> None:
     assert now["answeredBy"] == "TimeAgent" and "Asia/Tokyo" in now["answer"]
     general = client.post("/ask", json={"query": "機械学習とは何ですか", **session}).json()
     assert general["answeredBy"] == "GeneralKnowledgeAgent" and "スクリプト応答" in general["answer"]
+    assert "<<<" not in general["answer"]  # the model read the question out of its fence
     history = client.get("/sessions/http-ask").json()["history"]
     assert [e["role"] for e in history] == ["user", "user", "assistant", "user", "assistant", "user", "assistant"]
     assert history[-1]["agent"] == "GeneralKnowledgeAgent"

@@ -117,7 +117,7 @@ async def test_the_critic_reports_each_idea_as_it_finishes() -> None:
                 "backoff_initial_s": 0.01,
                 "backoff_max_s": 0.02,
             },
-            "critic": {"timeout_s": 1.0},
+            "critic": {"timeout_s": 1.0, "min_total": 0},  # the tiny test ideas score below the default bar
         },
     )
     ideas = CriticInput.model_validate(
@@ -135,7 +135,7 @@ async def test_the_critic_reports_each_idea_as_it_finishes() -> None:
     by_idea = {e.idea_id: e for e in judged if isinstance(e, IdeaJudged)}
     assert {k: e.status for k, e in by_idea.items()} == {"i1": "ok", "i2": "failed", "i3": "timeout"}
     assert [e.done for e in judged if isinstance(e, IdeaJudged)] == [1, 2, 3] and judged[-1].progress == 100
-    assert isinstance(completed, EvaluationCompleted) and completed.selected_idea_id == out.selected_idea.id == "i1"
+    assert isinstance(completed, EvaluationCompleted) and completed.selected_idea_id == "i1"
     assert {e.run_id for e in sink.events} == {out.run_id}
 
 
