@@ -19,6 +19,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import ValidationError
@@ -35,7 +36,7 @@ from core.store import Store
 from critic import repository
 from critic.cache import cache_key
 from critic.errors import CriticError
-from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaStatus
+from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaJudging, IdeaStatus
 from critic.models import (
     BusinessIdea,
     CriticInput,
@@ -190,8 +191,11 @@ class WorkerPool:
         for slot in range(size):
             self._slots.put_nowait(slot)
 
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
+    async def judge(self, request: JudgeRequest, started: Callable[[], None] | None = None) -> JudgeResult:
+        """``started`` hears when a worker takes the request (it waits while every worker is busy)."""
         slot = await self._slots.get()
+        if started is not None:
+            started()
         try:
             for attempt in (1, 2):
                 handle = self.handles.get(slot)
@@ -232,6 +236,9 @@ class _Progress:
         self.run_id = run_id
         self.total = total
         self.done = 0
+
+    def judging(self, idea_id: str) -> None:
+        self.sink.emit(IdeaJudging(idea_id=idea_id, run_id=self.run_id))
 
     def judged(self, idea_id: str, status: IdeaStatus) -> None:
         self.done += 1
@@ -302,7 +309,7 @@ async def evaluate_ideas(
             temperature=temperature,
             max_tokens=section.max_tokens,
         )
-        tasks[idea.id] = asyncio.ensure_future(workers.judge(request))
+        tasks[idea.id] = asyncio.ensure_future(workers.judge(request, functools.partial(progress.judging, idea.id)))
 
     meter = UsageMeter()
     by_id = {idea.id: idea for idea in ideas.ideas}

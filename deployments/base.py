@@ -31,13 +31,14 @@ so every line carries the replica and the request id.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from core.settings import Settings, load_settings
+from deployments.pages import add_pages
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
@@ -63,11 +64,15 @@ DEPLOYMENT_DEFAULTS: dict[str, Any] = {
 S = TypeVar("S", bound="AppService")
 
 
-def http_api(title: str, description: str, *, open_paths: Iterable[str] = ()) -> FastAPI:
-    """The FastAPI app of one Serve app: guarded (API keys, body cap; ``/healthz`` and ``open_paths``
-    need no key), answering validation failures with a clear 422, with ``GET /healthz``."""
+def http_api(
+    title: str, description: str, *, open_paths: Iterable[str] = (), pages: Mapping[str, str] | None = None
+) -> FastAPI:
+    """The FastAPI app of one Serve app: guarded (API keys, body cap; ``/healthz``, ``open_paths`` and
+    the ``pages`` need no key), answering validation failures with a clear 422, with ``GET /healthz``.
+    ``pages`` maps an app path to its HTML file in data/pages (deployments/pages.py)."""
     api = FastAPI(title=title, description=description)
-    api.state.guard = guard(api, open_paths=open_paths)
+    page_paths = add_pages(api, pages or {})
+    api.state.guard = guard(api, open_paths=(*open_paths, *page_paths))
     answer_invalid_requests(api)
     # Registered as the base class's method: Serve's ingress turns it into a route of each replica.
     api.add_api_route("/healthz", AppService.healthz, methods=["GET"], summary="Readiness, one part per need")

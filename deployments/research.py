@@ -6,9 +6,10 @@
 - ``GET /research/{id}`` -> status (``accepted|running|completed|failed``), error, result when completed.
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
   from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
-- ``GET /ui`` the research page (Japanese, plain HTML+JS), served without a key as it holds no data;
-  with ``api_keys`` set it asks for the key once, keeps it in the tab's sessionStorage and sends it as
-  ``Authorization: Bearer`` on every call (event stream and charts included).
+- ``GET /ui`` the research page and ``GET /`` the home page (the five systems, their pages, API docs
+  and health): plain HTML+JS in data/pages (deployments/pages.py), served without a key as they hold
+  no data; with ``api_keys`` set a page asks for the key once, keeps it in the tab's sessionStorage
+  and sends it as ``Authorization: Bearer`` on every call (event stream and charts included).
 
 Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a
 replica restart: a run that was ``accepted``/``running`` when its replica died runs again from the
@@ -30,14 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
-from core.resources import data_path
 from core.settings import Settings
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
@@ -66,11 +66,10 @@ KEEPALIVE_S = 15.0
 MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
 OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
 
-PAGE_PATH = data_path("research", "page.html")
 MAX_LISTED_CORPORA = 50  # subfolders listed per corpus root on the page
 
 # The page (``/ui``) holds no data, so it is open; every call it makes sends the key the person types into it.
-api = http_api("MAGI research", "Consensus research runs over HTTP.", open_paths=("/ui",))
+api = http_api("MAGI research", "Consensus research runs over HTTP.", pages={"/": "home.html", "/ui": "research.html"})
 
 
 class _ResearchFields(BaseModel):
@@ -209,11 +208,6 @@ class ResearchService(AppService):
     def record_autoscaling_stats(self) -> dict[str, float]:
         """Serve's custom autoscaling metric (deployments/autoscaling.py): runs this replica holds."""
         return {QUEUE_METRIC: float(len(self._waiting) + (self._running is not None))}
-
-    @api.get("/ui")
-    async def page(self) -> HTMLResponse:
-        """The research page: plain HTML and JS (data/research/page.html), no build step."""
-        return HTMLResponse(PAGE_PATH.read_text(encoding="utf-8"))
 
     @api.get("/corpora")
     async def corpora(self) -> JSONResponse:
@@ -390,7 +384,6 @@ __all__ = [
     "MAX_EVENT_ID",
     "MAX_LISTED_CORPORA",
     "OUTSIDE_ROOTS",
-    "PAGE_PATH",
     "POLL_S",
     "ROUTE_PREFIX",
     "ResearchRequest",

@@ -6,6 +6,7 @@
   and TimeAgent answer themselves; GeneralKnowledgeAgent answers through the LLM layer when an LLM is
   configured; otherwise the answer says which agent would answer and that none is available here.
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
+- ``GET /router/`` the café chat page (deployments/pages.py), with a staff view of each routing.
 - ``GET /router/healthz``; ``/router/docs`` (OpenAPI).
 
 Sessions are virtual actors hosted by this app's replicas (``sessions/gateway.py``): no process per
@@ -56,6 +57,7 @@ ROUTE_PREFIX = "/router"
 api = http_api(
     "MAGI Engineer Cafe router",
     "Routes a visitor's question to the agent that should answer it; sessions carry context.",
+    pages={"/": "cafe.html"},
 )
 
 

@@ -43,6 +43,7 @@ from magi.events import (
     EventCallback,
     PhaseStarted,
     SageAnswered,
+    StanceShown,
     phase_progress,
 )
 from magi.models import (
@@ -293,7 +294,8 @@ class _State:
                 else:
                     answers[sage] = reply.output
                     self.answered.add(sage)
-            self.emit(SageAnswered(sage=sage.value, phase=phase, round=round, ok=sage in answers))
+            stance = _stance_of(answers.get(sage))
+            self.emit(SageAnswered(sage=sage.value, phase=phase, round=round, ok=sage in answers, stance=stance))
         return answers
 
     async def recover(self, sage: SageName, error: BaseException) -> None:
@@ -308,6 +310,19 @@ class _State:
     def fail(self, sage: SageName, phase: Phase, round: int | None, kind: FailureKind, message: str) -> None:
         logging.getLogger(__name__).warning("sage %s failed in %s: %s", sage.display, phase, message)
         self.failures.append(Failure(sage=sage, phase=phase, round=round, kind=kind, message=message))
+
+
+def _stance_of(output: Mapping[str, Any] | None) -> StanceShown | None:
+    """The vote inside a phase's output (Thinking's ``vote``, Debate's ``stance``, or the Vote itself)."""
+    if output is None:
+        return None
+    vote = output.get("vote") or output.get("stance") or output
+    if not isinstance(vote, Mapping) or "verdict" not in vote:
+        return None
+    try:
+        return StanceShown.model_validate(dict(vote))
+    except ValueError:
+        return None
 
 
 def _norm(text: str) -> str:
