@@ -6,9 +6,9 @@ entries with the tool's name in ``agent``), ``generated_files`` (artifact keys) 
 ``files`` (metadata of each generated file), ``tool_results`` (recent outputs, for documents to
 embed), ``negotiation`` (role-play rounds), ``summary`` (compressed history), ``user_attributes``.
 
-Changes are small picklable objects handed to a session gateway (``sessions/gateway.py``): the
-session actor applies them under its lock and writes the state through the store, or the CLI applies
-them to the store directly. The router's ``router/conversation.py`` is the same idea for the router.
+Changes are small objects handed to the session gateway (``sessions/gateway.py``): the session's
+host (a Serve replica, or the CLI's own process) applies them under the session's lock and writes the
+state through the store. The router's ``router/conversation.py`` is the same idea for the router.
 """
 
 from __future__ import annotations

@@ -90,11 +90,11 @@ async def _recorded(
     from advisor.recorded import run_in_session
     from advisor.settings import AdvisorSettings
     from core.store import open_store
-    from sessions.gateway import LocalSessions
+    from sessions.gateway import SessionHost
     from sessions.ids import LOCAL_OWNER, session_key
     from sessions.store import SessionRepository
 
-    sessions = LocalSessions(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy())
+    sessions = SessionHost(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy())
     key = session_key(SESSION_NAMESPACE, LOCAL_OWNER, session)
     return await run_in_session(settings, sessions, key, LOCAL_OWNER, name, data, llm)
 

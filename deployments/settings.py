@@ -31,9 +31,6 @@ class ServeSettings(Section):
         description="Folders a request's 'corpus' may name (or lie under); empty: the bundled corpus and "
         "data_dir/corpora.",
     )
-    client_sessions: int = Field(
-        200, ge=1, le=1_000_000, description="Live sessions one client (API key) may hold per system (429 above)."
-    )
     client_in_flight: int = Field(
         4,
         ge=1,

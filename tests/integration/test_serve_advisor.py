@@ -1,12 +1,11 @@
-"""The ``advisor`` Serve app over real HTTP on 127.0.0.1 behind the API-key guard, its session actors on
-the shared Ray, and its chat page in headless Chromium (one full exchange that produces a chart)."""
+"""The ``advisor`` Serve app over real HTTP on 127.0.0.1 behind the API-key guard, on two replicas (one
+killed mid-conversation), and its chat page in headless Chromium (one full exchange that produces a chart)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,7 +13,7 @@ import pytest
 from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from core.settings import Settings, load_settings
+from core.settings import load_settings
 from tests.browser import screenshot_path
 from tests.ports import free_port
 
@@ -22,7 +21,8 @@ KEY = "advisor-key-7"
 OTHER = "someone-else-9"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 SCRIPTED = "python:advisor.scripted:respond"
-# A page turn may start the session's actor, load the search corpus or draw the first chart in the
+REPLICAS = 2
+# A page turn may load the search corpus or draw the first chart in the
 # replica: generous on a loaded 2-core machine, and only ever reached when a turn hangs.
 TURN_MS = 120_000
 
@@ -38,6 +38,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             "data_dir": tmp_path_factory.mktemp("advisor-serve"),
             "api_keys": [KEY, OTHER],
             "llm": {"provider": SCRIPTED},
+            "advisor": {"replicas": REPLICAS},
         }
     )
     port = free_port()
@@ -79,7 +80,8 @@ def test_the_page_is_open_but_every_call_needs_the_key(service: httpx.Client) ->
     assert service.post("/advisor/chat", json={"message": "こんにちは"}).status_code == 401
     assert service.get("/advisor/sessions/x").status_code == 401
     health = service.get("/advisor/healthz")
-    assert health.status_code == 200 and set(health.json()["parts"]) == {"store", "llm", "files", "retention"}
+    parts = {"store", "llm", "files", "retention", "sessions"}
+    assert health.status_code == 200 and set(health.json()["parts"]) == parts
 
 
 def test_a_conversation_over_sse_with_consent_files_and_ownership(service: httpx.Client) -> None:
@@ -141,35 +143,30 @@ def test_a_tool_over_http(service: httpx.Client) -> None:
     assert service.post("/advisor/tools/market_analysis", json={}, headers=AUTH).status_code == 404
 
 
-async def test_a_session_continues_after_its_actor_is_killed(ray_cluster: None, tmp_path: Path) -> None:
+def test_a_conversation_survives_its_replica(service: httpx.Client) -> None:
+    """Two replicas host the sessions; the one hosting this session is killed between two turns and the
+    next turn, on the other replica, goes on from the store with the mode, history and tool results."""
     import ray
 
-    from advisor.orchestrator import Orchestrator
-    from advisor.settings import AdvisorSettings
-    from core.runtime import RayRuntime
-    from sessions.actor import SessionActor, session_actor
-    from sessions.gateway import ActorSessions
+    from deployments.affinity import affinity_rank, session_headers
 
-    settings: Settings = load_settings(overrides={"data_dir": str(tmp_path), "llm": {"provider": SCRIPTED}})
-    policy = AdvisorSettings.of(settings).session_policy()
-    runtime = RayRuntime()
-    sessions = ActorSessions(runtime, settings, policy, 300.0)
-    orchestrator = Orchestrator(settings, sessions)
-    [e async for e in orchestrator.turn("kill-me", "", "値上げの試算をお願いします")]
-    handle = await session_actor(runtime, settings, "kill-me", policy, 300.0)
-    before = await handle.call(SessionActor.where)
-    ray.kill(handle.target, no_restart=True)
-    events = [e async for e in orchestrator.turn("kill-me", "", "申入書を作ってください")]
-    assert next(e for e in events if e.type == "done").mode == "mode2"
-    again = await session_actor(runtime, settings, "kill-me", policy, 300.0)
-    assert (await again.call(SessionActor.where))["pid"] != before["pid"]
-    state = await again.call(SessionActor.read, "")
-    assert [e.text for e in state.history if e.role == "user"] == [
+    body = {"message": "値上げの試算をお願いします", "sessionId": "survivor"}
+    headers = {**AUTH, **session_headers("survivor")}
+    assert next(e for e in chat(service, body, headers) if e["type"] == "done")["mode"] == "mode2"
+    prefix = "SERVE_REPLICA::advisor#AdvisorService#"
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)]
+    assert len(names) == REPLICAS
+    holder = ray.get_actor(prefix + affinity_rank("survivor", [n.removeprefix(prefix) for n in names])[0], "serve")
+    ray.kill(holder, no_restart=True)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(holder.__ray_ready__.remote(), timeout=30)
+    done = [e for e in chat(service, {**body, "message": "申入書を作ってください"}, headers) if e["type"] == "done"]
+    assert done[0]["mode"] == "mode2" and sorted(f["type"] for f in done[0]["files"]) == ["pdf", "word"]
+    state = service.get("/advisor/sessions/survivor", headers=AUTH).json()
+    assert [e["text"] for e in state["history"] if e["role"] == "user"] == [
         "値上げの試算をお願いします",
         "申入書を作ってください",
     ]
-    # The letter of the second turn embeds the cost table computed before the kill.
-    assert state.attributes["tool_results"][-1]["input"]["include_cost_table"] is True
 
 
 async def finish_turn(page: Page, service: httpx.Client, index: int) -> None:

@@ -15,7 +15,7 @@ from core.llm.base import LLMRequest
 from core.llm.testing import FunctionClient
 from core.settings import Settings, load_settings
 from core.store import open_store
-from sessions.gateway import LocalSessions
+from sessions.gateway import SessionHost
 from sessions.models import SessionState
 from sessions.store import SessionRepository
 
@@ -29,7 +29,7 @@ def settings_for(tmp_path: Path, **advisor: Any) -> Settings:
 def make(tmp_path: Path, **advisor: Any) -> tuple[Orchestrator, SessionRepository]:
     settings = settings_for(tmp_path, **advisor)
     repo = SessionRepository(open_store(settings))
-    return Orchestrator(settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy())), repo
+    return Orchestrator(settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy())), repo
 
 
 async def turn(
@@ -191,7 +191,7 @@ async def test_a_failing_summariser_falls_back_to_a_digest(tmp_path: Path) -> No
     settings = settings_for(tmp_path, compress_after=4, keep_recent=2)
     repo = SessionRepository(open_store(settings))
     o = Orchestrator(
-        settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(flaky)
+        settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(flaky)
     )
     for i in range(4):
         await turn(o, f"販路の相談{i}")
@@ -204,7 +204,7 @@ async def test_no_llm_and_bad_messages_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(LLMNotConfiguredError, match="MAGI_LLM_PROVIDER"):
         Orchestrator(
             settings,
-            LocalSessions(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy()),
+            SessionHost(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy()),
         )
     o, _ = make(tmp_path / "x", max_message_chars=20)
     with pytest.raises(InputError, match="empty"):
@@ -236,7 +236,7 @@ async def test_a_broken_classifier_keeps_the_current_mode(tmp_path: Path) -> Non
     settings = settings_for(tmp_path)
     repo = SessionRepository(open_store(settings))
     o = Orchestrator(
-        settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(garbled)
+        settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(garbled)
     )
     await turn(o, "値上げの試算をお願いします")  # keyword: no classification needed
     events = await turn(o, "どう思いますか")

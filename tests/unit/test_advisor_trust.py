@@ -29,7 +29,7 @@ from core.llm.base import LLMRequest, ToolResultPart
 from core.llm.testing import FunctionClient
 from core.settings import Settings, load_settings
 from core.store import open_store
-from sessions.gateway import LocalSessions
+from sessions.gateway import SessionHost
 from sessions.store import SessionRepository
 from tests.unit.test_advisor_cost import SPEC_INPUT
 
@@ -61,7 +61,7 @@ async def scripted_answer(request: LLMRequest) -> Any:
 def orchestrator(settings: Settings) -> tuple[Orchestrator, FunctionClient]:
     ANSWERS.clear()
     client = FunctionClient(scripted_answer)
-    sessions = LocalSessions(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy())
+    sessions = SessionHost(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy())
     return Orchestrator(settings, sessions, llm=client), client
 
 
