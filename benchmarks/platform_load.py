@@ -50,7 +50,6 @@ MAGI_PROMPTS = (
     "在庫管理を外部委託すべきか",
 )
 ADVISOR_TURNS = ("事業承継で悩んでいます", "値上げの試算をしてグラフも作って", None, "申入書も作ってください")
-FIXED_REPLICAS = {"advisor": "AdvisorService"}  # apps whose replicas no setting names yet
 # What each kill hits: errors of a request in flight at that moment are explained by it.
 KILLS = (
     ("research", "research replica", "ray::ServeReplica:research:"),
@@ -389,7 +388,7 @@ def _free_port() -> int:
 
 
 def app_settings(app: str, base: dict[str, Any], replicas: int) -> dict[str, Any]:
-    """Each app's settings: its scripted model, and ``replicas`` replicas where the app has a setting."""
+    """Each app's settings: its scripted model and ``replicas`` replicas."""
     scripted = {
         "magi": "python:magi.scripted:respond",
         "critic": "python:critic.scripted:judge",
@@ -402,8 +401,8 @@ def app_settings(app: str, base: dict[str, Any], replicas: int) -> dict[str, Any
     if app == "research":
         overrides |= {"search": {"provider": "local"}, "nlp": {"workers": 1}}
         overrides["serve"] |= {"run_lease_s": 10, "target_queued_runs": 1}
-    if app == "router":
-        overrides["router"] = {"replicas": replicas}
+    if app in ("router", "advisor"):
+        overrides[app] = {"replicas": replicas}
     if app == "magi":
         overrides["council"] = {"replicas": replicas}
     if app == "critic":
@@ -418,18 +417,13 @@ def deploy(base: dict[str, Any], replicas: int) -> None:
 
     from core.settings import load_settings
     from deployments.apps import load_serve_config
-    from deployments.base import bind
 
     for entry in load_serve_config().applications:
         if entry.name not in APPS:
             continue
         settings = load_settings(overrides=app_settings(entry.name, base, replicas))
         module = importlib.import_module(entry.import_path.partition(":")[0])
-        if entry.name not in FIXED_REPLICAS:  # replicas from their settings
-            application = module.build_app(settings)
-        else:  # one replica: bound with the replica count here
-            application = bind(getattr(module, FIXED_REPLICAS[entry.name]), settings, num_replicas=replicas)
-        serve.run(application, name=entry.name, route_prefix=entry.route_prefix)
+        serve.run(module.build_app(settings), name=entry.name, route_prefix=entry.route_prefix)
 
 
 @contextlib.contextmanager
