@@ -1,5 +1,9 @@
-"""The research app on two replicas over real HTTP: the autoscaler adds a replica for a waiting run,
-both runs go in parallel, a replica killed mid-run leaves its run to the other (a new attempt).
+"""The research app on two replicas over real HTTP: both runs go in parallel, one on each replica, and a
+replica killed mid-run leaves its run to the other (a new attempt).
+
+The replicas are fixed at two: waiting for Serve's autoscaler to add the second one cost a minute or
+more on a loaded machine; the autoscaling policy (running + waiting runs per replica) is tested without
+Ray in tests/unit/test_run_queue.py.
 
 Every search is held at a local SearXNG-compatible server until the test lets go, so both runs are
 still searching when one replica is killed; then the server answers 403 and the agents fall back to
@@ -53,7 +57,7 @@ def test_a_killed_replicas_run_completes_on_another(ray_cluster: None, tmp_path:
                 "data_dir": data_dir,
                 "search": {"provider": "searxng", "fallbacks": ["local"], "searxng_url": searxng.url},
                 "nlp": {"workers": 1},
-                "serve": {"min_replicas": 1, "max_replicas": 2, "target_queued_runs": 1, "run_lease_s": 3},
+                "serve": {"min_replicas": 2, "max_replicas": 2, "target_queued_runs": 1, "run_lease_s": 3},
             }
         )
         serve.start(http_options={"host": "127.0.0.1", "port": port})
@@ -65,11 +69,11 @@ def test_a_killed_replicas_run_completes_on_another(ray_cluster: None, tmp_path:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
                 ids = [client.post("/research", json=body).json()["runId"] for _ in range(2)]
 
-                def both_held() -> bool:  # the second replica exists only once the autoscaler added it
+                def both_held() -> bool:  # each idle replica claims one waiting run
                     owners = {run_queue.owner_of(store, run_id) for run_id in ids}
                     return None not in owners and len(owners) == 2
 
-                _wait_for("both runs running on two replicas", both_held, timeout_s=120)
+                _wait_for("both runs running on two replicas", both_held, timeout_s=90)
                 victim_run = ids[0]
                 victim = run_queue.owner_of(store, victim_run)
                 assert victim is not None
