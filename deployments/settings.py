@@ -43,12 +43,6 @@ class ServeSettings(Section):
     target_queued_runs: int = Field(
         5, ge=1, le=10_000, description="Serve autoscaling: runs waiting per replica it aims for."
     )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
-        "INFO", description="Log level of every app's replicas (Ray Serve's logging config)."
-    )
-    log_format: Literal["text", "json"] = Field(
-        "text", description="Replica log lines as text or as one JSON object each (for a log collector)."
-    )
     access_log: bool = Field(True, description="Log one line per HTTP request (method, path, status, time).")
 
 
