@@ -45,7 +45,10 @@ def shared_options() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Effective settings: file < environment < ``--format`` (a command applies its own options after)."""
-    overrides = {"output_format": getattr(args, "format", None), "logging": {"format": getattr(args, "log_format", None)}}
+    overrides = {
+        "output_format": getattr(args, "format", None),
+        "logging": {"format": getattr(args, "log_format", None)},
+    }
     return load_settings(getattr(args, "config", None), overrides, origin="command-line flag")
 
 

@@ -96,5 +96,6 @@ __all__ = [
     "COMMANDS",
     "MagiParser",
     "build_parser",
+    "log_format",
     "main",
 ]

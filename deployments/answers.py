@@ -16,9 +16,9 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from core.telemetry.context import request_id_field
 from core.errors import first_line
 from core.events import Event, StreamFailed, event_frame, json_frame
+from core.telemetry.context import request_id_field
 from core.validation import printable
 
 log = logging.getLogger(__name__)

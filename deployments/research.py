@@ -39,6 +39,7 @@ from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
 from core.resources import data_path
 from core.settings import Settings
+from core.telemetry import request_scope
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
 from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
@@ -50,6 +51,7 @@ from research import runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
 from research.errors import ResearchError
+from research.metrics import QUEUE_DEPTH
 from research.settings import RESEARCH_OPTIONS
 
 if TYPE_CHECKING:
@@ -182,8 +184,10 @@ class ResearchService(AppService):
                 await self._wakeup.wait()
             run_id, topic, settings = self._waiting.popleft()
             self._running = run_id
+            QUEUE_DEPTH.set(len(self._waiting))
             try:
-                await self._execute(run_id, topic, settings)
+                with request_scope(runs.request_id_of(self._store, run_id)):  # the run's own request
+                    await self._execute(run_id, topic, settings)
             finally:
                 self._running = None
 
@@ -266,6 +270,7 @@ class ResearchService(AppService):
             request=body.model_dump(mode="json", by_alias=True, exclude_none=True),
         )
         self._waiting.append((run_id, body.topic, settings))
+        QUEUE_DEPTH.set(len(self._waiting))
         self._wakeup.set()
         return JSONResponse(
             {
@@ -317,6 +322,7 @@ class ResearchService(AppService):
             "error": without_server_paths(run.error) if run.error else None,
             "queuePosition": self.queue_position(run_id) if run.status in runs.UNFINISHED else None,
             "links": _links(run_id),
+            "requestId": run.request_id,
             "result": None,
             "partial": None,
         }

@@ -33,8 +33,8 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from core.telemetry.context import request_id_field
 from core.settings import Settings
+from core.telemetry.context import request_id_field
 from core.validation import MAX_JSON_DEPTH, json_shape_problem
 
 Scope = MutableMapping[str, Any]
@@ -285,7 +285,9 @@ def too_many(message: str, retry_after_s: int) -> Any:
     """The 429 answer of a per-client limit, with Retry-After."""
     from fastapi.responses import JSONResponse
 
-    return JSONResponse({"error": message, **request_id_field()}, status_code=429, headers={"Retry-After": str(retry_after_s)})
+    return JSONResponse(
+        {"error": message, **request_id_field()}, status_code=429, headers={"Retry-After": str(retry_after_s)}
+    )
 
 
 def _is_html(start: Message) -> bool:

@@ -18,7 +18,7 @@ from core.telemetry.metrics import MetricSet
 from core.telemetry.tracing import span
 
 METRICS = MetricSet("http")
-REQUESTS = METRICS.counter("requests", "HTTP requests answered, by app, method and status class.", ("app", "method", "status"))
+REQUESTS = METRICS.counter("requests", "HTTP requests, by app, method and status class.", ("app", "method", "status"))
 LATENCY = METRICS.histogram("request_seconds", "Time to the first byte of the answer, by app.", ("app",))
 _HEADER_BYTES = HEADER.lower().encode()
 
@@ -71,7 +71,7 @@ def _app_name() -> str:
     try:
         from ray.serve.context import _get_internal_replica_context
 
-        context = _get_internal_replica_context()
+        context = _get_internal_replica_context()  # type: ignore[no-untyped-call]
     except Exception:  # outside a replica
         return "local"
     return context.app_name if context is not None and context.app_name else "local"

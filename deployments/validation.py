@@ -14,8 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from core.telemetry.context import request_id_field
 from core.errors import MagiError
+from core.telemetry.context import request_id_field
 from core.validation import printable
 
 T = TypeVar("T")

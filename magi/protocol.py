@@ -42,6 +42,7 @@ from magi.events import (
     SageAnswered,
     phase_progress,
 )
+from magi.metrics import DELIBERATIONS, PHASE_SECONDS, SAGE_FAILURES, UNARGUED_FLIPS
 from magi.models import (
     SAGES,
     ConformityEntry,
@@ -260,6 +261,7 @@ class _State:
     ) -> dict[SageName, dict[str, Any]]:
         """One phase's calls in parallel; the valid outputs by sage (failures recorded)."""
         sages = list(prompts)
+        started = time.perf_counter()
         if self.sequential:  # the baseline of benchmarks/magi_speedup.py: one sage after the other
             outcomes = []
             for s in sages:
@@ -269,6 +271,7 @@ class _State:
         else:
             calls = [self.handles[s].call(Sage.ask, phase, prompts[s]) for s in sages]
             outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
+        PHASE_SECONDS.observe(time.perf_counter() - started, phase=phase)
         answers: dict[SageName, dict[str, Any]] = {}
         for sage, outcome in zip(sages, outcomes, strict=True):
             if outcome.timed_out:
@@ -294,6 +297,7 @@ class _State:
     def fail(self, sage: SageName, phase: Phase, round: int | None, kind: FailureKind, message: str) -> None:
         logging.getLogger(__name__).warning("sage %s failed in %s: %s", sage.display, phase, message)
         self.failures.append(Failure(sage=sage, phase=phase, round=round, kind=kind, message=message))
+        SAGE_FAILURES.inc(phase=phase, kind=kind)
 
 
 def _norm(text: str) -> str:
@@ -453,6 +457,7 @@ async def deliberate(
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
         decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted, quorum=cfg.quorum)
         state.emit(CouncilDecided(decision=decision_name(decision), progress=100.0))
+        DELIBERATIONS.inc(decision=decision_name(decision))
         transcripts = await _transcripts(runtime, handles, cfg.timeout_s)
     finally:
         for handle in handles.values():
@@ -477,40 +482,47 @@ async def deliberate(
         output_tokens=sum(u.output_tokens for u in usage),
         cost_usd="unknown" if unknown else round(sum(float(u.cost_usd) for u in usage), 8),
     )
-    return Deliberation(
-        id=run_id,
-        question=question,
-        seed=seed,
-        threshold=cfg.threshold,
-        weighted=cfg.weighted,
-        anonymous=cfg.anonymous,
-        rounds_requested=cfg.rounds,
-        rounds_run=len(rounds),
-        stopped_early=stopped,
-        llm_calls_saved=saved,
-        decision=decision_name(decision),
-        decision_reason=reason,
-        exit_code=exit_code(decision),
-        votes=votes,
-        conditions=merge_conditions(finals),
-        dissent=_dissent(decision, finals),
-        thinking=[ThinkingEntry(sage=s, output=thinking[s]) for s in SAGES if s in thinking],
-        debate=rounds,
-        conformity=[conformity(s, blind.get(s), finals[s], turns_of[s], thinking.get(s)) for s in SAGES],
-        failures=state.failures,
-        usage=usage,
-        usage_total=total,
-        sages=_sage_models(usage),
-        timings=timings,
-        context=state.context,
-        peer_order={
-            s.value: [
-                PeerView(label=state.labels[s][p], sage=p) for p in peer_order(s, seed, shuffle=cfg.shuffle_peers)
-            ]
-            for s in SAGES
-        },
-        transcripts=transcripts,
+    return _count_flips(
+        Deliberation(
+            id=run_id,
+            question=question,
+            seed=seed,
+            threshold=cfg.threshold,
+            weighted=cfg.weighted,
+            anonymous=cfg.anonymous,
+            rounds_requested=cfg.rounds,
+            rounds_run=len(rounds),
+            stopped_early=stopped,
+            llm_calls_saved=saved,
+            decision=decision_name(decision),
+            decision_reason=reason,
+            exit_code=exit_code(decision),
+            votes=votes,
+            conditions=merge_conditions(finals),
+            dissent=_dissent(decision, finals),
+            thinking=[ThinkingEntry(sage=s, output=thinking[s]) for s in SAGES if s in thinking],
+            debate=rounds,
+            conformity=[conformity(s, blind.get(s), finals[s], turns_of[s], thinking.get(s)) for s in SAGES],
+            failures=state.failures,
+            usage=usage,
+            usage_total=total,
+            sages=_sage_models(usage),
+            timings=timings,
+            context=state.context,
+            peer_order={
+                s.value: [
+                    PeerView(label=state.labels[s][p], sage=p) for p in peer_order(s, seed, shuffle=cfg.shuffle_peers)
+                ]
+                for s in SAGES
+            },
+            transcripts=transcripts,
+        )
     )
+
+
+def _count_flips(deliberation: Deliberation) -> Deliberation:
+    UNARGUED_FLIPS.inc(sum(1 for c in deliberation.conformity if c.flagged))
+    return deliberation
 
 
 async def _transcripts(

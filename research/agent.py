@@ -33,6 +33,7 @@ from nlp.glossary import cross_language_query
 from research.answering import PageToRank, select_findings
 from research.events import StageProgress
 from research.llm_agent import AGENT_ROLE, PageForReading, failure, plan, read_notes, write_report
+from research.metrics import STAGE_SECONDS
 from research.models import (
     AgentBrief,
     AgentReport,
@@ -100,9 +101,14 @@ class ResearchAgent:
         self._run_id = run_id
         self._started = time.perf_counter()
         self._snapshot = AgentSnapshot(agent_id=agent_id, iteration=1)
+        self._stage_started = self._started
         self._decisions: list[str] = []  # why it searched and kept what it did, for the transparency report
 
     def _progress(self, stage: str, done: int, total: int) -> None:
+        if done == 0 or stage != self._snapshot.stage:
+            self._stage_started = time.perf_counter()
+        elif done >= total:
+            STAGE_SECONDS.observe(time.perf_counter() - self._stage_started, stage=stage)
         self._snapshot.stage, self._snapshot.stage_done, self._snapshot.stage_total = stage, done, total
         if self._events is not None:
             self._events.emit(

@@ -16,7 +16,9 @@ from sqlalchemy.engine import Connection
 
 from core.events import Event
 from core.store import Store, register_migration
+from core.telemetry.context import current_request_id
 from research.events import ResearchFailed, ResearchRequeued
+from research.metrics import RUNS
 from research.result import ConsensusResearchResult
 
 
@@ -34,6 +36,11 @@ register_migration(
 )
 
 
+# The request that started a run (core/telemetry/context.py), so one id finds the run, its logs and trace.
+# A component of its own: its migrations never collide with the run table's.
+register_migration("research_request_ids", 1, "ALTER TABLE research_runs ADD COLUMN request_id TEXT;")
+
+
 def record_started(
     store: Store, run_id: str, topic: str, *, status: str = "running", request: dict[str, Any] | None = None
 ) -> None:
@@ -42,8 +49,8 @@ def record_started(
     with store.transaction() as conn:
         conn.execute(
             sa.text(
-                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
-                "VALUES (:run_id, :topic, :status, :at, :request, :attempts)"
+                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts, request_id) "
+                "VALUES (:run_id, :topic, :status, :at, :request, :attempts, :request_id)"
             ),
             {
                 "run_id": run_id,
@@ -52,8 +59,10 @@ def record_started(
                 "at": _now(),
                 "request": json.dumps(request, ensure_ascii=False) if request else None,
                 "attempts": int(status == "running"),
+                "request_id": current_request_id(),
             },
         )
+    RUNS.inc(state=status)
 
 
 register_migration(
@@ -84,6 +93,7 @@ class RunRecord:
     completed_at: str | None
     error: str | None
     result_json: str | None
+    request_id: str | None = None  # the request that started it (an HTTP request, a command, a batch job)
 
 
 @dataclass(frozen=True)
@@ -156,6 +166,7 @@ def finish_completed(store: Store, result: ConsensusResearchResult, event: Event
         )
         if cur.rowcount == 1:  # a run already declared failed (interrupted) stays failed
             _append(conn, result.run_id, event)
+            RUNS.inc(state="completed")
 
 
 def finish_failed(
@@ -177,6 +188,7 @@ def finish_failed(
         )
         if cur.rowcount == 1:
             _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
+            RUNS.inc(state="failed")
 
 
 @dataclass(frozen=True)
@@ -210,9 +222,15 @@ def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[lis
     return requeued, failed
 
 
+def request_id_of(store: Store, run_id: str) -> str | None:
+    """The request that started the run (its work is done under that id, also after a requeue)."""
+    rows = store.query("SELECT request_id FROM research_runs WHERE run_id=:run_id", {"run_id": run_id})
+    return str(rows[0][0]) if rows and rows[0][0] else None
+
+
 def load_run(store: Store, run_id: str) -> RunRecord | None:
     rows = store.query(
-        "SELECT run_id, topic, status, started_at, completed_at, error, result_json "
+        "SELECT run_id, topic, status, started_at, completed_at, error, result_json, request_id "
         "FROM research_runs WHERE run_id=:run_id",
         {"run_id": run_id},
     )
@@ -258,5 +276,6 @@ __all__ = [
     "load_run",
     "mark_running",
     "record_started",
+    "request_id_of",
     "requeue_unfinished",
 ]

@@ -26,6 +26,7 @@ from core.runtime import Handle, Runtime, current_node_id
 from core.settings import Settings
 from core.store import open_store
 from sessions.ids import validate_session_id
+from sessions.metrics import ACTIVATIONS, ACTIVE, PASSIVATIONS
 from sessions.models import SessionPolicy, SessionState
 from sessions.store import SessionRepository, read_session, update_session
 
@@ -50,6 +51,8 @@ class SessionActor:
         self._cached: SessionState | None = None
         self._last_used = time.monotonic()
         self._reaper: threading.Thread | None = None
+        ACTIVATIONS.inc()
+        ACTIVE.add(1)
 
     def _touch(self) -> None:
         self._last_used = time.monotonic()
@@ -84,6 +87,8 @@ class SessionActor:
             with self._lock:  # no change is half done when the actor goes
                 if time.monotonic() - self._last_used >= self._idle_s:
                     log.info("session %s idle for %.0f s: releasing its actor", self.session_id, self._idle_s)
+                    PASSIVATIONS.inc()
+                    ACTIVE.add(-1)
                     ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
                     return
 

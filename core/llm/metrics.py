@@ -14,7 +14,7 @@ from core.telemetry.tracing import span
 
 METRICS = MetricSet("llm")
 CALLS = METRICS.counter("calls", "LLM calls answered, by role and model.", ("role", "model"))
-ERRORS = METRICS.counter("errors", "LLM calls that failed, by role, model and kind of error.", ("role", "model", "kind"))
+ERRORS = METRICS.counter("errors", "LLM calls failed, by role, model and kind.", ("role", "model", "kind"))
 LATENCY = METRICS.histogram("call_seconds", "Wall time of one LLM call, by role and model.", ("role", "model"))
 INPUT_TOKENS = METRICS.counter("input_tokens", "Input tokens sent, by role and model.", ("role", "model"))
 OUTPUT_TOKENS = METRICS.counter("output_tokens", "Output tokens received, by role and model.", ("role", "model"))

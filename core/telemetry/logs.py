@@ -93,7 +93,7 @@ class ContextFilter(logging.Filter):
     """Puts the request id, trace id, system and node on every record (for either format)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from core.telemetry.context import current_request_id
+        from core.telemetry.request_id import current_request_id
         from core.telemetry.tracing import current_trace_id
 
         if not getattr(record, "request_id", None):
@@ -121,8 +121,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
             "requestId": getattr(record, "request_id", "") or None,

@@ -247,10 +247,10 @@ METRICS_GROUP = "magi.metrics"
 __all__ = [
     "DEFAULT_BUCKETS_S",
     "MAX_LABEL_CHARS",
+    "METRICS_GROUP",
     "PREFIX",
     "RAY_PREFIX",
     "REGISTRY",
-    "METRICS_GROUP",
     "Counter",
     "Gauge",
     "Histogram",

@@ -84,7 +84,7 @@ def span(name: str, **attributes: object) -> Any:
 
 @contextmanager
 def _span(tracer: Any, name: str, attributes: Mapping[str, object]) -> Iterator[Any]:
-    from core.telemetry.context import current_request_id
+    from core.telemetry.request_id import current_request_id
 
     attrs = {f"magi.{k}": v if isinstance(v, (str, bool, int, float)) else str(v) for k, v in attributes.items()}
     rid = current_request_id()
