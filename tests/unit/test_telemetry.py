@@ -191,3 +191,18 @@ def test_tracing_is_off_at_no_cost() -> None:
 def test_registry_holds_each_family_once() -> None:
     again = MetricSet("unittest").counter("hits", "Hits by kind (a test's own family).", ("kind",))
     assert again is HITS and REGISTRY["magi_unittest_hits"] is HITS
+
+
+def test_live_figures_are_read_from_prometheus_text() -> None:
+    from core.telemetry.scrape import magi_samples
+
+    page = """# HELP ray_magi_router_routes_total Questions routed
+# TYPE ray_magi_router_routes_total counter
+ray_magi_router_routes_total{Component="core_worker",WorkerId="a",agent="TimeAgent",language="ja",system="router"} 2.0
+ray_magi_router_routes_total{Component="core_worker",WorkerId="b",agent="TimeAgent",language="ja",system="router"} 3.0
+ray_magi_llm_call_seconds_bucket{le="0.1",role="default",system="llm"} 1.0
+ray_node_cpu_utilization{instance="x"} 5.0
+"""
+    samples = magi_samples(page)
+    key = ("ray_magi_router_routes_total", (("agent", "TimeAgent"), ("language", "ja"), ("system", "router")))
+    assert samples == {key: 5.0}
