@@ -142,6 +142,7 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         "log_level": logs.level,
         "encoding": logs.format.upper(),
         "enable_access_log": section.access_log,
+        "additional_log_standard_attrs": ["name"],  # the logger, in every line
     }
 
 
@@ -153,7 +154,7 @@ def route_logs_through_serve(fmt: Literal["text", "json"] = "text") -> None:
     if not serve_logger.handlers:  # not in a replica (a unit test): leave logging as it is
         return
     root = logging.getLogger()
-    dress_handlers(list(serve_logger.handlers), fmt)
+    dress_handlers(list(serve_logger.handlers), fmt, serve_logger.level or logging.INFO)
     for handler in serve_logger.handlers:
         if handler not in root.handlers:
             root.addHandler(handler)

@@ -39,7 +39,7 @@ from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
 from core.resources import data_path
 from core.settings import Settings
-from core.telemetry import request_scope
+from core.telemetry import adopted, carried
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
 from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
@@ -141,6 +141,7 @@ class ResearchService(AppService):
         self._waiting: deque[tuple[str, str, Settings]] = deque()  # bounded by serve.queue_size for POSTs
         self._wakeup = asyncio.Event()
         self._running: str | None = None
+        self._submitted: dict[str, dict[str, Any] | None] = {}  # the context each waiting run was submitted in
         self._worker: asyncio.Task[None] | None = None
         self._pool: NlpPool | None = None  # the NLP pool, started by the first run and kept for the next
         requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
@@ -158,7 +159,15 @@ class ResearchService(AppService):
             store_check(self._store),
             task_check("runner", lambda: self._worker, started_lazily=True),
             Check("nlp", self._nlp_pool_alive, hint="the NLP workers died; the next run starts new ones"),
+            Check("queue", self._queue_room, hint="the queue of waiting runs is full; retry later"),
         ]
+
+    async def _queue_room(self) -> str:
+        """Room for one more run (a full queue answers 429: send work to another replica meanwhile)."""
+        waiting, size = len(self._waiting), self._serve.queue_size
+        if waiting >= size:
+            raise NotReady(f"{waiting} of {size} places taken")
+        return f"{waiting} of {size} places taken"
 
     async def _nlp_pool_alive(self) -> str:
         """The NLP pool kept warm between runs still has workers (a run drops the ones that fail)."""
@@ -186,7 +195,9 @@ class ResearchService(AppService):
             self._running = run_id
             QUEUE_DEPTH.set(len(self._waiting))
             try:
-                with request_scope(runs.request_id_of(self._store, run_id)):  # the run's own request
+                # in the context of the request that submitted it (its id, its trace); a requeued run in its id
+                stored = {"request_id": runs.request_id_of(self._store, run_id)}
+                with adopted(self._submitted.pop(run_id, None) or stored):
                     await self._execute(run_id, topic, settings)
             finally:
                 self._running = None
@@ -270,6 +281,7 @@ class ResearchService(AppService):
             request=body.model_dump(mode="json", by_alias=True, exclude_none=True),
         )
         self._waiting.append((run_id, body.topic, settings))
+        self._submitted[run_id] = carried()
         QUEUE_DEPTH.set(len(self._waiting))
         self._wakeup.set()
         return JSONResponse(

@@ -3,7 +3,8 @@
 :class:`RequestTelemetry` is the outermost ASGI middleware of each app (deployments/base.py puts it
 there), so even the guard's refusals carry the id: it takes the id Ray Serve gave the request (Serve
 uses a valid ``X-Request-ID`` as its own), else the header, else a new one
-(core/telemetry/context.py), serves the request inside it, and answers with it in ``X-Request-ID``.
+(core/telemetry/context.py), serves the request inside it, and answers with it in ``X-Request-ID``
+(in a replica Serve's proxy does that).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ class RequestTelemetry:
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers") or []).get(_HEADER_BYTES, b"").decode("latin-1")
-        rid = accept_request_id(_serve_request_id() or given)
+        serve_rid = _serve_request_id()
+        rid = accept_request_id(serve_rid or given)
+        answers_id = serve_rid is None  # in a replica Serve's proxy puts its id on the answer itself
         app = self.name or _app_name()
         method = scope.get("method", "GET")
         started = time.perf_counter()
@@ -45,8 +48,9 @@ class RequestTelemetry:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != _HEADER_BYTES]
-                message = {**message, "headers": [*headers, (_HEADER_BYTES, rid.encode())]}
+                if answers_id:
+                    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != _HEADER_BYTES]
+                    message = {**message, "headers": [*headers, (_HEADER_BYTES, rid.encode())]}
                 LATENCY.observe(time.perf_counter() - started, app=app)
             await send(message)
 

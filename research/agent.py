@@ -13,6 +13,7 @@ out, before it is killed.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
@@ -61,6 +62,8 @@ PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types u
 MAX_FOCUS_QUERIES = 4
 MAX_LLM_PAGES = 6  # pages whose best passages the model reads for notes
 SIDE_QUERY_WEIGHT = 0.5  # hits of modifier, focus and cross-language queries count half an own sub-question's
+
+log = logging.getLogger(__name__)
 
 
 class CollectorSearch:
@@ -132,6 +135,7 @@ class ResearchAgent:
         self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
         self._decisions = []
         started = self._started = time.perf_counter()
+        log.info("agent %d starts iteration %d of run %s", self.agent_id, brief.iteration, self._run_id)
         meter = UsageMeter()
         llm = make_llm(self.settings.llm, role=AGENT_ROLE, meter=meter)
         planned: list[str] = []

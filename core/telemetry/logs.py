@@ -90,9 +90,11 @@ def system_of(logger: str) -> str:
 
 
 class ContextFilter(logging.Filter):
-    """Puts the request id, trace id, system and node on every record (for either format)."""
+    """Puts the request id, trace id, system and node on every record, and scrubs its message, for any
+    formatter (this project's, or Serve's own in a replica)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = scrubbed(record.getMessage()), None
         from core.telemetry.request_id import current_request_id
         from core.telemetry.tracing import current_trace_id
 
@@ -190,12 +192,14 @@ def adopt_logging(choice: dict[str, str] | None) -> None:
     setup_logging(choice.get("level", "INFO"), fmt)
 
 
-def dress_handlers(handlers: list[logging.Handler], fmt: LogFormat) -> None:
-    """Serve's replica handlers in this project's format (Serve keeps the files, levels and rotation)."""
+def dress_handlers(handlers: list[logging.Handler], fmt: LogFormat, level: int) -> None:
+    """Serve's replica handlers keep Serve's format (its JSON names the keys ``asctime``, ``levelname``,
+    ``name``, ``request_id``); they get the context (``system``, ``node``, ``trace_id``) and the
+    scrubbing. Actors the replica calls log in ``fmt``."""
     for handler in handlers:
-        dress(handler, fmt)
-    _state["format"] = fmt
-    _state["level"] = logging.getLevelName(logging.getLogger().level or logging.INFO)
+        if not any(isinstance(f, ContextFilter) for f in handler.filters):
+            handler.addFilter(ContextFilter())
+    _state["format"], _state["level"] = fmt, logging.getLevelName(level)
 
 
 __all__ = [

@@ -11,7 +11,10 @@ import httpx
 
 _SAMPLE = re.compile(r"^(ray_magi_[a-z0-9_]+?)(?:\{(.*)\})?\s+([0-9.eE+\-]+|NaN)$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-RAY_LABELS = frozenset({"Component", "NodeAddress", "SessionName", "Version", "WorkerId", "JobId", "instance"})
+RAY_LABELS = frozenset(
+    {"Component", "NodeAddress", "SessionName", "Version", "WorkerId", "JobId", "instance", "otel_scope_name"}
+    | {"otel_scope_schema_url", "otel_scope_version"}
+)
 
 
 def magi_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

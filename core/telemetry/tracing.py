@@ -35,7 +35,8 @@ def configure_tracing(otlp_endpoint: str | None, service: str = "magi") -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    _install(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint)), service)
+    # Sent every half second: an actor that is killed after its work loses at most that much.
+    _install(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint), schedule_delay_millis=500), service)
     _state["endpoint"] = otlp_endpoint
 
 
