@@ -142,7 +142,8 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         "log_level": logs.level,
         "encoding": logs.format.upper(),
         "enable_access_log": section.access_log,
-        "additional_log_standard_attrs": ["name"],  # the logger, in every line
+        # JSON lines name their logger too (text lines keep Serve's own layout)
+        "additional_log_standard_attrs": ["name"] if logs.format == "json" else [],
     }
 
 
