@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from core.telemetry.logs import adopt_logging, logging_choice
+from core.telemetry.metrics import ENABLED
 from core.telemetry.request_id import (
     HEADER,
     _request_id,
@@ -26,6 +27,8 @@ from core.telemetry.tracing import extracted, inject
 def carried() -> dict[str, Any] | None:
     """What an actor call carries to the callee: the request id and the trace context (None when
     there is neither, so a call outside any request carries nothing)."""
+    if not ENABLED:
+        return None
     rid = _request_id.get()
     trace = inject()
     if rid is None and not trace:

@@ -20,6 +20,7 @@ cannot slip in.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -33,6 +34,8 @@ RAY_PREFIX = "ray_"  # what Ray's exporter puts before every application metric
 MAX_LABEL_CHARS = 64
 DEFAULT_BUCKETS_S = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 180.0, 600.0)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# telemetry.enabled, read from the environment at import: every process of a cluster, before any settings
+ENABLED = os.environ.get("MAGI_TELEMETRY_ENABLED", "true").strip().lower() not in ("false", "0", "no", "off")
 Kind = Literal["counter", "gauge", "histogram"]
 LabelKey = tuple[tuple[str, str], ...]
 
@@ -68,6 +71,8 @@ class Metric:
         return tags
 
     def _record(self, value: float, tags: dict[str, str], *, add: bool) -> None:
+        if not ENABLED:
+            return
         key = tuple(sorted(tags.items()))
         with self._lock:
             if add:
@@ -246,6 +251,7 @@ METRICS_GROUP = "magi.metrics"
 
 __all__ = [
     "DEFAULT_BUCKETS_S",
+    "ENABLED",
     "MAX_LABEL_CHARS",
     "METRICS_GROUP",
     "PREFIX",

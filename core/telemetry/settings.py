@@ -30,6 +30,11 @@ class TelemetrySettings(Section):
 
     name: ClassVar[str] = "telemetry"
 
+    enabled: bool = Field(
+        True,
+        description="Record metrics and carry request ids into actors. Off only to measure what telemetry "
+        "costs (benchmarks/telemetry_overhead.py); read from MAGI_TELEMETRY_ENABLED by every process at start.",
+    )
     otlp_endpoint: str | None = Field(
         None,
         description="Send OpenTelemetry spans to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318/v1/traces "
