@@ -26,8 +26,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from core.runtime import ray_runtime
-from core.telemetry import request_scope
 from core.settings import Settings, load_settings
+from core.telemetry import request_scope
 from magi.models import Deliberation
 from magi.protocol import deliberate
 from magi.scripted import LATENCY_ENV
