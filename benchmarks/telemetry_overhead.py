@@ -24,11 +24,13 @@ HERE = Path(__file__).resolve().parent
 
 def run(script: str, args: list[str], enabled: bool) -> dict[str, Any]:
     env = {**os.environ, "MAGI_TELEMETRY_ENABLED": "true" if enabled else "false"}
-    done = subprocess.run(
-        [sys.executable, str(HERE / script), *args], env=env, capture_output=True, text=True, check=True
-    )
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    for attempt in (1, 2):  # a local Ray that fails to start on a busy machine gets one more try
+        done = subprocess.run([sys.executable, str(HERE / script), *args], env=env, capture_output=True, text=True)
+        if done.returncode == 0:
+            result: dict[str, Any] = json.loads(done.stdout)
+            return result
+        sys.stderr.write(f"{script} failed (attempt {attempt}):\n{done.stderr[-3000:]}\n")
+    raise RuntimeError(f"{script} failed twice; see the errors above")
 
 
 def router_figures(report: dict[str, Any]) -> dict[str, float]:
