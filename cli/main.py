@@ -13,7 +13,7 @@ from cli import advisor, council, critic, doctor, kb, research, route, serve, to
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
-from core.telemetry import request_scope, setup_logging
+from core.telemetry import configure_tracing, request_scope, setup_logging
 from core.telemetry.logs import LogFormat
 from core.validation import printable
 
@@ -48,17 +48,17 @@ def build_parser(argv: Sequence[str] | None = None) -> MagiParser:
 
 def log_format(args: argparse.Namespace) -> LogFormat:
     """``--log-format``, else ``logging.format`` from the settings (text when they cannot be read yet:
-    the command itself will then report what is wrong with them)."""
-    given = getattr(args, "log_format", None)
-    if given:
-        return "json" if given == "json" else "text"
+    the command itself will then report what is wrong with them); traces start here when
+    ``telemetry.otlp_endpoint`` is set."""
     try:
         from cli.common import settings_from
-        from core.telemetry.settings import LoggingSettings
+        from core.telemetry.settings import LoggingSettings, TelemetrySettings
 
-        return LoggingSettings.of(settings_from(args)).format
+        settings = settings_from(args)
     except MagiError:
-        return "text"
+        return "json" if getattr(args, "log_format", None) == "json" else "text"
+    configure_tracing(TelemetrySettings.of(settings).otlp_endpoint)
+    return LoggingSettings.of(settings).format
 
 
 def main(argv: Sequence[str] | None = None) -> int:
