@@ -75,10 +75,10 @@ async def parallel_vs_sequential(ideas: CriticInput, settings: Settings) -> dict
     finally:
         pool.close()
         await runtime.close()
-    worker = CriticWorker(settings.llm)
+    worker = CriticWorker()
     started = time.perf_counter()
     for index in range(len(ideas.ideas)):
-        await worker.judge(request_for(ideas, index, settings))
+        await worker.judge(request_for(ideas, index, settings), settings.llm)
     sequential_s = time.perf_counter() - started
     return {
         "ideas": len(ideas.ideas),
@@ -94,10 +94,10 @@ async def parallel_vs_sequential(ideas: CriticInput, settings: Settings) -> dict
 
 async def worker_memory(ideas: CriticInput, settings: Settings) -> dict[str, Any]:
     runtime = RayRuntime()
-    handles = [runtime.spawn(CriticWorker, settings.llm, num_cpus=0) for _ in ideas.ideas]
+    handles = [runtime.spawn(CriticWorker, num_cpus=0) for _ in ideas.ideas]
     try:
         results = await asyncio.gather(
-            *(h.call(CriticWorker.judge, request_for(ideas, i, settings)) for i, h in enumerate(handles))
+            *(h.call(CriticWorker.judge, request_for(ideas, i, settings), settings.llm) for i, h in enumerate(handles))
         )
         peaks = [r.peak_rss_bytes / MB for r in results]
     finally:
@@ -114,14 +114,14 @@ async def worker_memory(ideas: CriticInput, settings: Settings) -> dict[str, Any
 
 async def consecutive(ideas: CriticInput, settings: Settings, repeat: int) -> dict[str, Any]:
     runtime = RayRuntime()
-    handle = runtime.spawn(CriticWorker, settings.llm, num_cpus=0)
+    handle = runtime.spawn(CriticWorker, num_cpus=0)
     worker_rss: list[float] = []
     idle_rss: list[float] = []
     try:
         for _ in range(repeat):  # baseline: the same number of actor calls that do no judging
             idle_rss.append((await handle.call(CriticWorker.memory))["rss_bytes"] / 1024)
         for n in range(repeat):
-            await handle.call(CriticWorker.judge, request_for(ideas, n % len(ideas.ideas), settings))
+            await handle.call(CriticWorker.judge, request_for(ideas, n % len(ideas.ideas), settings), settings.llm)
             worker_rss.append((await handle.call(CriticWorker.memory))["rss_bytes"] / 1024)
     finally:
         runtime.kill(handle)

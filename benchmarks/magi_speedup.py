@@ -2,7 +2,7 @@
 
 The shipped scripted LLM (magi/scripted.py) answers every call after a fixed ``--latency`` (seconds,
 ``MAGI_SCRIPTED_LATENCY_S``), so time is dominated by LLM waits, as with a real model. In one run,
-on a local Ray (one actor per sage):
+on a local Ray (the three resident sage actors):
 
 1. the council as built (the three sages in parallel in every phase), and
 2. the sequential baseline: the same deliberation with the sages asked one after the other (what
@@ -53,7 +53,7 @@ def phases(d: Deliberation) -> dict[str, int]:
     found = {"thinking": d.timings.thinking_ms}
     found.update({f"debate_round_{i}": ms for i, ms in enumerate(d.timings.debate_ms, start=1)})
     found["voting"] = d.timings.voting_ms
-    found["overall"] = d.timings.total_ms - d.timings.setup_ms  # starting the actor processes is not deliberation
+    found["overall"] = d.timings.total_ms - d.timings.setup_ms  # opening the conversations is not deliberation
     return found
 
 
@@ -68,7 +68,7 @@ async def measure(latency: float, rounds: int) -> dict[str, Any]:
     config = settings(rounds, "off")
     # under one request id, as `magi council` runs: the id and its context go with every sage call
     async with ray_runtime(config) as runtime, as_request():
-        await deliberate("warm-up", settings(0, "off"), runtime, seed=0)  # actor processes, imports
+        await deliberate("warm-up", settings(0, "off"), runtime, seed=0)  # the sages start here, once
         parallel = await deliberate(QUESTION, config, runtime, seed=1)
         sequential = await deliberate(QUESTION, config, runtime, seed=1, sequential=True)
         stopped = await deliberate(UNANIMOUS, settings(rounds, "both"), runtime, seed=1)

@@ -16,12 +16,14 @@ inside that context, so log lines, events, rows and spans of the work carry the 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
@@ -188,6 +190,12 @@ class Runtime(Protocol):
 
     def kill(self, handle: Handle[Any]) -> None: ...
 
+    def lost(self, error: BaseException) -> bool:
+        """Whether a call failed because its agent is gone (its process died or was killed)."""
+
+    def forget(self, handle: Handle[Any]) -> None:
+        """Drop a keyed agent's handle (its agent is gone): the next ``get_or_create`` finds or makes it anew."""
+
     def event_sink(self, sink: EventSink) -> EventSink:
         """A sink agents can emit into (it may cross processes) that ends in ``sink``."""
 
@@ -268,6 +276,12 @@ class InProcessRuntime:
 
     def kill(self, handle: Handle[Any]) -> None:
         """Objects in this process cannot be killed; a keyed one is forgotten (the next get creates anew)."""
+        self.forget(handle)
+
+    def lost(self, error: BaseException) -> bool:
+        return False  # an object in this process does not die under its caller
+
+    def forget(self, handle: Handle[Any]) -> None:
         self._keyed = {k: h for k, h in self._keyed.items() if h is not handle}
 
     def event_sink(self, sink: EventSink) -> EventSink:
@@ -286,6 +300,12 @@ class InProcessRuntime:
 def keyed_name(cls: type[Any], key: str) -> str:
     """The Ray actor name of the keyed agent ``cls`` for ``key``, e.g. ``SessionActor:abc``."""
     return f"{cls.__name__}:{key}"
+
+
+# Handles of detached keyed agents this process has used: (node id, namespace, name) -> handle.
+# Process-wide, because a Serve replica makes a runtime per request while the agents live as long as
+# the cluster.
+_RESIDENT: dict[tuple[str, str, str], Handle[Any]] = {}
 
 
 class _QueueSink:
@@ -352,11 +372,17 @@ class RayRuntime:
         **kwargs: Any,
     ) -> Handle[T]:
         name = keyed_name(cls, key)
+        cached = (self._ray.get_runtime_context().get_node_id(), namespace, name)  # a restarted Ray: other node id
+        if detached and (known := _RESIDENT.get(cached)) is not None:
+            return known  # a resident agent: no lookup in the cluster per use (forget() when it died)
         options: dict[str, Any] = {"name": name, "namespace": namespace, "get_if_exists": True, "num_cpus": num_cpus}
         if detached:
             options["lifetime"] = "detached"
         actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
-        return Handle(actor, remote=True, name=name)
+        handle: Handle[T] = Handle(actor, remote=True, name=name)
+        if detached:
+            _RESIDENT[cached] = handle
+        return handle
 
     def call(self, handle: Handle[T], method: Callable[Concatenate[T, P], Any], *args: Any, **kwargs: Any) -> Call[Any]:
         return handle.call(method, *args, **kwargs)
@@ -365,7 +391,15 @@ class RayRuntime:
         return await gather_calls(calls, timeout_s)
 
     def kill(self, handle: Handle[Any]) -> None:
+        self.forget(handle)
         self._ray.kill(handle.target, no_restart=True)
+
+    def lost(self, error: BaseException) -> bool:
+        return isinstance(error, self._ray.exceptions.RayActorError)
+
+    def forget(self, handle: Handle[Any]) -> None:
+        for key in [k for k, h in _RESIDENT.items() if h is handle]:
+            del _RESIDENT[key]
 
     def total_cpus(self) -> float:
         return float(self._ray.cluster_resources().get("CPU", 1.0))  # type: ignore[no-untyped-call]
@@ -465,6 +499,21 @@ def loopback_worker_hook() -> None:
 
             bound._magi_loopback = True  # type: ignore[attr-defined]
             setattr(server, method, bound)
+
+
+@cache
+def code_fingerprint(*folders: str) -> str:
+    """A short hash of every file under ``folders`` (relative to :func:`code_root`, e.g. ``"magi"``,
+    ``"data/magi"``): part of a resident agent's name, so that a new version of the code it runs gets
+    agents of its own instead of calling a detached actor still running the old one."""
+    digest = hashlib.sha256()
+    root = code_root()
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(root).as_posix().encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:8]
 
 
 def code_root() -> Path:
@@ -570,6 +619,7 @@ __all__ = [
     "Outcome",
     "RayRuntime",
     "Runtime",
+    "code_fingerprint",
     "code_root",
     "contextual",
     "current_node_id",

@@ -186,8 +186,9 @@ class LLMSettings(Section):
         16,
         ge=1,
         le=10_000,
-        description="Servers that decode under a JSON schema (openai provider): arrays without a bound get this "
-        "many items at most, so a weak model cannot repeat one item until max_tokens cuts the answer off.",
+        description="Servers that decode under a JSON schema (openai provider): arrays and maps get at most this "
+        "many entries (even where the caller allows more), so a weak model cannot repeat one item until "
+        "max_tokens cuts the answer off.",
     )
     schema_max_string_chars: int | None = Field(
         None,

@@ -1,7 +1,7 @@
 """One critic run: every idea judged alone by its own CriticWorker, scored, stored, the best selected.
 
 * At most ``critic.max_workers`` ideas are judged at once, each on a worker actor of its own
-  (:class:`WorkerPool`; a long-lived caller keeps its pool warm between runs).
+  (:class:`WorkerPool`: resident workers, shared by every run and replica).
 * ``critic.timeout_s`` bounds the whole run: ideas finished by then are kept, the others are
   ``timeout``; a failed idea is kept with its error; neither is ever selected. When no idea
   succeeds the run raises :class:`CriticError` naming every idea's error.
@@ -28,7 +28,7 @@ from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
-from core.runtime import Handle, Runtime
+from core.runtime import Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings, Settings
 from core.store import Store
 from critic import repository
@@ -173,11 +173,13 @@ def evaluation_from(
 
 
 class WorkerPool:
-    """``size`` CriticWorker actors, one per idea being judged, started on first use.
+    """At most ``size`` ideas judged at once, each on one of ``size`` resident CriticWorker agents.
 
-    A run without a pool of its own gets a fresh one and closes it at the end. A long-lived caller
-    (the Serve app, a benchmark) keeps one, so its runs do not pay for starting actor processes
-    again (~2 s for 5 on 2 cores). A call cut by the run's timeout is cancelled in its worker.
+    The workers are created once per cluster (Ray: detached actors named ``CriticWorker:<n>-<code
+    version>`` in the project's namespace) and shared by every run, pool and replica, so no request starts a process
+    once they exist (~2 s for 5 on 2 cores when they do). A worker that fails under a call (a dead
+    actor, a lost node) is replaced and the idea judged once more on the new one. A call cut by the
+    run's timeout is cancelled in its worker.
     """
 
     def __init__(self, runtime: Runtime, llm: LLMSettings, size: int) -> None:
@@ -195,9 +197,10 @@ class WorkerPool:
                 handle = self.handles.get(slot)
                 if handle is None:
                     # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
-                    handle = self.runtime.spawn(CriticWorker, self.llm, num_cpus=0)
+                    key = f"{slot}-{code_fingerprint('core', 'critic', 'data/critic')}"  # a new version: new workers
+                    handle = await self.runtime.get_or_create(CriticWorker, key=key, detached=True)
                     self.handles[slot] = handle
-                call = handle.call(CriticWorker.judge, request)
+                call = handle.call(CriticWorker.judge, request, self.llm)
                 try:
                     return await call
                 except asyncio.CancelledError:
@@ -217,8 +220,7 @@ class WorkerPool:
             self._slots.put_nowait(slot)
 
     def close(self) -> None:
-        for handle in self.handles.values():
-            self.runtime.kill(handle)
+        """Let go of the workers (they stay for the next pool: they belong to the cluster)."""
         self.handles.clear()
 
 

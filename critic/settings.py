@@ -52,7 +52,10 @@ class CriticSettings(Section):
     timeout_s: Annotated[float, Option("timeout", keyword="timeout_s", metavar="SECONDS")] = Field(
         30.0, gt=0, le=3600, description="Overall timeout of one evaluation in seconds."
     )
-    max_workers: int = Field(5, ge=1, le=10, description="Ideas judged at once (one worker actor each).")
+    max_workers: int = Field(
+        5, ge=1, le=10, description="Ideas judged at once per replica (one long-lived worker actor each)."
+    )
+    replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the critic app (zero CPUs each).")
     token_budget: int = Field(2000, ge=100, description="Tokens one idea judgement may use before a warning.")
     temperature: float = Field(0.4, ge=0.3, le=0.5, description="Sampling temperature of the judge (spec: 0.3-0.5).")
     max_tokens: int = Field(900, ge=100, le=4000, description="Longest answer of one judgement, in tokens.")

@@ -1,9 +1,12 @@
-"""CriticWorker: one per idea of a critic run; asks the LLM for K independent judgements of it.
+"""CriticWorker: a resident judge; asks the LLM for K independent judgements of one idea at a time.
 
-Thin on purpose: the prompt comes ready from :mod:`critic.engine`, and all scoring happens there
-(pure functions). The worker only calls the LLM (K samples at once), retries failed calls with the
-platform's backoff (``llm.max_retries``, ``llm.backoff_initial_s`` -> ``llm.backoff_max_s``: 2
-retries, 1 s -> 10 s by default) and reports each call's usage and its process's peak memory.
+The critic's workers are long-lived (critic/engine.py: ``WorkerPool``), shared by every run and
+replica; each judgement brings the LLM settings it runs with, and the worker keeps one client per
+configuration. Thin on purpose: the prompt comes ready from :mod:`critic.engine`, and all scoring
+happens there (pure functions). The worker only calls the LLM (K samples at once), retries failed
+calls with the platform's backoff (``llm.max_retries``, ``llm.backoff_initial_s`` ->
+``llm.backoff_max_s``: 2 retries, 1 s -> 10 s by default) and reports each call's usage and its
+process's peak memory.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from core.settings import LLMSettings
 from critic.models import CallUsage, IdeaJudgement, JudgeRequest, JudgeResult, SampleResult
 
 ROLE = "critic.worker"
+CLIENTS_KEPT = 4  # LLM configurations a worker keeps a client for (one in a deployment; tests use more)
 
 
 class _Recorder:
@@ -49,7 +53,9 @@ def current_rss_bytes() -> int:
         return 0
 
 
-class CriticWorker:
+class _Judge:
+    """One LLM configuration's client, and whether its provider adapter retries on its own."""
+
     def __init__(self, llm: LLMSettings) -> None:
         self.llm = llm
         client = make_llm(llm, ROLE)
@@ -59,12 +65,12 @@ class CriticWorker:
         # The HTTP adapters retry on their own (same settings); retrying here too would square the attempts.
         self.provider_retries = bool(getattr(provider_of(client), "retries_itself", False))
 
-    def _retryable(self, exc: Exception) -> bool:
+    def retryable(self, exc: Exception) -> bool:
         if self.provider_retries or isinstance(exc, LLMOutputError | CassetteMissError):
             return False
         return isinstance(exc, LLMError)
 
-    async def _sample(self, request: JudgeRequest, index: int, recorder: _Recorder) -> SampleResult:
+    async def sample(self, request: JudgeRequest, index: int, recorder: _Recorder) -> SampleResult:
         """One judgement; its tokens are those of all its calls (a repair turn included)."""
         llm = self.llm
         attempts = 0
@@ -88,7 +94,7 @@ class CriticWorker:
             judgement = await retry(
                 attempt,
                 attempts=llm.max_retries + 1,
-                retryable=self._retryable,
+                retryable=self.retryable,
                 delay=lambda n, _exc: backoff_delay(n, llm.backoff_initial_s, llm.backoff_max_s),
             )
         except Exception as exc:
@@ -99,11 +105,28 @@ class CriticWorker:
         )
         return SampleResult(sample=index + 1, judgement=judgement, tokens=tokens, attempts=attempts)
 
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
+
+class CriticWorker:
+    """A resident judge: ``judge`` one idea's samples with the LLM settings the run brings."""
+
+    def __init__(self) -> None:
+        self._judges: list[_Judge] = []  # most recently used last
+
+    def _judge_for(self, llm: LLMSettings) -> _Judge:
+        for index, judge in enumerate(self._judges):
+            if judge.llm == llm:
+                self._judges.append(self._judges.pop(index))
+                return judge
+        built = _Judge(llm)
+        self._judges = [*self._judges[-(CLIENTS_KEPT - 1) :], built]
+        return built
+
+    async def judge(self, request: JudgeRequest, llm: LLMSettings) -> JudgeResult:
         """Every sample of one idea, at once; a sample that fails carries its error, the others stand."""
         started = time.monotonic()
-        recorders = [_Recorder(self.client) for _ in request.messages]
-        samples = await asyncio.gather(*(self._sample(request, i, r) for i, r in enumerate(recorders)))
+        judge = self._judge_for(llm)
+        recorders = [_Recorder(judge.client) for _ in request.messages]
+        samples = await asyncio.gather(*(judge.sample(request, i, r) for i, r in enumerate(recorders)))
         return JudgeResult(
             idea_id=request.idea_id,
             samples=list(samples),
@@ -118,6 +141,7 @@ class CriticWorker:
 
 
 __all__ = [
+    "CLIENTS_KEPT",
     "ROLE",
     "CriticWorker",
     "current_rss_bytes",

@@ -19,7 +19,7 @@ that many ideas are judged at once and no request pays for starting them again.
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
@@ -39,8 +39,11 @@ from deployments.answers import (
     progress_frames,
     without_server_paths,
 )
-from deployments.base import AppService, binder, builder, http_api, service
+from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import actors_check, llm_check, store_check
+
+if TYPE_CHECKING:
+    from ray.serve import Application
 
 log = logging.getLogger(__name__)
 APP_NAME = "critic"
@@ -127,7 +130,11 @@ class CriticService(AppService):
         return event_stream(progress_frames(work))
 
 
-build_app = binder(CriticService)
+def build_app(settings: Settings) -> "Application":
+    """The ``critic`` Serve application: ``critic.replicas`` replicas, each with its warm worker pool."""
+    return bind(CriticService, settings, num_replicas=CriticSettings.of(settings).replicas)
+
+
 app = builder(build_app)
 
 __all__ = ["APP_NAME", "ROUTE_PREFIX", "CriticRequest", "CriticService", "api", "app", "build_app"]

@@ -13,7 +13,7 @@
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -22,12 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.errors import ConfigError, InputError, first_line
 from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
-from deployments.base import AppService, binder, builder, http_api, service
+from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import llm_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from magi.events import EventCallback
 from magi.settings import COUNCIL_OPTIONS
+
+if TYPE_CHECKING:
+    from ray.serve import Application
 
 log = logging.getLogger(__name__)
 APP_NAME = "magi"
@@ -48,7 +51,7 @@ class AskRequest(COUNCIL_OPTIONS.body(_AskFields, "AskRequest")):  # type: ignor
     pass
 
 
-# The sages are actors of their own; the replica waits.
+# The sages are resident actors shared by every replica (magi/seats.py); the replica waits on them.
 @service(api, name="MagiCouncil", max_ongoing_requests=32)
 class MagiService(AppService):
     def __init__(self, settings: Settings) -> None:
@@ -130,7 +133,13 @@ class MagiService(AppService):
         return event_stream(frames())
 
 
-build_app = binder(MagiService)
+def build_app(settings: Settings) -> "Application":
+    """The ``magi`` Serve application: ``council.replicas`` replicas, sharing the cluster's resident sages."""
+    from magi.settings import CouncilSettings
+
+    return bind(MagiService, settings, num_replicas=CouncilSettings.of(settings).replicas)
+
+
 app = builder(build_app)
 
 __all__ = ["APP_NAME", "ROUTE_PREFIX", "AskRequest", "MagiService", "api", "app", "build_app"]

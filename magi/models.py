@@ -220,7 +220,7 @@ class SageModel(CamelModel):
 
 class Timings(CamelModel):
     total_ms: int = 0
-    setup_ms: int = 0  # starting the sages (actor processes on Ray)
+    setup_ms: int = 0  # opening the conversations on the resident sages (their start on first use)
     thinking_ms: int = 0
     debate_ms: list[int] = Field(default_factory=list)
     voting_ms: int = 0

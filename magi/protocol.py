@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from core.errors import first_line
 from core.llm import LLMClient
-from core.runtime import Handle, Runtime
+from core.runtime import Runtime
 from core.settings import Settings
 from magi.context import estimate_tokens, truncate_text
 from magi.events import (
@@ -70,13 +70,13 @@ from magi.models import (
 from magi.personas import system_prompts
 from magi.prompts import bundled_prompts
 from magi.sage import Sage
+from magi.seats import STARTUP_TIMEOUT_S, Seats
 from magi.settings import CouncilSettings
 from magi.tally import decision_name, exit_code, merge_conditions, tally
 
 FailureKind = Literal["exception", "timeout", "invalid_output"]
 LABELS = ("Sage A", "Sage B")
 PEER_SHARE = 4  # a peer's position may take up to budget / PEER_SHARE tokens before it is summarised
-STARTUP_TIMEOUT_S = 120.0  # how long the sages' actors may take to start before the first phase
 _NAMES = re.compile(r"\b(MELCHIOR(?:-1)?|BALTHASAR(?:-2)?|CASPER(?:-3)?)\b", re.IGNORECASE)
 
 
@@ -169,7 +169,7 @@ class _State:
     settings: CouncilSettings
     seed: int
     question: str
-    handles: dict[SageName, Handle[Any]]
+    seats: Seats
     runtime: Runtime
     on_event: EventCallback | None
     failures: list[Failure] = field(default_factory=list)
@@ -243,7 +243,7 @@ class _State:
         if not long:
             return
         sages = list(long)
-        calls = [self.handles[s].call(Sage.condense, long[s]) for s in sages]
+        calls = [self.seats.call(s, Sage.condense, long[s]) for s in sages]
         outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
         for sage, outcome in zip(sages, outcomes, strict=True):
             reply = outcome.value if outcome.ok else None
@@ -266,10 +266,10 @@ class _State:
             outcomes = []
             for s in sages:
                 outcomes += await self.runtime.gather(
-                    [self.handles[s].call(Sage.ask, phase, prompts[s])], self.settings.timeout_s
+                    [self.seats.call(s, Sage.ask, phase, prompts[s])], self.settings.timeout_s
                 )
         else:
-            calls = [self.handles[s].call(Sage.ask, phase, prompts[s]) for s in sages]
+            calls = [self.seats.call(s, Sage.ask, phase, prompts[s]) for s in sages]
             outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
         PHASE_SECONDS.observe(time.perf_counter() - started, phase=phase)
         answers: dict[SageName, dict[str, Any]] = {}
@@ -281,6 +281,7 @@ class _State:
             elif outcome.error is not None or outcome.value is None:
                 error = outcome.error or RuntimeError("no reply")
                 self.fail(sage, phase, round, "exception", f"{type(error).__name__}: {first_line(error, 300)}")
+                await self.recover(sage, error)
             else:
                 reply = outcome.value
                 self.count(reply)
@@ -293,6 +294,15 @@ class _State:
                     self.answered.add(sage)
             self.emit(SageAnswered(sage=sage.value, phase=phase, round=round, ok=sage in answers))
         return answers
+
+    async def recover(self, sage: SageName, error: BaseException) -> None:
+        """A sage whose actor died is started again for the next phase, with the question repeated (its
+        history went with the actor); when that fails too, its later phases fail as this one did."""
+        try:
+            if await self.seats.reseat(sage, error):
+                self.answered.discard(sage)
+        except Exception as exc:  # recorded below; the deliberation goes on with the others
+            logging.getLogger(__name__).warning("sage %s could not be started again: %s", sage.display, exc)
 
     def fail(self, sage: SageName, phase: Phase, round: int | None, kind: FailureKind, message: str) -> None:
         logging.getLogger(__name__).warning("sage %s failed in %s: %s", sage.display, phase, message)
@@ -360,28 +370,15 @@ async def deliberate(
     prompts = bundled_prompts()
     systems = system_prompts(overrides)
     started = time.monotonic()
-    handles = {
-        sage: await runtime.get_or_create(
-            Sage,
-            sage,
-            cfg,
-            settings.llm,
-            systems[sage],
-            (clients or {}).get(sage),
-            key=f"{run_id}-{sage.value}",
-            namespace="magi",
-        )
-        for sage in SAGES
-    }
-    state = _State(cfg, seed, question, handles, runtime, on_event, sequential=sequential)
+    seats = Seats(run_id, runtime, cfg, settings.llm, systems, clients=clients)
+    state = _State(cfg, seed, question, seats, runtime, on_event, sequential=sequential)
     state.labels = {s: peer_labels(s, seed, anonymous=cfg.anonymous, shuffle=cfg.shuffle_peers) for s in SAGES}
     session = f"s{seed}"  # the seed, not the run id: the same seed replays the same scripted deliberation
     timings = Timings()
     try:
-        # Actors start (a process each on Ray) before the clock of the first phase runs.
+        # A conversation on each resident sage (its actor starts only on the cluster's first use).
         t0 = time.monotonic()
-        # Not under council.timeout_s: starting a process is not a sage call (slow on a busy machine).
-        await runtime.gather([h.call(Sage.history) for h in handles.values()], max(cfg.timeout_s, STARTUP_TIMEOUT_S))
+        await seats.open()
         timings.setup_ms = int((time.monotonic() - t0) * 1000)
         # --- Thinking: isolated, with blind votes --------------------------------------------------
         state.phase("thinking")
@@ -458,13 +455,9 @@ async def deliberate(
         decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted, quorum=cfg.quorum)
         state.emit(CouncilDecided(decision=decision_name(decision), progress=100.0))
         DELIBERATIONS.inc(decision=decision_name(decision))
-        transcripts = await _transcripts(runtime, handles, cfg.timeout_s)
+        transcripts = await seats.close()
     finally:
-        for handle in handles.values():
-            try:
-                runtime.kill(handle)
-            except Exception as exc:  # already gone: nothing left to release
-                logging.getLogger(__name__).info("sage already gone: %s", exc)
+        await seats.close()  # after a failure or a cancel too (a no-op after the one above)
     timings.total_ms = int((time.monotonic() - started) * 1000)
     abstain = {f.sage: f.message for f in state.failures if f.phase == "voting"}
     votes = [
@@ -523,14 +516,6 @@ async def deliberate(
 def _count_flips(deliberation: Deliberation) -> Deliberation:
     UNARGUED_FLIPS.inc(sum(1 for c in deliberation.conformity if c.flagged))
     return deliberation
-
-
-async def _transcripts(
-    runtime: Runtime, handles: Mapping[SageName, Handle[Any]], timeout_s: float
-) -> dict[str, list[dict[str, str]]]:
-    sages = list(handles)
-    outcomes = await runtime.gather([handles[s].call(Sage.history) for s in sages], timeout_s)
-    return {s.value: (o.value or []) for s, o in zip(sages, outcomes, strict=True) if o.ok}
 
 
 __all__ = [

@@ -9,8 +9,9 @@ three sages and revised.
 2. Draft: ``requirements.md`` (EARS, with cc-sdd's ``rules/ears-format.md`` when present), then
    ``design.md``, then ``tasks.md``, each by filling cc-sdd's template through the LLM (role
    ``magi.sdd``), each seeing the documents before it.
-3. Review: the three sages (their personas plus the plugin's agent_overrides) review the whole draft
-   in parallel: findings per sage with document, severity and suggestion, and a verdict.
+3. Review: the three resident sages (their personas plus the plugin's agent_overrides, in a
+   conversation of the review's own) review the whole draft in parallel: findings per sage with
+   document, severity and suggestion, and a verdict.
 4. Revise: each document is rewritten to address the findings about it; the revised documents, the
    first drafts (``drafts/``) and the review record (``review.md``, ``review.json``) are written under
    ``.kiro/specs/<feature>/``.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -40,6 +42,7 @@ from magi.models import SAGES, Failure, SageName, Verdict
 from magi.personas import system_prompts
 from magi.plugins import Plugin, overrides_for
 from magi.sage import Sage
+from magi.seats import Seats
 from magi.settings import CouncilSettings
 
 DRAFT_ROLE = "magi.sdd"
@@ -222,23 +225,22 @@ async def _review(
 ) -> tuple[list[SageReview], list[Failure]]:
     cfg = CouncilSettings.of(settings)
     systems = system_prompts(overrides_for([plugin]))
-    key = hashlib.sha256(request.encode()).hexdigest()[:10]
-    handles = {
-        s: await runtime.get_or_create(
-            Sage, s, cfg, settings.llm, systems[s], (clients or {}).get(s), key=f"sdd-{key}-{s.value}", namespace="magi"
-        )
-        for s in SAGES
-    }
+    seats = Seats(
+        f"sdd-{uuid.uuid4().hex[:12]}",
+        runtime,
+        cfg,
+        settings.llm,
+        systems,
+        clients=clients,
+        outputs={"review": ReviewFindings},
+    )
     try:
-        await runtime.gather(
-            [h.call(Sage.register_output, "review", ReviewFindings) for h in handles.values()], cfg.timeout_s
-        )
+        await seats.open()
         draft = "\n\n".join(f"# {name}.md\n\n{text}" for name, text in drafts.items())
         prompt = sdd_prompts().review.format(request=request, draft=draft)
-        outcomes = await runtime.gather([handles[s].call(Sage.ask, "review", prompt) for s in SAGES], cfg.timeout_s)
+        outcomes = await runtime.gather([seats.call(s, Sage.ask, "review", prompt) for s in SAGES], cfg.timeout_s)
     finally:
-        for handle in handles.values():
-            runtime.kill(handle)
+        await seats.close()
     reviews: list[SageReview] = []
     failures: list[Failure] = []
     for sage, outcome in zip(SAGES, outcomes, strict=True):

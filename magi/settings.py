@@ -62,6 +62,14 @@ class CouncilSettings(Section):
     plugins_dir: AbsolutePath | None = Field(None, description="A folder whose *.yaml plugins are loaded.")
     disabled_plugins: list[str] = Field(default_factory=list, description="Plugins not to load, by name (e.g. sdd).")
     max_prompt_chars: int = Field(100_000, ge=1, le=2_000_000, description="Longest accepted question.")
+    sage_replicas: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="Resident actors per sage, created once per cluster and shared by every deliberation "
+        "(each deliberation talks to one of each); more share a busy cluster's deliberations.",
+    )
+    replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the MAGI app (zero CPUs each).")
 
 
 COUNCIL_OPTIONS = Options(CouncilSettings)

@@ -18,7 +18,8 @@ never disagree about what "agrees" means: only related figures (same kind, unit 
 same baseline for changes; a gap between groups or an undated "up 3 points" is not compared), agreeing
 when :func:`~nlp.values.values_agree` holds and both or neither are denied (5割に達していない denies 50%).
 
-* supporting: the finding's own page, and every page with a claim on the same key with an agreeing figure;
+* supporting: the finding's own page, every page with a claim on the same key with an agreeing figure,
+  and every page that holds the finding's sentence word for word (at least ``MIN_REPEATED_CHARS``);
 * contradicting: every other page with a claim on the same key whose related figures all disagree, and
   the other side of a detected conflict whose one side is this key and a supporting page. An undated key
   is supported but not contradicted by key alone: undated figures are often earlier readings quoted for
@@ -94,6 +95,7 @@ from research.reliability import origin_of, reliability_for
 RECENCY_GRACE_YEARS = 2.0
 RECENCY_HALF_LIFE_YEARS = 4.0
 RECENCY_FLOOR = 0.5
+MIN_REPEATED_CHARS = 24  # a shorter sentence ("Yes.", a heading) repeated on another page says nothing
 
 
 class SourceDocument(CamelModel):
@@ -222,6 +224,15 @@ def _own_claim(finding: Finding, page: _Page | None) -> Claim | None:
     return max(same, key=fit, default=None)
 
 
+def _repeating(sentence: str, pages: Mapping[str, _Page], skip: Mapping[str, Citation]) -> list[str]:
+    """Other read pages that hold the very same sentence (a manual's overview and its chapter, a page
+    and its printable copy): they state the claim word for word, figures or not."""
+    text = _squash(sentence)
+    if len(text) < MIN_REPEATED_CHARS:
+        return []
+    return [url for url, page in pages.items() if url not in skip and text in page.squashed]
+
+
 def _agrees(mine: Sequence[Figure], theirs: Sequence[Figure]) -> bool:
     return any(figures_agree(a, b) for a in mine for b in theirs)
 
@@ -327,6 +338,9 @@ def _evidence(
         cited = _first_verified(claim_id, agreeing[url], mine, check)
         if cited:
             supporting[url] = cited
+    for url in _repeating(finding.text, pages, skip=supporting):
+        if check.verify(claim_id, url, pages[url], finding.text, values):
+            supporting[url] = pages[url].cite(finding.text)
     support_origins = {c.origin for c in supporting.values()}
 
     # Pages on the same (dated) key that only disagree, then the other sides of detected conflicts.

@@ -1,4 +1,5 @@
-"""The critic on a real Ray: one CriticWorker actor per idea, and `magi critic` as a user runs it."""
+"""The critic on a real Ray: resident CriticWorker actors (one idea each at a time, reused by every run),
+and `magi critic` as a user runs it."""
 
 from __future__ import annotations
 
@@ -49,9 +50,9 @@ async def test_five_ideas_on_five_worker_actors_reused_by_the_next_run() -> None
     assert all(len(e.samples) == 2 for e in out.evaluations)
     assert len(repository.run_evaluations(store, "on-ray")) == 5
     mine = [a for k, a in workers().items() if k not in before]
-    # 5 kept by the pool for both runs (the second reused them), 5 of the lone run; all killed at the end
-    assert len(mine) == 10, [a["State"] for a in mine]
-    assert {a["State"] for a in mine} == {"DEAD"}
+    # 5 resident workers served all three runs (the lone run's pool too); they stay for the next
+    assert len(mine) == 5, [a["State"] for a in mine]
+    assert {a["State"] for a in mine} == {"ALIVE"}
     assert [e.total_score for e in again.evaluations] == [e.total_score for e in out.evaluations]
     assert [e.total_score for e in alone.evaluations] == [e.total_score for e in out.evaluations]
     assert ray.is_initialized()

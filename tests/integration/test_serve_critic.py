@@ -1,9 +1,10 @@
-"""The ``critic`` Serve app over real HTTP on 127.0.0.1, behind the API-key guard."""
+"""The ``critic`` Serve app over real HTTP on 127.0.0.1 (two replicas), behind the API-key guard."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -30,6 +31,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             "data_dir": tmp_path_factory.mktemp("critic-serve"),
             "api_keys": [KEY],
             "llm": {"provider": "python:critic.scripted:judge"},
+            "critic": {"replicas": 2, "max_workers": 3},
         }
     )
     port = free_port()
@@ -37,6 +39,9 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            # the resident workers start here, so they belong to the module, not to its first test
+            warm = client.post("/critic/evaluate", json={"ideas": IDEAS, "noCache": True}, headers=AUTH)
+            assert warm.status_code == 200, warm.text
             yield client
     finally:
         serve.shutdown()
@@ -82,7 +87,10 @@ def test_healthz_answers_one_part_per_need(service: httpx.Client) -> None:
     assert answer.status_code == 200, answer.text
     parts = answer.json()["parts"]
     assert set(parts) == {"store", "llm", "workers"} and all(p["ready"] for p in parts.values())
-    assert parts["store"]["detail"] == "reachable (sqlite)" and parts["workers"]["detail"].endswith(" warm")
+    assert parts["store"]["detail"] == "reachable (sqlite)"
+    # two replicas: the one answering holds the workers it has used, or none yet (they start on use)
+    workers = parts["workers"]["detail"]
+    assert workers.endswith(" warm") or workers.startswith("none started yet"), workers
 
 
 def test_the_stream_reports_each_idea_then_the_output(service: httpx.Client) -> None:
@@ -96,3 +104,17 @@ def test_the_stream_reports_each_idea_then_the_output(service: httpx.Client) -> 
     assert result["selectedIdea"] == {"id": events[-2][1]["selectedIdeaId"], "title": result["selectedIdea"]["title"]}
     refused = service.post("/critic/evaluate/stream", json={"ideas": []}, headers=AUTH)
     assert refused.status_code == 422
+
+
+def test_two_replicas_answer_concurrent_evaluations(service: httpx.Client) -> None:
+    from ray import serve
+
+    from deployments.critic import APP_NAME
+
+    (deployment,) = serve.status().applications[APP_NAME].deployments.values()
+    assert deployment.replica_states.get("RUNNING") == 2
+    bodies = [{"ideas": IDEAS, "noCache": True, "samples": 1} for _ in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda body: service.post("/critic/evaluate", json=body, headers=AUTH), bodies))
+    assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers if a.status_code != 200]
+    assert len({a.json()["selectedIdea"]["id"] for a in answers}) == 1  # the same scripted judge everywhere

@@ -1,8 +1,10 @@
-"""The ``magi`` Serve app over real HTTP on 127.0.0.1: API keys, JSON decision, SSE progress, 422."""
+"""The ``magi`` Serve app over real HTTP on 127.0.0.1 (two replicas): API keys, JSON decision, SSE
+progress, 422, and concurrent asks served by both replicas with the same three resident sages."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -24,7 +26,9 @@ def client(ray_cluster: None) -> Iterator[httpx.Client]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MAGI_API_KEYS", KEY)
-        settings = load_settings(overrides={"llm": {"provider": "python:magi.scripted:respond"}})
+        settings = load_settings(
+            overrides={"llm": {"provider": "python:magi.scripted:respond"}, "council": {"replicas": 2}}
+        )
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
@@ -71,3 +75,28 @@ def test_stream_sends_progress_then_the_result(client: httpx.Client) -> None:
     assert events[-1][1]["decision"] == "APPROVE"
     decided = next(data for kind, data in events if kind == "decided")
     assert decided["progress"] == 100 and decided["runId"].startswith("s")  # typed events (magi/events.py)
+
+
+def test_two_replicas_answer_concurrent_asks_with_the_same_three_resident_sages(client: httpx.Client) -> None:
+    import ray
+    from ray import serve
+
+    from deployments.magi import APP_NAME
+    from magi.models import SageName
+    from magi.seats import sage_key
+
+    (deployment,) = serve.status().applications[APP_NAME].deployments.values()
+    assert deployment.replica_states.get("RUNNING") == 2
+
+    def ask(seed: int) -> httpx.Response:
+        return client.post("/magi/ask", json={"prompt": QUESTION, "rounds": 1, "seed": seed}, headers=AUTH)
+
+    with ThreadPoolExecutor(4) as pool:  # at most serve.client_in_flight (4) from one client
+        answers = list(pool.map(ask, range(4)))
+    assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers if a.status_code != 200]
+    assert {a.json()["decision"] for a in answers} == {"APPROVE"}
+    found = ray.util.list_named_actors(all_namespaces=True)
+    sages = sorted(a["name"] for a in found if a["namespace"] == "magi" and a["name"].startswith("Sage:"))
+    assert sages == sorted(f"Sage:{sage_key(s, 0)}" for s in SageName)  # not three per ask or per replica
+    held = [ray.get(ray.get_actor(name, namespace="magi").conversations.remote()) for name in sages]
+    assert held == [0, 0, 0]  # every ask closed its conversations

@@ -7,19 +7,26 @@ from deployments.llm import check_body
 from deployments.llm_settings import LLMServerSettings
 
 
-def test_unbounded_arrays_get_a_cap_and_bounded_ones_keep_theirs() -> None:
+def test_arrays_and_maps_are_capped_for_the_decoder() -> None:
     schema = {
         "type": "object",
         "properties": {
             "free": {"type": "array", "items": {"type": "string"}},
             "capped": {"type": "array", "maxItems": 2},
+            "wide": {"type": "array", "maxItems": 120},
             "at_least": {"type": "array", "minItems": 5},
+            "named": {"type": "object", "additionalProperties": {"type": "array"}, "maxProperties": 8},
+            "record": {"type": "object", "properties": {"x": {"type": "integer"}}},
         },
         "$defs": {"Inner": {"type": "object", "properties": {"xs": {"type": "array"}}}},
     }
     out = bounded(schema, 3)
     assert out["properties"]["free"]["maxItems"] == 3
     assert out["properties"]["capped"]["maxItems"] == 2
+    assert out["properties"]["wide"]["maxItems"] == 3  # a larger bound of the caller's is capped too
+    assert out["properties"]["named"]["maxProperties"] == 3  # a map's keys, like an array's items
+    assert out["properties"]["named"]["additionalProperties"]["maxItems"] == 3
+    assert "maxProperties" not in out["properties"]["record"]  # a record's fields are fixed
     assert out["properties"]["at_least"]["maxItems"] == 5  # never below the minimum
     assert out["$defs"]["Inner"]["properties"]["xs"]["maxItems"] == 3
     assert "maxItems" not in schema["properties"]["free"]  # the caller's schema is untouched

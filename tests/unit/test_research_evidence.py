@@ -326,3 +326,21 @@ def test_old_figures_lose_confidence_down_to_a_floor() -> None:
     assert "recency 1.00" in recent.confidence_arithmetic
     assert recent.confidence > older.confidence > ancient.confidence > 0
     assert "recency 0.50" in ancient.confidence_arithmetic
+
+
+def test_a_page_holding_the_same_sentence_supports_it_even_without_figures() -> None:
+    rule = "The maintainer must upload the package to the archive only after the tests pass."
+    chapter = _doc("https://docs.example/ch-upload.html", f"Uploading. {rule} Then announce it.")
+    overview = _doc("https://docs.example/index.html", f"Overview of the rules. {rule}")
+    other = _doc("https://docs.example/ch-build.html", "The build daemon rebuilds every architecture.")
+    finding = Finding(text=rule, source=overview.source.url)
+    pages = {d.source.url: d for d in (overview, chapter, other)}
+    claim = _only(build_evidence([(1, finding)], pages, [], today=TODAY)[0])
+    assert [c.url for c in claim.supporting] == [overview.source.url, chapter.source.url]
+    short = Finding(text="Yes, it is.", source=chapter.source.url)
+    answers = [_doc(f"https://docs.example/faq{n}.html", "Is it? Yes, it is.") for n in (1, 2)]
+    brief = build_evidence([(1, short)], {d.source.url: d for d in answers}, [], today=TODAY)[0]
+    assert brief == [] or brief[0].supporting == []  # its own page lacks it; a short sentence proves nothing
+    own = Finding(text="Yes, it is.", source=answers[0].source.url)
+    alone = _only(build_evidence([(1, own)], {d.source.url: d for d in answers}, [], today=TODAY)[0])
+    assert [c.url for c in alone.supporting] == [answers[0].source.url]  # too short to count the other page

@@ -74,6 +74,17 @@ async def test_keyed_agents_are_created_once_per_key_and_namespace() -> None:
     await runtime.close()
 
 
+async def test_a_forgotten_resident_agent_is_made_anew_and_nothing_in_process_is_lost() -> None:
+    runtime = InProcessRuntime()
+    first = await runtime.get_or_create(Worker, "a", key="sage", detached=True)
+    assert (await runtime.get_or_create(Worker, "b", key="sage", detached=True)) is first
+    assert not runtime.lost(RuntimeError("an agent's own error"))  # an object here never dies under a call
+    runtime.forget(first)
+    fresh = await runtime.get_or_create(Worker, "c", key="sage", detached=True)
+    assert fresh is not first and fresh.target.name == "c"
+    await runtime.close()
+
+
 async def test_concurrent_get_or_create_makes_one_agent() -> None:
     runtime = InProcessRuntime()
     handles = await asyncio.gather(*(runtime.get_or_create(Worker, str(i), key="k") for i in range(20)))
