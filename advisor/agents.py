@@ -1,10 +1,17 @@
 """The two mode agents. Each is an async generator of events for the chat (text deltas, tool calls,
 files) ending with an :class:`AgentResult` that the orchestrator writes to the session.
 
-- Mode 1 (よろず相談): searches the web through the project's search providers, answers with the
-  LLM (streamed) and lists the sources it was given, numbered as the answer cites them.
+- Mode 1 (よろず相談): searches the web through a configured web provider, else the knowledge base
+  (and says web search is not configured), answers with the LLM (streamed) and lists the sources it
+  was given, numbered as the answer cites them.
 - Mode 2 (価格転嫁専門): the platform's tool loop (``core.llm.run_tools``) over the six tools; each
-  tool call is reported as it finishes, its result goes into the history, its files to the session.
+  tool call is reported as it finishes, its result goes back to the model fenced as data, into the
+  session's tool results (the latest of each tool is shown to the model on later turns) and its
+  files to the session.
+
+Both prompts carry the shared rules (output format, not legal advice with the referral list,
+confidentiality, distress, data fences); an answer to an owner in distress ends with the public
+consultation contacts whatever the model wrote.
 """
 
 from __future__ import annotations
@@ -19,10 +26,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from advisor.care import contacts_text, distress_note, in_distress
+from advisor.context import summary_of, tool_context
 from advisor.events import AdvisorEvent, AnswerDelta, FileMade, ToolFinished
+from advisor.fencing import as_data
+from advisor.labels import tool_label
 from advisor.policy import prompt, steps_text
+from advisor.sources import web_configured
 from advisor.tools import REGISTRY, loop_tools
 from advisor.tools.base import ToolContext
+from advisor.tools.knowledge import KnowledgeInput
+from advisor.tools.knowledge import run as kb_search
 from advisor.tools.web import WebSearchInput
 from advisor.tools.web import run as web_search
 from core.errors import MagiError, first_line
@@ -36,6 +50,10 @@ from sessions.models import HistoryEntry
 log = logging.getLogger(__name__)
 TOOL_TEXT_CHARS = 3000
 DELTA_CHARS = 24
+KB_SOURCES = 3
+WEB_NOT_CONFIGURED = (
+    "※Web検索は設定されていないため、知識ベース（法令・指針・公的な調査）の情報をもとにお答えしています。"
+)
 
 
 @dataclass
@@ -58,7 +76,8 @@ def conversation(history: list[HistoryEntry], message: str) -> tuple[list[Messag
     context: list[str] = []
     for e in history:
         if e.role == "system":
-            context.append(e.text if e.agent == "summary" else f"[{e.agent}] {e.text[:600]}")
+            if e.agent == "summary":  # tool results reach the model through tool_context, whole
+                context.append(e.text)
             continue
         if messages and messages[-1].role == e.role:
             messages[-1] = Message(role=e.role, content=f"{messages[-1].text}\n\n{e.text}")
@@ -74,25 +93,52 @@ def conversation(history: list[HistoryEntry], message: str) -> tuple[list[Messag
 
 
 def _attributes_text(attributes: dict[str, Any]) -> str:
-    return json.dumps(attributes, ensure_ascii=False) if attributes else "（未登録）"
+    return as_data("user-attributes", json.dumps(attributes, ensure_ascii=False)) if attributes else "（未登録）"
+
+
+def shared_rules() -> str:
+    """The rules both modes follow, with the referral and distress contacts from the knowledge base."""
+    return f"{prompt('rules')}\n\n## 相談先（知識ベースより）\n{contacts_text('legal')}\n{contacts_text('distress')}"
+
+
+def with_care(message: str, text: str) -> str:
+    """The answer, ending with the consultation contacts when the owner wrote in distress."""
+    if not in_distress(message):
+        return text
+    return f"{text}\n\n{distress_note()}"
+
+
+async def _sources(settings: Settings, message: str, results: int) -> tuple[list[dict[str, str]], str]:
+    """(sources, kind): web results from a configured provider, else knowledge-base passages."""
+    ctx = ToolContext(settings)
+    if web_configured(settings):
+        try:
+            found = await web_search(WebSearchInput(query=message[:300], max_results=results), ctx)
+            return [{"title": r.title, "url": r.url, "snippet": r.snippet[:300]} for r in found.results], "web"
+        except MagiError as exc:
+            log.warning("Mode 1 web search failed: %s", first_line(exc))
+    hits = await kb_search(KnowledgeInput(query=message[:500], top_k=KB_SOURCES), ctx)
+    kb = [
+        {"title": f"{r.metadata['document']}「{r.metadata['section']}」", "url": r.source, "snippet": r.content[:300]}
+        for r in hits.results
+    ]
+    return kb, "kb"
 
 
 async def mode1(
     llm: LLMClient, settings: Settings, history: list[HistoryEntry], message: str, user: dict[str, Any], results: int
 ) -> AsyncIterator[AdvisorEvent | AgentResult]:
-    sources: list[dict[str, str]] = []
-    try:
-        found = await web_search(WebSearchInput(query=message[:300], max_results=results), ToolContext(settings))
-        sources = [{"title": r.title, "url": r.url, "snippet": r.snippet[:300]} for r in found.results]
-    except MagiError as exc:
-        log.warning("Mode 1 web search failed: %s", first_line(exc))
+    sources, kind = await _sources(settings, message, results)
     if sources:
-        yield ToolFinished(name="web_search", ok=True, summary=f"{len(sources)}件の検索結果")
+        name = "web_search" if kind == "web" else "search_knowledge_base"
+        yield ToolFinished(name=name, label=tool_label(name), ok=True, summary=f"{len(sources)}件")
     messages, context = conversation(history, message)
     listing = "\n".join(f"[{i}] {s['title']} ({s['url']})\n{s['snippet']}" for i, s in enumerate(sources, 1))
+    where = "Web検索の結果" if kind == "web" else "知識ベースの情報（Web検索は設定されていません）"
     system = (
-        f"{prompt('mode1')}\n\nユーザー属性: {_attributes_text(user)}\n\n会話の記録:\n{context or '（なし）'}"
-        f"\n\nWeb検索の結果:\n{listing or '（結果なし）'}"
+        f"{prompt('mode1')}\n\n{shared_rules()}\n\nユーザー属性: {_attributes_text(user)}\n\n"
+        f"会話の記録:\n{as_data('summary', context) if context else '（なし）'}"
+        f"\n\n参考情報（{where}）:\n{as_data(kind, listing) if listing else '（なし）'}"
     )
     request = LLMRequest(system=system, messages=messages, role="advisor.mode1", max_tokens=1500)
     pieces: list[str] = []
@@ -104,11 +150,16 @@ async def mode1(
             pieces.append(event.response.text)
             yield AnswerDelta(text=event.response.text)
     text = "".join(pieces)
+    tail = ""
+    if kind == "kb":
+        tail += f"\n\n{WEB_NOT_CONFIGURED}"
     if sources:
-        cited = "\n\n出典:\n" + "\n".join(f"[{i}] {s['title']} {s['url']}" for i, s in enumerate(sources, 1))
-        yield AnswerDelta(text=cited)
-        text += cited
-    yield AgentResult(text=text)
+        heading = "出典" if kind == "web" else "出典（知識ベース）"
+        tail += f"\n\n{heading}:\n" + "\n".join(f"[{i}] {s['title']} {s['url']}" for i, s in enumerate(sources, 1))
+    tail = with_care(message, tail)
+    if tail:
+        yield AnswerDelta(text=tail)
+    yield AgentResult(text=text + tail)
 
 
 class _Recorder:
@@ -127,7 +178,9 @@ class _Recorder:
                 with span("tool.call", tool=name):
                     output = await tool.run(argument, self.ctx)
             except Exception as exc:
-                self.events.put_nowait(ToolFinished(name=name, ok=False, summary=first_line(exc)))
+                self.events.put_nowait(
+                    ToolFinished(name=name, label=tool_label(name), ok=False, summary=first_line(exc))
+                )
                 self.result.entries.append(self._entry(name, argument, f"error: {first_line(exc)}", ok=False))
                 raise
             dumped = output.model_dump(mode="json", by_alias=True)
@@ -155,8 +208,10 @@ class _Recorder:
                 self.result.negotiation.append(rnd)
             text = json.dumps(dumped, ensure_ascii=False)
             self.result.entries.append(self._entry(name, argument, text[:TOOL_TEXT_CHARS], ok=True))
-            self.events.put_nowait(ToolFinished(name=name, ok=True, summary=_summary(name, dumped)))
-            return text
+            self.events.put_nowait(
+                ToolFinished(name=name, label=tool_label(name), ok=True, summary=summary_of(name, dumped))
+            )
+            return as_data(f"tool:{name}", text)
 
         return call
 
@@ -170,22 +225,6 @@ class _Recorder:
         )
 
 
-def _summary(name: str, out: dict[str, Any]) -> str:
-    if name == "calculate_cost_impact":
-        return (
-            f"総コスト {out['current_total_cost']}→{out['new_total_cost']}円（{float(out['cost_increase_rate']):+.2%}）"
-        )
-    if name in ("web_search", "search_knowledge_base"):
-        return f"{len(out.get('results', []))}件"
-    if name == "generate_chart":
-        return str(out.get("summary", ""))
-    if name == "generate_document":
-        return f"{out.get('document_format')} を作成"
-    if name == "simulate_negotiation":
-        return f"第{out['round']}ラウンド {out['feedback']['score']}点"
-    return "完了"
-
-
 async def mode2(
     llm: LLMClient,
     ctx: ToolContext,
@@ -197,9 +236,11 @@ async def mode2(
     events: asyncio.Queue[AdvisorEvent] = asyncio.Queue()
     recorder = _Recorder(ctx, events)
     messages, context = conversation(history, message)
+    earlier = tool_context(ctx.earlier, ctx.section.tool_context_tokens)
     system = (
-        f"{prompt('mode2')}\n{steps_text()}\n\nユーザー属性: {_attributes_text(user)}\n\n"
-        f"会話の記録（要約・これまでのツール結果）:\n{context or '（なし）'}"
+        f"{prompt('mode2')}\n{steps_text()}\n\n{shared_rules()}\n\nユーザー属性: {_attributes_text(user)}\n\n"
+        f"会話の記録（要約）:\n{as_data('summary', context) if context else '（なし）'}\n\n"
+        f"これまでのツール結果:\n{earlier or '（なし）'}"
     )
     handlers = {name: recorder.handler(name) for name in REGISTRY}
     loop = asyncio.create_task(
@@ -219,10 +260,11 @@ async def mode2(
         text = (
             partial + "\n\n" if partial else ""
         ) + "（ツールの呼び出し回数の上限に達したため、ここまでの結果をお伝えします）"
+    text = with_care(message, text)
     for piece in chunks(text, DELTA_CHARS):
         yield AnswerDelta(text=piece)
     recorder.result.text = text
     yield recorder.result
 
 
-__all__ = ["AgentResult", "conversation", "mode1", "mode2", "now"]
+__all__ = ["AgentResult", "conversation", "mode1", "mode2", "now", "shared_rules", "with_care"]

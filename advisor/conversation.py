@@ -6,9 +6,9 @@ entries with the tool's name in ``agent``), ``generated_files`` (artifact keys) 
 ``files`` (metadata of each generated file), ``tool_results`` (recent outputs, for documents to
 embed), ``negotiation`` (role-play rounds), ``summary`` (compressed history), ``user_attributes``.
 
-Changes are small picklable objects handed to a session gateway (``sessions/gateway.py``): the
-session actor applies them under its lock and writes the state through the store, or the CLI applies
-them to the store directly. The router's ``router/conversation.py`` is the same idea for the router.
+Changes are small objects handed to the session gateway (``sessions/gateway.py``): the session's
+host (a Serve replica, or the CLI's own process) applies them under the session's lock and writes the
+state through the store. The router's ``router/conversation.py`` is the same idea for the router.
 """
 
 from __future__ import annotations
@@ -21,6 +21,16 @@ from sessions.models import HistoryEntry, SessionPolicy, SessionState
 
 MAX_TOOL_RESULTS = 12
 SESSION_NAMESPACE = "advisor"  # sessions.ids.session_key: the advisor's sessions meet no other system's
+
+
+def kept_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest ``MAX_TOOL_RESULTS`` results plus the latest of each tool (so ten role-play rounds
+    never push the session's cost calculation out), in their order."""
+    latest = {
+        id(next(r for r in reversed(results) if r.get("tool") == name)) for name in {r.get("tool") for r in results}
+    }
+    recent = {id(r) for r in results[-MAX_TOOL_RESULTS:]}
+    return [r for r in results if id(r) in latest or id(r) in recent]
 
 
 @dataclass(frozen=True)
@@ -75,10 +85,10 @@ class Commit:
             state.generated_files.extend(f["key"] for f in self.files)
         if self.tool_results:
             results = [*state.attributes.get("tool_results", []), *self.tool_results]
-            state.attributes["tool_results"] = results[-MAX_TOOL_RESULTS:]
+            state.attributes["tool_results"] = kept_results(results)
         if self.negotiation:
             state.attributes["negotiation"] = [*state.attributes.get("negotiation", []), *self.negotiation]
         return state.model_copy(deep=True)
 
 
-__all__ = ["MAX_TOOL_RESULTS", "SESSION_NAMESPACE", "Begin", "Commit"]
+__all__ = ["MAX_TOOL_RESULTS", "SESSION_NAMESPACE", "Begin", "Commit", "kept_results"]

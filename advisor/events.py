@@ -56,6 +56,7 @@ class HistoryCompressed(Event):
 class ToolFinished(Event):
     type: Literal["tool"] = "tool"
     name: str
+    label: str = Field("", description="The tool's Japanese name, as the chat page shows it.")
     ok: bool
     summary: str
 

@@ -14,6 +14,17 @@ from core.errors import ConfigError
 from core.fonts import FONT_PACKAGE, INSTALL_HINT, find_japanese_font
 
 
+def _opens(path: Path) -> bool:
+    """Whether FreeType reads ``path`` as a font (a file named .ttf may be anything)."""
+    from matplotlib.ft2font import FT2Font
+
+    try:
+        FT2Font(str(path))
+    except (RuntimeError, OSError, ValueError):
+        return False
+    return True
+
+
 def japanese_font(section: AdvisorSettings) -> Path:
     """The font file; a ConfigError saying what to install or set when there is none.
 
@@ -21,7 +32,7 @@ def japanese_font(section: AdvisorSettings) -> Path:
     rest of the advisor works without a font."""
     configured = section.font
     found = find_japanese_font(configured, truetype_only=True)
-    if found is not None:
+    if found is not None and _opens(found):
         return found
     if configured is not None:
         raise ConfigError(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from advisor.fencing import as_data
 from advisor.policy import Mode, modes, prompt
 from core.errors import MagiError, first_line
 from core.llm.base import LLMClient, Message, generate
@@ -46,7 +47,9 @@ async def detect(
     lines = (
         [f"{e.role}: {e.text[:300]}" for e in history[-recent:] if e.role in ("user", "assistant")] if recent else []
     )
-    content = "直近の会話:\n" + ("\n".join(lines) or "（なし）") + f"\n\n最新のユーザー発言: {message}"
+    content = as_data(
+        "conversation", "直近の会話:\n" + ("\n".join(lines) or "（なし）") + f"\n\n最新のユーザー発言: {message}"
+    )
     try:
         guess = await generate(
             llm,

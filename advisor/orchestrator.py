@@ -173,6 +173,7 @@ class Orchestrator:
                 llm=self.llm,
                 earlier=list(state.attributes.get("tool_results", [])),
                 negotiation_rounds=list(state.attributes.get("negotiation", [])),
+                files=list(state.attributes.get("files", [])),
             )
             agent = mode2(self.llm, ctx, history, message, user, self.section.max_tool_turns)
         async for event in agent:

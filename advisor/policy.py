@@ -58,6 +58,8 @@ def steps_text() -> str:
 
 @cache
 def prompt(name: str) -> str:
+    """The prompt's text, without its ``[advisor:NAME]`` first line: the line identifies the file for
+    people and the check below; a model is never sent it (the scripted model tells calls by role)."""
     path = data_path("advisor", "prompts", f"{name}.md")
     try:
         text = path.read_text(encoding="utf-8").strip()
@@ -67,7 +69,7 @@ def prompt(name: str) -> str:
         ) from None
     if not text.startswith(f"[advisor:{name}]"):
         raise ConfigError(f"advisor prompt {path}:1: must start with the line [advisor:{name}]")
-    return text
+    return text.removeprefix(f"[advisor:{name}]").strip()
 
 
 __all__ = ["MODES", "ConsentTexts", "Mode", "ModesFile", "Step", "StepsFile", "modes", "prompt", "steps", "steps_text"]

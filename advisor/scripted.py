@@ -8,8 +8,14 @@ valid output, and says that it is scripted. In Mode 2 it drives the tool loop li
 it picks tools from the words of the user's message (試算 -> calculate_cost_impact, グラフ ->
 generate_chart, 申入書 -> generate_document, 法/買いたたき -> search_knowledge_base, 調べ ->
 web_search, 練習 -> simulate_negotiation), calls the independent ones together, then the ones that
-use their results (a chart of the computed scenarios, a letter embedding that chart), then answers
-from the results. Its cost figures are the spec's example structure, labelled as an example.
+use their results (a chart of the computed scenarios, a letter as PDF and Word that tries to attach
+that chart), reads a refused call's error and tries once more without what was refused (as a model
+should), then answers from the results. Its cost figures are the spec's example structure, labelled
+as an example. It tells the advisor's calls apart by their role (the prompts carry no tag).
+
+It is also deliberately gullible in one way, so tests can show the fences work: an instruction to
+ignore previous instructions that reaches it OUTSIDE a data fence is obeyed (it searches for what
+the instruction says); the same text inside a fence is read as data, like any other result.
 ``MAGI_ADVISOR_SCRIPTED_LATENCY_S`` adds a fixed delay per call (benchmarks).
 """
 
@@ -22,6 +28,8 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from advisor.fencing import outside_fences
+from advisor.labels import percent, tool_label, yen
 from core.llm.base import LLMRequest, Message, TextPart, ToolCallPart, ToolResultPart
 
 LATENCY_ENV = "MAGI_ADVISOR_SCRIPTED_LATENCY_S"
@@ -58,6 +66,8 @@ PHASES = (
     ("generate_chart",),
     ("generate_document",),
 )
+INJECTION_MARKS = ("ignore previous instructions", "以前の指示を無視", "これまでの指示を無視")
+DOCUMENT_FORMATS = ("pdf", "docx")
 
 
 def _structured(value: dict[str, Any]) -> dict[str, Any]:
@@ -163,20 +173,50 @@ def _wanted(text: str) -> list[str]:
     return [name for name, words in rules if any(w in text for w in words)]
 
 
-def _results(messages: list[Message], start: int) -> dict[str, dict[str, Any]]:
+def _parse(content: str) -> dict[str, Any]:
+    """A tool result as the advisor sends it: JSON inside a data fence."""
+    body = content.split("\n", 1)[1].rsplit("\n", 1)[0] if content.startswith("<<<DATA") else content
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return {"error": content}
+    return value if isinstance(value, dict) else {"error": content}
+
+
+def _all_results(messages: list[Message], start: int) -> dict[str, list[dict[str, Any]]]:
     names: dict[str, str] = {}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, list[dict[str, Any]]] = {}
     for m in messages[start + 1 :]:
         for p in m.parts:
             if isinstance(p, ToolCallPart):
                 names[p.id] = p.name
             elif isinstance(p, ToolResultPart):
                 name = names.get(p.tool_call_id, "")
-                try:
-                    found[name] = {"error": p.content} if p.is_error else json.loads(p.content)
-                except ValueError:
-                    found[name] = {"error": p.content}
+                found.setdefault(name, []).append({"error": p.content} if p.is_error else _parse(p.content))
     return found
+
+
+def _results(messages: list[Message], start: int) -> dict[str, dict[str, Any]]:
+    """The last result of each tool since the user's message (a success wins over an earlier error)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, outs in _all_results(messages, start).items():
+        ok = [o for o in outs if "error" not in o]
+        found[name] = ok[-1] if ok else outs[-1]
+    return found
+
+
+def injected(request: LLMRequest) -> str | None:
+    """An injection that reached the model outside every data fence (the gullible part), else None."""
+    texts = [request.system]
+    for m in request.messages:
+        for p in m.parts:
+            texts.append(p.text if isinstance(p, TextPart) else p.content if isinstance(p, ToolResultPart) else "")
+    for text in texts:
+        plain = outside_fences(text)
+        for mark in INJECTION_MARKS:
+            if mark in plain.lower():
+                return plain[plain.lower().index(mark) :][:80]
+    return None
 
 
 def _arguments(name: str, text: str, done: dict[str, dict[str, Any]], context: str) -> dict[str, Any]:
@@ -220,22 +260,23 @@ def _arguments(name: str, text: str, done: dict[str, dict[str, Any]], context: s
             "title": "原材料価格指数の推移（例）",
             "y_label": "指数",
         }
-    # generate_document
+    # generate_document: a letter for the buyer (its format is set by the caller)
     chart = done.get("generate_chart", {})
     cost = done.get("calculate_cost_impact", {})
-    rate = f"{float(cost['scenarios']['standard']['price_increase_rate']):.1%}" if "scenarios" in cost else "10%"
+    rate = str(cost["scenarios"]["standard"]["price_increase_rate"]) if "scenarios" in cost else "0.1"
     return {
         "document_type": "request_letter",
         "tone": "formal",
         "format": "pdf",
         "data": {
             "recipient": "取引先A社 購買部 御中",
-            "sender": "自社",
-            "fields": {"increase_rate": rate, "effective_date": "次回契約更新", "reply_by": "今月末"},
+            "sender": "山田製作所（例）/代表取締役 山田太郎",
+            "fields": {"increase_rate": rate, "effective_date": "2027年1月1日", "reply_by": "2026年12月15日"},
+            "body": ["当社の主力製品では、この1年で材料費が20%、エネルギー費が30%上昇しております。"],
         },
         "attachments": [chart["key"]] if "key" in chart else [],
-        # an earlier turn's cost calculation (shown in the system prompt's record) counts too
-        "include_cost_table": "scenarios" in cost or "[tool:calculate_cost_impact]" in context,
+        # an earlier turn's cost calculation (shown in the system prompt's tool results) counts too
+        "include_cost_table": "scenarios" in cost or '"tool": "calculate_cost_impact"' in context,
     }
 
 
@@ -248,18 +289,22 @@ def _final(text: str, done: dict[str, dict[str, Any]]) -> str:
     lines = [MARK + "ご依頼の内容を実行しました。"]
     for name, out in done.items():
         if "error" in out:
-            lines.append(f"- {name}: 実行できませんでした（{str(out['error'])[:80]}）")
+            lines.append(f"- {tool_label(name)}: 実行できませんでした（{str(out['error'])[:80]}）")
         elif name == "calculate_cost_impact":
             s = out["scenarios"]
             lines.append(
-                f"- コスト試算（例示の原価構成）: 総コスト {out['current_total_cost']}円 → {out['new_total_cost']}円"
-                f"（{float(out['cost_increase_rate']):+.2%}）。梅 {s['minimum']['new_price']}円、"
-                f"竹 {s['standard']['new_price']}円、松 {s['premium']['new_price']}円。"
+                f"- **コスト試算**（例示の原価構成）: 総コスト {yen(out['current_total_cost'])} → "
+                f"{yen(out['new_total_cost'])}（{percent(out['cost_increase_rate'], signed=True)}）。"
+                f"梅 {yen(s['minimum']['new_price'])}、竹 {yen(s['standard']['new_price'])}、"
+                f"松 {yen(s['premium']['new_price'])}。"
             )
         elif name == "generate_chart":
-            lines.append(f"- グラフを作成しました: {out['summary']}")
+            lines.append(f"- **グラフ**（社内用）: {out['summary']}")
         elif name == "generate_document":
-            lines.append(f"- {out['document_format'].upper()} の文書を作成しました。")
+            lines.append(
+                "- **価格改定のお願い**（取引先提出用）をPDFとWordで作成しました。"
+                "社内用の松竹梅のグラフは添付できないため、費目別のコスト上昇の表を載せています。"
+            )
         elif name == "search_knowledge_base":
             for r in out["results"][:2]:
                 lines.append(
@@ -268,28 +313,68 @@ def _final(text: str, done: dict[str, dict[str, Any]]) -> str:
         elif name == "web_search":
             for r in out["results"][:2]:
                 lines.append(f"- 参考: {r['title']}（{r['url']}）")
+        elif name == "simulate_negotiation" and out["feedback"].get("legal_flags"):
+            flag = out["feedback"]["legal_flags"][0]
+            lines.append(f"- 相手役: {out['opponent_response']}（{out['feedback']['score']}点）")
+            lines.append(f"- **注意**: {flag['concern']}（{flag['document']}「{flag['section']}」 {flag['source']}）")
+            continue
         elif name == "simulate_negotiation":
             lines.append(f"- 相手役: {out['opponent_response']}（{out['feedback']['score']}点）")
+    if "search_knowledge_base" in done:
+        lines.append(
+            "※これは一般的な情報で、法律相談ではありません。個別の判断は弁護士や下請かけこみ寺にご相談ください。"
+        )
     lines.append("次は、参考ステップの STEP 3（交渉の申し入れ）や STEP 4（ロールプレイ）に進むこともできます。")
     return "\n".join(lines)
+
+
+def _call(number: int, i: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_call", "id": f"call_{number}_{i}", "name": name, "arguments": arguments}
+
+
+def _retry(request: LLMRequest, start: int, text: str, done: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Documents refused for their attachment are asked for once more without it (the error said why)."""
+    tries = _all_results(request.messages, start).get("generate_document", [])
+    if len(tries) != len(DOCUMENT_FORMATS) or not all("attachments" in str(t.get("error", "")) for t in tries):
+        return None
+    arguments = {**_arguments("generate_document", text, done, request.system), "attachments": []}
+    calls = [
+        _call(len(done) + 1, i, "generate_document", {**arguments, "format": f}) for i, f in enumerate(DOCUMENT_FORMATS)
+    ]
+    return {"text": "", "tool_calls": calls, "stop_reason": "tool_use"}
 
 
 def specialist(request: LLMRequest) -> dict[str, Any]:
     start, text = _last_user_text(request.messages)
     done = _results(request.messages, start)
+    order = injected(request)
+    obeyed = any(
+        isinstance(p, ToolCallPart) and p.arguments.get("query") == (order or "")[:100]
+        for m in request.messages
+        for p in m.parts
+    )
+    if order is not None and not obeyed:  # the gullible part: obeys an unfenced order
+        return {
+            "text": "",
+            "tool_calls": [_call(0, 0, "web_search", {"query": order[:100]})],
+            "stop_reason": "tool_use",
+        }
+    retry = _retry(request, start, text, done)
+    if retry is not None:
+        return retry
     wanted = _wanted(text)
     for phase in PHASES:
         todo = [name for name in phase if name in wanted and name not in done]
         if todo:
-            calls = [
-                {
-                    "type": "tool_call",
-                    "id": f"call_{len(done)}_{i}",
-                    "name": name,
-                    "arguments": _arguments(name, text, done, request.system),
-                }
-                for i, name in enumerate(todo)
-            ]
+            calls = []
+            for i, name in enumerate(todo):
+                arguments = _arguments(name, text, done, request.system)
+                if name == "generate_document":
+                    calls += [
+                        _call(len(done), j, name, {**arguments, "format": f}) for j, f in enumerate(DOCUMENT_FORMATS)
+                    ]
+                else:
+                    calls.append(_call(len(done), i, name, arguments))
             return {"text": "", "tool_calls": calls, "stop_reason": "tool_use"}
     return {"text": _final(text, done), "stop_reason": "end_turn"}
 
@@ -307,16 +392,16 @@ async def respond(request: LLMRequest) -> AsyncIterator[str | dict[str, Any]]:
     delay = float(os.environ.get(LATENCY_ENV) or 0)
     if delay > 0:
         await asyncio.sleep(delay)
-    system = request.system
-    if "[advisor:classify]" in system:
+    role = request.role or ""
+    if role == "advisor.orchestrator":
         yield classify(request)
-    elif "[advisor:summary]" in system:
+    elif role == "advisor.summary":
         yield summarise(request)
-    elif "[advisor:negotiation-opponent]" in system:
+    elif role == "advisor.negotiation.opponent":
         yield opponent(request)
-    elif "[advisor:negotiation-coach]" in system:
+    elif role == "advisor.negotiation.coach":
         yield coach(request)
-    elif "[advisor:mode2]" in system:
+    elif role == "advisor.mode2":
         yield specialist(request)
     else:
         text = consultation(request)
@@ -332,6 +417,7 @@ __all__ = [
     "classify",
     "coach",
     "consultation",
+    "injected",
     "opponent",
     "respond",
     "specialist",

@@ -29,7 +29,6 @@ class AdvisorSettings(Section):
     max_tool_turns: int = Field(8, ge=1, le=32, description="Model calls of one Mode 2 turn (tool loop limit).")
     max_message_chars: int = Field(4000, ge=10, le=100_000, description="Longest user message accepted.")
     retention_h: float = Field(24.0, gt=0, description="Sessions and their files are removed after this many hours.")
-    session_idle_s: float = Field(300.0, gt=0, description="A session actor with no message this long releases itself.")
     history_limit: int = Field(400, ge=10, le=10_000, description="History entries kept per session.")
     kb_dir: AbsolutePath | None = Field(
         None, description="Extra knowledge-base folder (magi kb ingest writes here; unset: <data_dir>/advisor/kb)."
@@ -37,7 +36,11 @@ class AdvisorSettings(Section):
     font: AbsolutePath | None = Field(
         None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
     )
+    tool_context_tokens: int = Field(
+        6000, ge=200, le=200_000, description="Tokens of earlier tool results (latest per tool) shown to Mode 2."
+    )
     web_results: int = Field(5, ge=1, le=20, description="Results Mode 1 asks the search providers for.")
+    replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the advisor app (zero CPUs each).")
     scripted_latency_s: float = Field(
         0.0, ge=0, le=60, description="Delay per call of the shipped scripted model (benchmarks; 0: none)."
     )

@@ -3,19 +3,20 @@
 1. In process: every query of the evaluation set routed ``--inprocess-rounds`` times by the pure
    router: p50/p99 per query (target p99 <= 1 ms).
 2. Over HTTP on 127.0.0.1 (one local Ray, one Serve): the ``router`` app (``POST /router/route``,
-   sessions in actors written through the store) and an ``echo`` app (FastAPI, returns the body it
-   gets: the floor any Serve app pays) are driven by async httpx at concurrency 1, 16 and 64, each
-   level bounded by a request count and a time limit and run in ``--rounds`` rounds in which the apps
-   take turns (a slow spell of the machine then falls on all of them). Queries come from the
-   evaluation set, spread over ``--sessions`` sessions (each one actor). A third app routes the same queries without
-   sessions (``stateless_router``): the share of the cost that is the session actor.
+   sessions hosted in its replica, each turn written through the store before the answer; every
+   request names its session in the ``serve_multiplexed_model_id`` header, as clients do) and an
+   ``echo`` app (FastAPI, returns the body it gets: the floor any Serve app pays) are driven by
+   async httpx at concurrency 1, 16 and 64, each level bounded by a request count and a time limit
+   and run in ``--rounds`` rounds in which the apps take turns (a slow spell of the machine then
+   falls on all of them). Queries come from the evaluation set, spread over ``--sessions`` sessions.
+   A third app routes the same queries without sessions (``stateless_router``): the share of the
+   cost that is the session (its turn's store write).
 
-Two measurements explain the gap between the router and the echo: ``session_update`` (one turn routed
-and written through the store in process, at a full history) and ``actor_call`` (an empty call from an
-async caller to a threaded actor, as the session actor is, and to an async actor).
+``session_update`` (one turn routed and written through the store in process, at a full history)
+explains the gap between the router and the echo.
 
 Prints JSON: per level and app, requests, errors, throughput (req/s), p50/p99 (ms), and the ratio
-router p50 / echo p50 (target <= 1.5), plus the total errors (target 0 in 10,000 router requests).
+router p50 / echo p50 (target <= 1.25), plus the total errors (target 0 in 10,000 router requests).
 Usage: .venv/bin/python benchmarks/router_load.py [--requests 1000,4000,5000] [--sessions 8]
 """
 
@@ -96,31 +97,6 @@ def session_update(rounds: int, history_limit: int = 200) -> dict[str, Any]:
     return {"history_entries": history_limit, "turns": rounds, "p50_ms": round(_percentile(times, 0.5), 3)}
 
 
-async def actor_call(rounds: int) -> dict[str, Any]:
-    """p50 of an empty call to a threaded and to an async actor, from an async caller (a Serve replica's case)."""
-    import ray
-
-    class Threaded:
-        def ping(self) -> None:
-            return None
-
-    class Async:
-        async def ping(self) -> None:
-            return None
-
-    report = {}
-    for name, cls in (("threaded_actor_ms", Threaded), ("async_actor_ms", Async)):
-        actor = ray.remote(num_cpus=0)(cls).remote()
-        times = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            await actor.ping.remote()
-            times.append((time.perf_counter() - start) * 1000)
-        report[name] = round(_percentile(times[rounds // 5 :], 0.5), 3)
-        ray.kill(actor)
-    return report
-
-
 def echo_app() -> Any:
     """A FastAPI app on Serve that validates the same body and returns it: Serve's own cost."""
     from ray import serve
@@ -144,7 +120,7 @@ def echo_app() -> Any:
 
 
 def stateless_app() -> Any:
-    """The same routing in a Serve app without sessions: how much of the router's cost is the session actor."""
+    """The same routing in a Serve app without sessions: how much of the router's cost is the session."""
     from ray import serve
 
     from deployments.router import RouteBody
@@ -194,7 +170,10 @@ class Sample:
 async def drive(
     url: str, queries: list[str], sessions: int, concurrency: int, count: int, limit_s: float, tag: str, sample: Sample
 ) -> None:
-    """``count`` requests (at most ``limit_s`` seconds) from ``concurrency`` workers, added to ``sample``."""
+    """``count`` requests (at most ``limit_s`` seconds) from ``concurrency`` workers, added to ``sample``;
+    each names its session in the header clients send (deployments/affinity.py)."""
+    from deployments.affinity import session_headers
+
     issued = 0
     deadline = time.monotonic() + limit_s
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -206,10 +185,11 @@ async def drive(
             while issued < count and time.monotonic() < deadline:
                 i = issued
                 issued += 1
-                body = {"query": queries[i % len(queries)], "sessionId": f"{tag}-{(wid + i) % sessions}"}
+                session = f"{tag}-{(wid + i) % sessions}"
+                body = {"query": queries[i % len(queries)], "sessionId": session}
                 start = time.perf_counter()
                 try:
-                    response = await client.post(url, json=body)
+                    response = await client.post(url, json=body, headers=session_headers(session))
                     if response.status_code != 200:
                         sample.errors[str(response.status_code)] = sample.errors.get(str(response.status_code), 0) + 1
                         continue
@@ -244,7 +224,7 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
         base = f"http://127.0.0.1:{port}"
         apps = {"router": "r", "echo": "e", "stateless_router": "s"}
         paths = {"router": "/router/route", "echo": "/echo/route", "stateless_router": "/stateless/route"}
-        for app, tag in apps.items():  # warm every app (and the session actors) before measuring
+        for app, tag in apps.items():  # warm every app (and its sessions) before measuring
             await drive(base + paths[app], queries, args.sessions, args.sessions, 4 * args.sessions, 120, tag, Sample())
         levels = []
         for concurrency, count in zip(concurrencies, counts, strict=True):
@@ -267,7 +247,6 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
                 }
             )
         return {
-            "actor_call": await actor_call(args.inprocess_rounds * 50),
             "levels": levels,
             "router_requests": sum(level["router"]["requests"] for level in levels),
             "router_errors": sum(level["router"]["errors"] for level in levels),
@@ -282,7 +261,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--levels", default="1,16,64", help="concurrency levels")
     parser.add_argument("--requests", default="1000,4000,5000", help="requests per level, in the order of --levels")
-    parser.add_argument("--sessions", type=int, default=8, help="sessions (actors) the requests are spread over")
+    parser.add_argument("--sessions", type=int, default=8, help="sessions the requests are spread over")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per level; the apps take turns in each")
     parser.add_argument("--limit-s", type=float, default=60.0, help="time limit of one round of one app")
     parser.add_argument("--inprocess-rounds", type=int, default=20)

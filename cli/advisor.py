@@ -1,6 +1,7 @@
 """``magi advisor "MESSAGE" [--session ID]``: one chat turn of the price pass-through advisor, from the CLI
-(sessions in the store, the same rows the Serve app's session actors use); ``--consent accept|refuse``
-answers a pending mode change; ``magi advisor --purge`` removes sessions and files past the retention."""
+(sessions hosted in this process by the same code as the Serve app's replicas, on the same store);
+``--consent accept|refuse`` answers a pending mode change; ``magi advisor --purge`` removes sessions and
+files past the retention."""
 
 from __future__ import annotations
 
@@ -34,14 +35,14 @@ async def _turn(args: argparse.Namespace) -> int:
     from advisor.orchestrator import Orchestrator
     from advisor.settings import AdvisorSettings
     from core.store import open_store
-    from sessions.gateway import LocalSessions
+    from sessions.gateway import SessionHost
     from sessions.ids import LOCAL_OWNER, session_key, validate_session_id
     from sessions.store import SessionRepository
 
     settings = ADVISOR_OPTIONS.apply(settings_from(args), ADVISOR_OPTIONS.from_args(args))
     session = validate_session_id(args.session, "--session")
     orchestrator = Orchestrator(
-        settings, LocalSessions(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy())
+        settings, SessionHost(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy())
     )
     done: TurnDone | None = None
     events: list[AdvisorEvent] = []

@@ -1,8 +1,9 @@
 """``magi critic IDEAS.json``: score the ideator's ideas on market and Mitsubishi Estate synergy, pick the best.
 
-Prints the CriticOutput (``--format json``) or a ranked table with each idea's arithmetic
-(markdown). Bad input or options exit 2, no LLM configured 3, no idea evaluable 1 (one line
-naming every idea's error).
+Prints the CriticOutput (``--format json``) or, in the ideas' language, the ranking with each idea's
+reasons, story, capability points and arithmetic (markdown). Bad input or options exit 2, no LLM
+configured 3, no idea evaluable 1 (one line naming every idea's error); no idea at or above
+``critic.min_total`` is still a result (exit 0, ``selectedIdea: null`` with the reason).
 """
 
 from __future__ import annotations
@@ -57,32 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def markdown(out: CriticOutput) -> str:
-    lines = [
-        f"# Critic: {out.selected_idea.title}",
-        "",
-        f"- selected: **{out.selected_idea.id}** {out.selected_idea.title}",
-        f"- {out.selection_reason}",
-        f"- too close to call: {'yes' if out.too_close_to_call else 'no'}",
-        f"- weights market:synergy {out.weights.label()}, samples {out.samples}, profile {out.profile.name}, "
-        f"model {out.model}",
-        f"- LLM: {out.usage.llm.calls} call(s), {out.usage.llm.input_tokens} input / {out.usage.llm.output_tokens} "
-        f"output tokens, largest judgement {out.usage.max_tokens_per_evaluation} of {out.usage.token_budget}, "
-        f"cost {out.usage.llm.cost_text()}",
-        "",
-        "| idea | status | market | synergy | total | spread | note |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for e in out.evaluations:
-        note = e.error or ("; ".join(e.warnings) if e.warnings else ("cached" if e.cached else ""))
-        scores = [
-            f"{v:g}" if v is not None else "-" for v in (e.market_score, e.synergy_score, e.total_score, e.spread)
-        ]
-        lines.append(f"| {e.idea_id} {e.title} | {e.status} | {' | '.join(scores)} | {note} |")
-    lines.append("")
-    for e in out.evaluations:
-        if e.breakdown is not None:
-            lines.append(f"- {e.idea_id}: {e.breakdown.arithmetic}")
-    return "\n".join(lines)
+    from critic.markdown import critic_markdown
+
+    return critic_markdown(out)
 
 
 async def critic(args: argparse.Namespace) -> int:

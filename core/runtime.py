@@ -298,7 +298,7 @@ class InProcessRuntime:
 
 
 def keyed_name(cls: type[Any], key: str) -> str:
-    """The Ray actor name of the keyed agent ``cls`` for ``key``, e.g. ``SessionActor:abc``."""
+    """The Ray actor name of the keyed agent ``cls`` for ``key``, e.g. ``Sage:abc``."""
     return f"{cls.__name__}:{key}"
 
 

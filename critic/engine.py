@@ -19,6 +19,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import ValidationError
@@ -28,13 +29,14 @@ from core.events import EventSink, ListSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
+from core.messages import language_of
 from core.runtime import Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings, Settings
 from core.store import Store
 from critic import repository
 from critic.cache import cache_key
 from critic.errors import CriticError
-from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaStatus
+from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaJudging, IdeaStatus
 from critic.metrics import CACHE_HITS, EVALUATIONS, OVER_BUDGET
 from critic.models import (
     BusinessIdea,
@@ -50,7 +52,7 @@ from critic.models import (
     Weights,
 )
 from critic.profile import Profile, load_profile
-from critic.prompt import messages_for, system_prompt
+from critic.prompt import LANGUAGE_WORDS, messages_for, system_prompt
 from critic.scoring import ScoredSample, aggregate, rank, score_judgement, too_close_to_call
 from critic.settings import CriticSettings
 from critic.worker import ROLE, CriticWorker
@@ -190,8 +192,11 @@ class WorkerPool:
         for slot in range(size):
             self._slots.put_nowait(slot)
 
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
+    async def judge(self, request: JudgeRequest, started: Callable[[], None] | None = None) -> JudgeResult:
+        """``started`` hears when a worker takes the request (it waits while every worker is busy)."""
         slot = await self._slots.get()
+        if started is not None:
+            started()
         try:
             for attempt in (1, 2):
                 handle = self.handles.get(slot)
@@ -233,6 +238,9 @@ class _Progress:
         self.total = total
         self.done = 0
 
+    def judging(self, idea_id: str) -> None:
+        self.sink.emit(IdeaJudging(idea_id=idea_id, run_id=self.run_id))
+
     def judged(self, idea_id: str, status: IdeaStatus) -> None:
         self.done += 1
         EVALUATIONS.inc(status=status)
@@ -266,7 +274,8 @@ async def evaluate_ideas(
     weights, temperature, profile = preflight(settings)
     model = model_label(settings.llm)
     run_id = run_id or uuid.uuid4().hex[:12]
-    system = system_prompt(profile)
+    language = language_of(" ".join(f"{i.title} {i.description}" for i in ideas.ideas))
+    system = system_prompt(profile, LANGUAGE_WORDS[language])
     keys = {
         idea.id: cache_key(
             idea,
@@ -304,7 +313,7 @@ async def evaluate_ideas(
             temperature=temperature,
             max_tokens=section.max_tokens,
         )
-        tasks[idea.id] = asyncio.ensure_future(workers.judge(request))
+        tasks[idea.id] = asyncio.ensure_future(workers.judge(request, functools.partial(progress.judging, idea.id)))
 
     meter = UsageMeter()
     by_id = {idea.id: idea for idea in ideas.ideas}
@@ -364,7 +373,7 @@ async def evaluate_ideas(
                 samples=section.samples,
             )
     ranked = rank(ordered)
-    selected = ranked[0].idea_id if ranked else None
+    selected = ranked[0].idea_id if ranked and (ranked[0].total_score or 0.0) >= section.min_total else None
     progress.sink.emit(EvaluationCompleted(selected_idea_id=selected, run_id=run_id, progress=100))
     if not ranked:
         raise CriticError.all_failed({e.idea_id: e.error or e.status for e in ordered})
@@ -372,7 +381,14 @@ async def evaluate_ideas(
     runner_up = ranked[1] if len(ranked) > 1 else None
     close = too_close_to_call(best, runner_up)
     reason = f"{best.title} has the highest total ({best.total_score:g} of 100)"
-    if runner_up is not None:
+    chosen: SelectedIdea | None = SelectedIdea(id=best.idea_id, title=best.title)
+    if (best.total_score or 0.0) < section.min_total:
+        chosen, close = None, False
+        reason = (
+            f"no idea selected: the best, {best.title}, totals {best.total_score:g} of 100, below the minimum "
+            f"of {section.min_total:g} (critic.min_total)"
+        )
+    elif runner_up is not None:
         reason += f", ahead of {runner_up.title} ({runner_up.total_score:g})"
         if close:
             reason += (
@@ -385,10 +401,11 @@ async def evaluate_ideas(
     over = [e.idea_id for e in ordered if e.tokens > section.token_budget]
     OVER_BUDGET.inc(len(over))
     return CriticOutput(
-        selected_idea=SelectedIdea(id=best.idea_id, title=best.title),
+        selected_idea=chosen,
         evaluations=ordered,
         too_close_to_call=close,
         selection_reason=reason,
+        min_total=section.min_total,
         weights=weights,
         samples=section.samples,
         profile=ProfileRef(name=profile.key, version=profile.base.version),

@@ -20,6 +20,13 @@ class EvaluationStarted(Event):
     cached: int
 
 
+class IdeaJudging(Event):
+    """A worker took the idea and its judgement began (ideas wait while every worker is busy)."""
+
+    type: Literal["ideaJudging"] = "ideaJudging"
+    idea_id: str
+
+
 class IdeaJudged(Event):
     """One idea is done (``done`` of ``total``), however it ended."""
 
@@ -37,6 +44,6 @@ class EvaluationCompleted(Event):
     selected_idea_id: str | None = None
 
 
-CriticEvent = EvaluationStarted | IdeaJudged | EvaluationCompleted
+CriticEvent = EvaluationStarted | IdeaJudging | IdeaJudged | EvaluationCompleted
 
-__all__ = ["CriticEvent", "EvaluationCompleted", "EvaluationStarted", "IdeaJudged", "IdeaStatus"]
+__all__ = ["CriticEvent", "EvaluationCompleted", "EvaluationStarted", "IdeaJudged", "IdeaJudging", "IdeaStatus"]

@@ -84,27 +84,27 @@ class JudgementModel(CamelModel):
 
 
 class MarketJudgement(JudgementModel):
+    reasoning: str = Field(min_length=1, description="Why these scores: written first, before the scores.")
     size: float
     growth: float
     profitability: float
-    reasoning: str = ""
 
 
 class CapabilityJudgement(JudgementModel):
     """Stage 1: what the idea needs, and how much of each core capability it uses (points within caps)."""
 
     required: list[str] = Field(default_factory=list)
+    reasoning: str = Field(min_length=1, description="Why these scores: written first, before the scores.")
     development: float
     operations: float
     finance: float
     innovation: float
-    reasoning: str = ""
 
 
 class ScenarioJudgement(JudgementModel):
     """Stage 2: the concrete story of why Mitsubishi Estate wins, and what it draws on."""
 
-    story: str
+    story: str = Field(min_length=1, description="The concrete story, written before the scores.")
     assets: list[str] = Field(default_factory=list)
     resource_use: float
     brand: float
@@ -114,15 +114,16 @@ class ScenarioJudgement(JudgementModel):
 class VerificationJudgement(JudgementModel):
     """Stage 3: the scenario checked objectively."""
 
+    reasoning: str = Field(min_length=1, description="Why these scores: written first, before the scores.")
+    hard_to_copy: str = ""
     logic: float
     feasibility: float
     uniqueness: float
     scale: float
-    hard_to_copy: str = ""
 
 
 class IdeaJudgement(JudgementModel):
-    """The whole structured answer of one judgement of one idea."""
+    """The whole structured answer of one judgement of one idea (each part: its reasoning, then scores)."""
 
     market: MarketJudgement
     capabilities: CapabilityJudgement
@@ -254,10 +255,13 @@ class CriticUsage(CamelModel):
 class CriticOutput(CamelModel):
     """The critic's result, read by the analyst step: the selected idea and every evaluation."""
 
-    selected_idea: SelectedIdea
+    selected_idea: SelectedIdea | None = Field(
+        description="The best idea at or above critic.min_total; null when none reaches it (selectionReason says why)."
+    )
     evaluations: list[IdeaEvaluation]
     too_close_to_call: bool
     selection_reason: str
+    min_total: float = Field(0.0, description="The bar an idea's total must reach to be selected (critic.min_total).")
     weights: Weights
     samples: int
     profile: ProfileRef

@@ -11,6 +11,7 @@ from functools import cache
 from string import Template
 
 from core.llm.base import Message
+from core.llm.fencing import fence
 from core.resources import data_path
 from critic.models import BusinessIdea
 from critic.profile import Profile
@@ -23,7 +24,11 @@ def _template() -> Template:
     return Template(data_path("critic", "prompt.md").read_text(encoding="utf-8"))
 
 
-def system_prompt(profile: Profile) -> str:
+LANGUAGE_WORDS = {"ja": "日本語", "en": "英語"}
+
+
+def system_prompt(profile: Profile, language: str = "日本語") -> str:
+    """The judge's instructions; ``language`` is the language its texts are written in (the ideas')."""
     base = profile.base
     capabilities = "\n".join(
         f"- {c.id}: {c.name}（{'・'.join(c.covers)}）強度 {c.strength_level} → 上限 {c.cap:g} 点"
@@ -33,7 +38,9 @@ def system_prompt(profile: Profile) -> str:
     criteria = "\n".join(f"- {c}" for c in profile.criteria) or "- なし"
     if profile.industry is not None:
         criteria = f"（業界: {profile.industry.title}）\n" + criteria
-    return _template().substitute(company=base.company, capabilities=capabilities, assets=assets, criteria=criteria)
+    return _template().substitute(
+        company=base.company, capabilities=capabilities, assets=assets, criteria=criteria, language=language
+    )
 
 
 def _yen(value: float | None) -> str | None:
@@ -61,7 +68,7 @@ def idea_text(idea: BusinessIdea) -> str:
 
 def messages_for(idea: BusinessIdea, sample: int) -> list[Message]:
     """The user turn of judgement ``sample`` (1-based) of ``idea``."""
-    return [Message(role="user", content=f"# 事業アイデア\n{idea_text(idea)}\n\n{SAMPLE_TAG}: {sample}")]
+    return [Message(role="user", content=f"# 事業アイデア\n{fence(idea_text(idea), 'IDEA')}\n\n{SAMPLE_TAG}: {sample}")]
 
 
-__all__ = ["SAMPLE_TAG", "idea_text", "messages_for", "system_prompt"]
+__all__ = ["LANGUAGE_WORDS", "SAMPLE_TAG", "idea_text", "messages_for", "system_prompt"]

@@ -93,10 +93,10 @@ def _answer(idea: str, sample: int) -> dict[str, object]:
     required = [c for c, words in KEYWORDS.items() if _hits(idea, words)] or ["innovation"]
     return {
         "market": {
+            "reasoning": "推定売上から市場規模を、成長要因の数から成長性を、利益率から収益性を見積もった。",
             "size": s["size"],
             "growth": s["growth"],
             "profitability": s["profitability"],
-            "reasoning": "推定売上から市場規模を、成長要因の数から成長性を、利益率から収益性を見積もった。",
         },
         "capabilities": {
             "required": required,
@@ -107,18 +107,21 @@ def _answer(idea: str, sample: int) -> dict[str, object]:
             "reasoning": f"アイデアが必要とする能力: {', '.join(required)}。",
         },
         "scenario": {
-            "story": "活用する資産: " + ("、".join(assets) if assets else "特定の資産に依存しない") + "。",
+            "story": "活用する資産: "
+            + ("、".join(ASSET_WORDS[a][0] for a in assets) if assets else "特定の資産に依存しない")
+            + "。",
             "assets": assets,
             "resourceUse": s["resource_use"],
             "brand": s["brand"],
             "strategicValue": s["strategic_value"],
         },
         "verification": {
+            "reasoning": "シナリオの因果・実現性・独自性・規模を、活用する資産の数から見積もった。",
+            "hardToCopy": "丸の内の集積とグループ網の組み合わせ" if len(assets) >= 2 else "限定的",
             "logic": s["logic"],
             "feasibility": s["feasibility"],
             "uniqueness": s["uniqueness"],
             "scale": s["scale"],
-            "hardToCopy": "丸の内の集積とグループ網の組み合わせ" if len(assets) >= 2 else "限定的",
         },
         "reasons": [f"資産 {len(assets)} 種を活用", f"必要能力 {len(required)} 種"],
     }

@@ -46,6 +46,13 @@ class CriticSettings(Section):
     synergy_weight: Annotated[float, Option(metavar="X")] = Field(
         50.0, ge=0, le=100, description="Weight of the synergy score (with market: 100)."
     )
+    min_total: Annotated[float, Option(metavar="POINTS")] = Field(
+        40.0,
+        ge=0,
+        le=100,
+        description="Lowest total (of 100) an idea needs to be selected; below it for every idea, none is "
+        "(selectedIdea null, with the reason). 40: the prompt's 'weak' band starts there.",
+    )
     samples: Annotated[int, Option(metavar="K")] = Field(
         1, ge=1, le=9, description="Independent LLM judgements per idea (median and spread)."
     )
@@ -56,9 +63,20 @@ class CriticSettings(Section):
         5, ge=1, le=10, description="Ideas judged at once per replica (one long-lived worker actor each)."
     )
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the critic app (zero CPUs each).")
-    token_budget: int = Field(2000, ge=100, description="Tokens one idea judgement may use before a warning.")
+    token_budget: int = Field(
+        8400,
+        ge=100,
+        description="Tokens one idea judgement may use before a warning (prompt + answer; sized by "
+        "benchmarks/critic_tokens.py: longest prompt + max_tokens, counted by a real tokenizer).",
+    )
     temperature: float = Field(0.4, ge=0.3, le=0.5, description="Sampling temperature of the judge (spec: 0.3-0.5).")
-    max_tokens: int = Field(900, ge=100, le=4000, description="Longest answer of one judgement, in tokens.")
+    max_tokens: int = Field(
+        4200,
+        ge=100,
+        le=16000,
+        description="Longest answer of one judgement, in tokens: a full-length answer (every text at the "
+        "prompt's 200-character limit) plus a quarter, counted by benchmarks/critic_tokens.py.",
+    )
     industry: Annotated[str | None, Option(metavar="NAME")] = Field(
         None, pattern=r"^[a-z0-9_]+$", description="Industry profile data/critic/industries/<name>.yaml (unset: none)."
     )

@@ -13,10 +13,12 @@
 - ``POST /advisor/tools/{name}?sessionId=`` one tool on its own (the tool's JSON input as body).
 - ``GET /advisor/healthz``: store, LLM, file store and the retention task, one part each.
 
-Sessions live in their session actors (``sessions/actor.py``) written through the store, so any
-replica serves any session and a killed actor loses nothing. Sessions belong to the API key that
-created them; another key gets 404. Sessions and files older than ``advisor.retention_h`` are
-removed by each replica at start and every hour.
+Sessions are virtual actors hosted by this app's replicas (``sessions/gateway.py``), written through
+the store on every change, so any replica serves any session and a killed replica loses nothing; the
+page names its session in the ``serve_multiplexed_model_id`` header to reach the replica hosting it
+(deployments/affinity.py). A client holds at most ``sessions.max_per_client`` live sessions (429
+beyond). Sessions belong to the API key that created them; another key gets 404. Sessions and files
+older than ``advisor.retention_h`` are removed by each replica at start and every hour.
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
@@ -36,9 +38,10 @@ from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
 from core.errors import ConfigError, InputError, LLMNotConfiguredError, first_line
 from core.events import StreamFailed, event_frame
 from core.settings import Settings
+from deployments.affinity import affinity_options
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
-from deployments.base import AppService, binder, builder, http_api, service
-from deployments.readiness import Check, llm_check, store_check, task_check
+from deployments.base import AppService, bind, builder, http_api, service
+from deployments.readiness import Check, llm_check, sessions_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from deployments.validation import field_check
@@ -122,11 +125,12 @@ def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
 @service(api, name="AdvisorService", max_ongoing_requests=64)
 class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
+        from advisor.conversation import SESSION_NAMESPACE
         from core.resources import data_path
-        from core.runtime import RayRuntime
         from core.storage import open_artifacts
         from core.store import open_store
-        from sessions.gateway import ActorSessions
+        from sessions.gateway import Admission, SessionHost
+        from sessions.settings import SessionsSettings
         from sessions.store import SessionRepository
 
         super().__init__(settings)
@@ -134,9 +138,16 @@ class AdvisorService(AppService):
         self._in_flight = InFlightLimit(self._serve.client_in_flight)  # turns and tool calls per client
         self._section = AdvisorSettings.of(settings)
         self._policy = self._section.session_policy()
-        self._sessions = ActorSessions(RayRuntime(), settings, self._policy, self._section.session_idle_s)
         store = open_store(settings)
-        self._repo = SessionRepository(store)
+        limits = SessionsSettings.of(settings)
+        self._sessions = SessionHost(
+            SessionRepository(store),
+            self._policy,
+            admission=Admission(SESSION_NAMESPACE, limits.max_per_client),
+            max_active=limits.max_active,
+            idle_s=limits.idle_s,
+        )
+        self._passivation = asyncio.get_event_loop().create_task(self._sessions.passivate_forever())
         self._artifacts = open_artifacts(settings)
         self._page = data_path("advisor", "chat.html").read_text(encoding="utf-8")
         self._orchestrator: Any = None
@@ -146,6 +157,7 @@ class AdvisorService(AppService):
             llm_check(settings.llm, "POST /advisor/chat"),
             Check("files", self._artifacts_reachable),
             task_check("retention", lambda: self._purger),
+            sessions_check(lambda: len(self._sessions), lambda: self._passivation),
         ]
 
     async def _artifacts_reachable(self) -> str:
@@ -178,19 +190,8 @@ class AdvisorService(AppService):
 
         return session_key(SESSION_NAMESPACE, owner, session_id)
 
-    def _state(self, session_id: str, owner: str) -> Any:
-        from sessions.store import read_session
-
-        return read_session(self._repo, self._key(session_id, owner), owner, self._policy)
-
-    async def _admit(self, session_id: str, owner: str) -> None:
-        """TooManySessionsError when ``session_id`` would be one session too many for ``owner``."""
-        from advisor.conversation import SESSION_NAMESPACE
-        from sessions.store import admit_session
-
-        key = self._key(session_id, owner)
-        limit = self._serve.client_sessions
-        await asyncio.to_thread(admit_session, self._repo, key, owner, SESSION_NAMESPACE, limit, self._policy)
+    async def _state(self, session_id: str, owner: str) -> Any:
+        return await self._sessions.read(self._key(session_id, owner), owner)
 
     def _too_many(self, exc: Exception) -> JSONResponse:
         response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
@@ -219,7 +220,6 @@ class AdvisorService(AppService):
         try:
             if body.message is not None:
                 orchestrator.check_message(body.message)  # a bad message costs no session
-            await self._admit(session_id, owner)
             slot = self._in_flight.slot(owner)
             slot.__enter__()
         except InputError as exc:
@@ -238,6 +238,9 @@ class AdvisorService(AppService):
         except SessionNotFoundError:
             slot.__exit__()
             return error_answer(404, f"no session {session_id!r} for this client; omit sessionId to start one")
+        except TooManySessionsError as exc:
+            slot.__exit__()
+            return self._too_many(exc)
         except BaseException:
             slot.__exit__()
             raise
@@ -261,7 +264,7 @@ class AdvisorService(AppService):
         if not ID_PATTERN.fullmatch(session_id):
             return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
         try:
-            state = await asyncio.to_thread(self._state, session_id, self.caller(request))
+            state = await self._state(session_id, self.caller(request))
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
         files = public(state.attributes.get("files", []), session_id)
@@ -285,12 +288,12 @@ class AdvisorService(AppService):
             return error_answer(422, "invalid request: session_id: not a session id", loc=("path", "session_id"))
         owner = self.caller(request)
         try:
-            await asyncio.to_thread(self._state, session_id, owner)
+            await self._state(session_id, owner)
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
         key = self._key(session_id, owner)
         removed = await asyncio.to_thread(delete_session_files, self.settings, key)
-        await asyncio.to_thread(self._repo.delete, key)
+        await self._sessions.delete(key)
         return JSONResponse({"deleted": session_id, "files": removed})
 
     @api.get("/sessions/{session_id}/files/{name}")
@@ -301,7 +304,7 @@ class AdvisorService(AppService):
             return error_answer(404, "no such file")
         owner = self.caller(request)
         try:
-            state = await asyncio.to_thread(self._state, session_id, owner)
+            state = await self._state(session_id, owner)
         except SessionNotFoundError:
             return error_answer(404, "no such file")
         key = artifact_prefix(self._key(session_id, owner)) + name
@@ -344,7 +347,6 @@ class AdvisorService(AppService):
         owner = self.caller(request)
         key = self._key(session_id, owner)
         try:
-            await self._admit(session_id, owner)
             with self._in_flight.slot(owner):
                 state = await self._sessions.update(key, owner, Begin())
                 ctx = ToolContext(
@@ -353,6 +355,7 @@ class AdvisorService(AppService):
                     llm=make_llm(self.settings.llm),
                     earlier=list(state.attributes.get("tool_results", [])),
                     negotiation_rounds=list(state.attributes.get("negotiation", [])),
+                    files=list(state.attributes.get("files", [])),
                 )
                 result = dump(await REGISTRY[name].run(data, ctx))
                 files = result.get("files") or []
@@ -369,7 +372,11 @@ class AdvisorService(AppService):
         return JSONResponse({"sessionId": session_id, "output": public(result, session_id)})
 
 
-build_app = binder(AdvisorService)
+def build_app(settings: Settings) -> Any:
+    """The ``advisor`` Serve application for these settings (``advisor.replicas`` replicas)."""
+    return bind(AdvisorService, settings, num_replicas=AdvisorSettings.of(settings).replicas, **affinity_options())
+
+
 app = builder(build_app)
 
 __all__ = [

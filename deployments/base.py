@@ -32,7 +32,7 @@ the project's format (core/telemetry/logs.py), so every line carries the replica
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from fastapi import FastAPI, Request
@@ -42,6 +42,7 @@ from core.settings import Settings, load_settings
 from core.telemetry.logs import dress_handlers
 from core.telemetry.settings import LoggingSettings, TelemetrySettings
 from core.telemetry.tracing import configure_tracing
+from deployments.pages import add_pages
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
@@ -68,11 +69,15 @@ DEPLOYMENT_DEFAULTS: dict[str, Any] = {
 S = TypeVar("S", bound="AppService")
 
 
-def http_api(title: str, description: str, *, open_paths: Iterable[str] = ()) -> FastAPI:
-    """The FastAPI app of one Serve app: guarded (API keys, body cap; ``/healthz`` and ``open_paths``
-    need no key), answering validation failures with a clear 422, with ``GET /healthz``."""
+def http_api(
+    title: str, description: str, *, open_paths: Iterable[str] = (), pages: Mapping[str, str] | None = None
+) -> FastAPI:
+    """The FastAPI app of one Serve app: guarded (API keys, body cap; ``/healthz``, ``open_paths`` and
+    the ``pages`` need no key), answering validation failures with a clear 422, with ``GET /healthz``.
+    ``pages`` maps an app path to its HTML file in data/pages (deployments/pages.py)."""
     api = FastAPI(title=title, description=description)
-    api.state.guard = guard(api, open_paths=open_paths)
+    page_paths = add_pages(api, pages or {})
+    api.state.guard = guard(api, open_paths=(*open_paths, *page_paths))
     answer_invalid_requests(api)
     api.add_middleware(RequestTelemetry)  # added last: outermost, so the guard's refusals carry the id too
     # Registered as the base class's method: Serve's ingress turns it into a route of each replica.

@@ -8,6 +8,7 @@
 - ``POST /critic/evaluate/stream`` (same body) -> ``text/event-stream``: ``evaluationStarted``, one
   ``ideaJudged`` per idea as it finishes, ``evaluationCompleted`` (critic/events.py), then ``result``
   (the CriticOutput) or ``error``.
+- ``GET /critic/`` the critic page (deployments/pages.py): ideas in, progress per idea, the ranking.
 - ``GET /critic/healthz`` -> one part each for the store, the LLM and the warm workers; 503 when one
   is not ready (open without an API key).
 
@@ -49,7 +50,9 @@ log = logging.getLogger(__name__)
 APP_NAME = "critic"
 ROUTE_PREFIX = "/critic"
 
-api = http_api("MAGI critic", "Business ideas scored on market size and Mitsubishi Estate synergy.")
+api = http_api(
+    "MAGI critic", "Business ideas scored on market size and Mitsubishi Estate synergy.", pages={"/": "critic.html"}
+)
 
 
 class _CriticFields(BaseModel):

@@ -6,6 +6,8 @@
   ``exitCode``, ``votes`` ...; a RunsReport when ``runs`` > 1). A bad body is 422, no LLM 503.
 - ``POST /magi/ask/stream`` (same body) -> ``text/event-stream``: ``phase``/``sage``/``decided``
   progress events as the deliberation goes (magi/events.py), then one ``result`` event (or ``error``).
+- ``GET /magi/`` the council page (deployments/pages.py): ask, watch the three sages answer live,
+  read the decision, copy it as Markdown or JSON.
 - ``GET /magi/healthz``: ready when an LLM is configured (deployments/base.py: the skeleton, guard
   and body cap included).
 """
@@ -36,7 +38,7 @@ log = logging.getLogger(__name__)
 APP_NAME = "magi"
 ROUTE_PREFIX = "/magi"
 
-api = http_api("MAGI council", "Three sages decide: Thinking, Debate, Voting.")
+api = http_api("MAGI council", "Three sages decide: Thinking, Debate, Voting.", pages={"/": "council.html"})
 
 
 class _AskFields(BaseModel):

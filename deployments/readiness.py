@@ -126,6 +126,18 @@ def task_check(name: str, task: Callable[[], asyncio.Task[Any] | None], *, start
     return Check(name, probe, owned=True, hint="a background task of this replica stopped; it will be restarted")
 
 
+def sessions_check(active: Callable[[], int], passivation: Callable[[], asyncio.Task[Any] | None]) -> Check:
+    """The sessions this replica hosts: how many are active, and its passivation task still runs (a
+    stopped one would let idle sessions pile up until ``sessions.max_active``)."""
+    running = task_check("session passivation", passivation)
+
+    async def probe() -> str:
+        await running.probe()
+        return f"{active()} active on this replica"
+
+    return Check("sessions", probe, owned=True, hint=running.hint)
+
+
 def actors_check(name: str, handles: Callable[[], MutableMapping[Any, Handle[Any]]]) -> Check:
     """The worker actors the replica keeps warm (``handles``: the app's own table of them) all answer.
 
@@ -179,6 +191,7 @@ __all__ = [
     "report",
     "run_check",
     "run_checks",
+    "sessions_check",
     "store_check",
     "task_check",
 ]

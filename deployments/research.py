@@ -1,56 +1,59 @@
 """Serve app ``research``: submit a research over HTTP, follow its events (SSE), fetch its result.
 
 - ``POST /research`` ``{topic, agents?, timeout?, provider?, corpus?}`` -> ``202 {runId, status, links}``.
-  The run is stored as ``accepted`` before the answer, then runs on this replica's event loop (one
-  run at a time: a run's NLP pool takes the machine's CPUs; later runs wait as ``accepted``).
+  The run is stored as ``accepted`` before the answer; the store is the queue every replica shares
+  (research/run_queue.py): an idle replica claims the oldest waiting run and runs it on its event loop
+  (one run at a time per replica: a run's NLP pool takes the CPUs; later runs wait as ``accepted``).
 - ``GET /research/{id}`` -> status (``accepted|running|completed|failed``), error, result when completed.
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
   from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
-- ``GET /ui`` the research page (Japanese, plain HTML+JS), served without a key as it holds no data;
-  with ``api_keys`` set it asks for the key once, keeps it in the tab's sessionStorage and sends it as
-  ``Authorization: Bearer`` on every call (event stream and charts included).
+- ``GET /ui`` the research page and ``GET /`` the home page (the five systems, their pages, API docs
+  and health): plain HTML+JS in data/pages (deployments/pages.py), served without a key as they hold
+  no data; with ``api_keys`` set a page asks for the key once, keeps it in the tab's sessionStorage
+  and sends it as ``Authorization: Bearer`` on every call (event stream and charts included).
 
 Runs and events live in the store (SQLite under ``data_dir``, or ``store_url``), so they survive a
-replica restart: a run that was ``accepted``/``running`` when its replica died runs again from the
-start (``researchRequeued``), at most ``MAX_ATTEMPTS`` times in all, since it may be what brings the
-replica down. Callers are checked first (deployments/security.py: API keys, body cap); each replica
-holds at most ``serve.queue_size`` waiting runs (429 beyond). The app runs one replica by default
-(see deployments/autoscaling.py before raising ``serve.max_replicas``).
+replica: a replica holds a lease on the run it runs (``serve.run_lease_s``, renewed a third of that
+apart); when it dies, the lease expires and another replica (or its replacement) runs the run again
+from the start (``researchRequeued``), at most ``MAX_ATTEMPTS`` times in all, since it may be what
+brings replicas down. Callers are checked first (deployments/security.py: API keys, body cap); at
+most ``serve.queue_size`` × ``serve.max_replicas`` runs wait (429 beyond). Replicas scale between
+``serve.min_replicas`` and ``serve.max_replicas`` on the runs running and waiting
+(deployments/autoscaling.py).
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
 
 from core.errors import ConfigError, MagiError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
-from core.resources import data_path
 from core.settings import Settings
 from core.telemetry import adopted, carried
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
-from deployments.autoscaling import QUEUE_METRIC, autoscaling_config
-from deployments.base import AppService, bind, builder, http_api, service
+from deployments.autoscaling import RUNNING_METRIC, WAITING_METRIC, autoscaling_config, replica_env
+from deployments.base import DEPLOYMENT_DEFAULTS, AppService, bind, builder, http_api, service
 from deployments.readiness import Check, NotReady, store_check, task_check
 from deployments.settings import ServeSettings, corpus_roots
 from deployments.validation import field_check
-from research import runs
+from research import run_queue, runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
-from research.errors import ResearchError
+from research.errors import LeaseLost, ResearchError
 from research.metrics import QUEUE_DEPTH
 from research.settings import RESEARCH_OPTIONS
 
@@ -62,17 +65,17 @@ APP_NAME = "research"
 ROUTE_PREFIX = "/"  # the app's own paths start with /research
 INTERRUPTED = "interrupted by restarts of the research service; resubmit"
 MAX_ATTEMPTS = 2  # a run interrupted by a restart runs again, but only so often: it may be the cause
+IDLE_POLL_S = 1.0  # how often an idle replica looks for waiting runs (a POST to it wakes it at once)
 POLL_S = 0.25  # how often an open event stream looks for new events in the store
 KEEPALIVE_S = 15.0
 
 MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
 OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
 
-PAGE_PATH = data_path("research", "page.html")
 MAX_LISTED_CORPORA = 50  # subfolders listed per corpus root on the page
 
 # The page (``/ui``) holds no data, so it is open; every call it makes sends the key the person types into it.
-api = http_api("MAGI research", "Consensus research runs over HTTP.", open_paths=("/ui",))
+api = http_api("MAGI research", "Consensus research runs over HTTP.", pages={"/": "home.html", "/ui": "research.html"})
 
 
 class _ResearchFields(BaseModel):
@@ -120,6 +123,14 @@ def corpus_folder(corpus: str, roots: list[Path]) -> str | None:
     return None
 
 
+def _replica_id() -> str:
+    """This replica's Serve id (``SERVE_REPLICA::research#ResearchService#…``, also its actor's name):
+    the owner written on the runs it holds."""
+    from ray import serve
+
+    return serve.get_replica_context().replica_id.to_full_id_str()
+
+
 def _links(run_id: str) -> dict[str, str]:
     return {"self": f"/research/{run_id}", "events": f"/research/{run_id}/events"}
 
@@ -138,22 +149,14 @@ class ResearchService(AppService):
         self._serve = ServeSettings.of(settings)
         self._roots = corpus_roots(settings)
         self._store = open_store(settings)
-        self._waiting: deque[tuple[str, str, Settings]] = deque()  # bounded by serve.queue_size for POSTs
-        self._wakeup = asyncio.Event()
+        self._lease = run_queue.Lease(_replica_id(), float(self._serve.run_lease_s))
+        self._max_waiting = self._serve.queue_size * self._serve.max_replicas
+        self._wakeup = asyncio.Event()  # a POST on this replica: look for work now, not at the next poll
         self._running: str | None = None
+        self._waiting_seen = 0  # runs waiting in the store at the last look (the autoscaling metric)
         self._submitted: dict[str, dict[str, Any] | None] = {}  # the context each waiting run was submitted in
         self._worker: asyncio.Task[None] | None = None
         self._pool: NlpPool | None = None  # the NLP pool, started by the first run and kept for the next
-        requeued, failed = runs.requeue_unfinished(self._store, MAX_ATTEMPTS, INTERRUPTED)
-        if failed:
-            log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
-        for run in requeued:  # accepted work survives a restart: it runs again, in its original order
-            log.warning("run %s was interrupted by a restart; running it again", run.run_id)
-            try:
-                body = ResearchRequest.model_validate(run.request)
-                self._waiting.append((run.run_id, run.topic, self._settings_for(body)))
-            except (ValueError, MagiError) as exc:
-                runs.finish_failed(self._store, run.run_id, f"cannot run again: {first_line(exc)}")
         self._ensure_worker()
         self.checks = [
             store_check(self._store),
@@ -163,8 +166,9 @@ class ResearchService(AppService):
         ]
 
     async def _queue_room(self) -> str:
-        """Room for one more run (a full queue answers 429: send work to another replica meanwhile)."""
-        waiting, size = len(self._waiting), self._serve.queue_size
+        """Room for one more run in the cluster's queue (full, a POST answers 429)."""
+        waiting = await asyncio.to_thread(run_queue.waiting_count, self._store)
+        size = self._max_waiting
         if waiting >= size:
             raise NotReady(f"{waiting} of {size} places taken")
         return f"{waiting} of {size} places taken"
@@ -178,7 +182,7 @@ class ResearchService(AppService):
         return f"{len(self._pool.workers)} warm"
 
     def _ensure_worker(self) -> None:
-        """The task that runs queued runs one at a time, on this replica's event loop."""
+        """The task that claims runs from the store and runs them one at a time, on this replica's loop."""
         if self._worker is not None and not self._worker.done():
             return
         try:
@@ -187,48 +191,71 @@ class ResearchService(AppService):
             self._worker = None
 
     async def _work(self) -> None:
+        """Claim the oldest run nobody holds (waiting, or left by a replica whose lease expired), run it
+        while renewing the lease; when there is none, wait for a POST here or the next poll."""
         while True:
-            while not self._waiting:
+            claimed, failed = await asyncio.to_thread(
+                run_queue.claim_next, self._store, self._lease, MAX_ATTEMPTS, INTERRUPTED
+            )
+            if failed:
+                log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
+            self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
+            QUEUE_DEPTH.set(self._waiting_seen)
+            if claimed is None:
                 self._wakeup.clear()
-                await self._wakeup.wait()
-            run_id, topic, settings = self._waiting.popleft()
-            self._running = run_id
-            QUEUE_DEPTH.set(len(self._waiting))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), IDLE_POLL_S)
+                continue
+            if claimed.attempt > 1:
+                log.warning("run %s was left by a replica that stopped; running it again", claimed.run_id)
+            self._running = claimed.run_id
             try:
-                # in the context of the request that submitted it (its id, its trace); a requeued run in its id
-                stored = {"request_id": runs.request_id_of(self._store, run_id)}
-                with adopted(self._submitted.pop(run_id, None) or stored):
-                    await self._execute(run_id, topic, settings)
+                await self._hold(claimed)
             finally:
                 self._running = None
 
+    async def _hold(self, claimed: run_queue.Claimed) -> None:
+        """Run a claimed run, renewing its lease; stop it when the lease was lost to another replica."""
+        try:
+            settings = self._settings_for(ResearchRequest.model_validate(claimed.request))
+        except (ValueError, MagiError) as exc:
+            message = f"cannot run again: {first_line(exc)}"
+            runs.finish_failed(self._store, claimed.run_id, message, owner=self._lease.owner)
+            return
+        # in the context of the request that submitted it (its id and trace; its id when another replica took it)
+        stored = {"request_id": await asyncio.to_thread(runs.request_id_of, self._store, claimed.run_id)}
+        with adopted(self._submitted.pop(claimed.run_id, None) or stored):
+            task = asyncio.get_running_loop().create_task(self._execute(claimed.run_id, claimed.topic, settings))
+        while not task.done():
+            await asyncio.wait({task}, timeout=self._lease.renew_every_s)
+            if task.done():
+                break
+            if not await asyncio.to_thread(run_queue.renew, self._store, claimed.run_id, self._lease):
+                log.warning("run %s was taken over by another replica; stopping it here", claimed.run_id)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                return
+            self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
+        await task
+
     def _full(self) -> JSONResponse | None:
-        """The 429 answer when this replica's queue of waiting runs is full, else None."""
-        if len(self._waiting) < self._serve.queue_size:
+        """The 429 answer when the service's queue of waiting runs is full, else None."""
+        if run_queue.waiting_count(self._store) < self._max_waiting:
             return None
+        return self._too_many()
+
+    def _too_many(self) -> JSONResponse:
         return JSONResponse(
-            {"error": f"{len(self._waiting)} runs are already waiting on this replica; retry later"},
+            {"error": f"{self._max_waiting} runs are already waiting; retry later"},
             status_code=429,
             headers={"Retry-After": str(self._serve.retry_after_s)},
         )
 
-    def queue_position(self, run_id: str) -> int | None:
-        """0 while the run runs, 1.. while it waits (1: next), None when this replica does not hold it."""
-        if self._running == run_id:
-            return 0
-        for index, (waiting, _, _) in enumerate(self._waiting, start=1):
-            if waiting == run_id:
-                return index
-        return None
-
     def record_autoscaling_stats(self) -> dict[str, float]:
-        """Serve's custom autoscaling metric (deployments/autoscaling.py): runs this replica holds."""
-        return {QUEUE_METRIC: float(len(self._waiting) + (self._running is not None))}
-
-    @api.get("/ui")
-    async def page(self) -> HTMLResponse:
-        """The research page: plain HTML and JS (data/research/page.html), no build step."""
-        return HTMLResponse(PAGE_PATH.read_text(encoding="utf-8"))
+        """Serve's custom autoscaling metrics (deployments/autoscaling.py): the run this replica runs,
+        and the runs waiting in the store as it last saw them."""
+        return {RUNNING_METRIC: float(self._running is not None), WAITING_METRIC: float(self._waiting_seen)}
 
     @api.get("/corpora")
     async def corpora(self) -> JSONResponse:
@@ -269,28 +296,15 @@ class ResearchService(AppService):
             await asyncio.to_thread(preflight, body.topic, settings)
         except MagiError as exc:
             return error_answer(400, failure_text(exc))
-        full = self._full()  # checked again: other POSTs were accepted while this one was checked
-        if full is not None:
-            return full
         run_id = uuid.uuid4().hex[:12]
-        runs.record_started(
-            self._store,
-            run_id,
-            body.topic,
-            status="accepted",  # stored before answering
-            request=body.model_dump(mode="json", by_alias=True, exclude_none=True),
-        )
-        self._waiting.append((run_id, body.topic, settings))
-        self._submitted[run_id] = carried()
-        QUEUE_DEPTH.set(len(self._waiting))
+        request = body.model_dump(mode="json", by_alias=True, exclude_none=True)
+        position = run_queue.accept(self._store, run_id, body.topic, request, self._max_waiting)  # stored first
+        if position is None:  # other POSTs filled the queue while this one was checked
+            return self._too_many()
+        self._submitted[run_id] = carried()  # the run goes on in this context (id, trace) when it runs here
         self._wakeup.set()
         return JSONResponse(
-            {
-                "runId": run_id,
-                "status": "accepted",
-                "queuePosition": self.queue_position(run_id),
-                "links": _links(run_id),
-            },
+            {"runId": run_id, "status": "accepted", "queuePosition": position, "links": _links(run_id)},
             status_code=202,
         )
 
@@ -299,9 +313,8 @@ class ResearchService(AppService):
         from nlp.settings import NlpSettings
         from research.engine import run_research, start_pool
 
-        if not runs.mark_running(self._store, run_id):
-            return
-        sink = runs.StoreEventSink(self._store, run_id)
+        owner = self._lease.owner
+        sink = runs.StoreEventSink(self._store, run_id, owner)
         try:
             runtime = RayRuntime()
             try:
@@ -310,14 +323,17 @@ class ResearchService(AppService):
                 result = await run_research(topic, settings, runtime, sink, run_id=run_id, pool=self._pool)
             finally:
                 await runtime.close()
+        except LeaseLost:
+            log.warning("run %s: another replica runs it now; this one stopped", run_id)
+            return
         except Exception as exc:
             message = first_line(exc)
             log.warning("run %s failed: %s", run_id, message)
             partial = exc.partial if isinstance(exc, ResearchError) else None
-            runs.finish_failed(self._store, run_id, message, sink.terminal, partial=partial)
+            runs.finish_failed(self._store, run_id, message, sink.terminal, partial=partial, owner=owner)
             return
         assert sink.terminal is not None  # the engine's researchCompleted
-        runs.finish_completed(self._store, result, sink.terminal)
+        runs.finish_completed(self._store, result, sink.terminal, owner=owner)
 
     @api.get("/research/{run_id}")
     async def status(self, run_id: str) -> JSONResponse:
@@ -332,7 +348,7 @@ class ResearchService(AppService):
             "submittedAt": run.started_at,
             "completedAt": run.completed_at,
             "error": without_server_paths(run.error) if run.error else None,
-            "queuePosition": self.queue_position(run_id) if run.status in runs.UNFINISHED else None,
+            "queuePosition": run_queue.queue_position(self._store, run_id),
             "links": _links(run_id),
             "requestId": run.request_id,
             "result": None,
@@ -390,12 +406,13 @@ class ResearchService(AppService):
 def build_app(settings: Settings) -> Application:
     """The ``research`` Serve application for these settings (their store holds the runs).
 
-    Replicas scale on the runs they hold (``serve.min_replicas`` .. ``serve.max_replicas``, aiming at
-    ``serve.target_queued_runs`` each; default one replica), see deployments/autoscaling.py.
+    Replicas scale on the runs running and waiting (``serve.min_replicas`` .. ``serve.max_replicas``,
+    aiming at ``serve.target_queued_runs`` each; default one replica), see deployments/autoscaling.py.
     """
     section = ServeSettings.of(settings)
     scaling = autoscaling_config(section.min_replicas, section.max_replicas, section.target_queued_runs)
-    return bind(ResearchService, settings, num_replicas="auto", autoscaling_config=scaling)
+    actor = {**DEPLOYMENT_DEFAULTS["ray_actor_options"], "runtime_env": {"env_vars": replica_env()}}
+    return bind(ResearchService, settings, num_replicas="auto", autoscaling_config=scaling, ray_actor_options=actor)
 
 
 app = builder(build_app)
@@ -408,7 +425,6 @@ __all__ = [
     "MAX_EVENT_ID",
     "MAX_LISTED_CORPORA",
     "OUTSIDE_ROOTS",
-    "PAGE_PATH",
     "POLL_S",
     "ROUTE_PREFIX",
     "ResearchRequest",

@@ -6,12 +6,17 @@
   and TimeAgent answer themselves; GeneralKnowledgeAgent answers through the LLM layer when an LLM is
   configured; otherwise the answer says which agent would answer and that none is available here.
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
+- ``GET /router/`` the café chat page (deployments/pages.py), with a staff view of each routing.
 - ``GET /router/healthz``; ``/router/docs`` (OpenAPI).
 
-Each session lives in its own actor (``sessions/actor.py``), found by id and written through the store,
-so any replica serves any session and a replica or actor restart loses nothing. Sessions are bound to
-the API key that created them (deployments/security.py checks the key first): another key gets 404,
-never 403, so it cannot learn which ids exist. Without API keys the service has one client.
+Sessions are virtual actors hosted by this app's replicas (``sessions/gateway.py``): no process per
+session; every turn is written through the store before the answer, so any replica serves any
+session and a replica restart loses nothing. A client names its session in the
+``serve_multiplexed_model_id`` header (deployments/affinity.py) to reach the replica already hosting
+it. Routing runs in the replica (rules and dictionary loaded once per replica). A client holds at
+most ``sessions.max_per_client`` live sessions (429 beyond). Sessions are bound to the API key that
+created them (deployments/security.py checks the key first): another key gets 404, never 403, so it
+cannot learn which ids exist. Without API keys the service has one client.
 Malformed bodies and bad ids are 422 naming the field; a query over ``router.max_query_chars`` is 413.
 """
 
@@ -28,9 +33,10 @@ from ray.serve import Application
 from core.errors import ConfigError, InputError, MagiError, first_line
 from core.events import LogSink
 from core.settings import Settings
+from deployments.affinity import affinity_options
 from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
-from deployments.readiness import Check, store_check
+from deployments.readiness import Check, sessions_check, store_check
 from deployments.security import too_many
 from deployments.settings import ServeSettings
 from deployments.validation import field_check
@@ -39,9 +45,10 @@ from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, che
 from router.events import RouteDecided
 from router.metrics import count_route
 from router.settings import ROUTER_OPTIONS, RouterSettings
-from sessions.actor import SessionActor, SessionHandles, session_call
+from sessions.gateway import Admission, SessionHost
 from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
-from sessions.store import SessionRepository, admit_session, read_session
+from sessions.settings import SessionsSettings
+from sessions.store import SessionRepository
 
 log = logging.getLogger(__name__)
 DECISIONS = LogSink(logging.getLogger("router.decisions"))  # one JSON line per routed question
@@ -51,6 +58,7 @@ ROUTE_PREFIX = "/router"
 api = http_api(
     "MAGI Engineer Cafe router",
     "Routes a visitor's question to the agent that should answer it; sessions carry context.",
+    pages={"/": "cafe.html"},
 )
 
 
@@ -79,19 +87,28 @@ def _not_found(session_id: str) -> JSONResponse:
 @service(api, name="RouterService", max_ongoing_requests=256)
 class RouterService(AppService):
     def __init__(self, settings: Settings) -> None:
-        from core.runtime import RayRuntime
         from core.store import open_store
 
         super().__init__(settings)
         self._serve = ServeSettings.of(settings)
         self._section = RouterSettings.of(settings)
         self._policy = self._section.session_policy()
-        self._runtime = RayRuntime()
-        self._handles = SessionHandles()
         store = open_store(settings)
-        self._repo = SessionRepository(store)
+        sessions = SessionsSettings.of(settings)
+        self._sessions = SessionHost(
+            SessionRepository(store),
+            self._policy,
+            admission=Admission(SESSION_NAMESPACE, sessions.max_per_client),
+            max_active=sessions.max_active,
+            idle_s=sessions.idle_s,
+        )
+        self._passivation = asyncio.get_event_loop().create_task(self._sessions.passivate_forever())
         shared_router(self._section.confidence_threshold).route("warm up")  # rules and tokenizer loaded now
-        self.checks = [store_check(store), Check("rules", self._rules_loaded)]
+        self.checks = [
+            store_check(store),
+            Check("rules", self._rules_loaded),
+            sessions_check(lambda: len(self._sessions), lambda: self._passivation),
+        ]
 
     async def _rules_loaded(self) -> str:
         """The routing rules answer (loaded at start, shared by the requests)."""
@@ -109,17 +126,9 @@ class RouterService(AppService):
             return error_answer(422, f"invalid request: query: {first_line(exc)}", loc=("body", "query"))
 
     async def _turn(self, session_id: str, owner: str, turn: Turn | Reply) -> Any:
-        """The turn in the session's actor, found by the session's key (sessions.ids.session_key): the
-        client's own id, in the router's own namespace, never a name another client or system shares."""
-        return await session_call(
-            self._runtime,
-            self.settings,
-            session_key(SESSION_NAMESPACE, owner, session_id),
-            self._policy,
-            self._section.session_idle_s,
-            lambda handle: handle.call(SessionActor.update, owner, turn),
-            self._handles,
-        )
+        """The turn in the session hosted under its key (sessions.ids.session_key): the client's own id,
+        in the router's own namespace, never a name another client or system shares."""
+        return await self._sessions.update(session_key(SESSION_NAMESPACE, owner, session_id), owner, turn)
 
     async def _routed(self, body: RouteBody, request: Request, answer: bool) -> TurnOutcome | JSONResponse:
         query = self._query(body)
@@ -132,15 +141,11 @@ class RouterService(AppService):
             return invalid_option(exc)
         turn = Turn(query, section.confidence_threshold, self._policy, answer=answer)
         owner = self.caller(request)
-        key = session_key(SESSION_NAMESPACE, owner, body.session_id)
-        limit = self._serve.client_sessions
         try:
-            await asyncio.to_thread(admit_session, self._repo, key, owner, SESSION_NAMESPACE, limit, self._policy)
+            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn)
         except TooManySessionsError as exc:
             response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
             return response
-        try:
-            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn)
         except SessionNotFoundError:
             return _not_found(body.session_id)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
@@ -167,18 +172,33 @@ class RouterService(AppService):
             return outcome
         result = outcome.result
         answer, answered = outcome.answer, outcome.answer is not None
-        if not answered and result.agent == "GeneralKnowledgeAgent" and llm_configured(self.settings.llm):
+        configured, failed = llm_configured(self.settings.llm), False
+        if not answered and result.agent == "GeneralKnowledgeAgent" and configured:
             try:
-                answer = await general_answer(self.settings.llm, outcome.query, list(outcome.context))
+                answer = await general_answer(
+                    self.settings.llm,
+                    outcome.query,
+                    list(outcome.context),
+                    result.language,
+                    RouterSettings.of(self.settings).official_site,
+                )
             except MagiError as exc:
                 log.warning("GeneralKnowledgeAgent could not answer: %s", first_line(exc))
-                answer = None
+                answer, failed = None, True
             answered = answer is not None
             if answer is not None:
                 reply = Reply(answer, result.language, result.agent, self._policy)
                 await self._turn(body.session_id, self.caller(request), reply)
         if answer is None:
-            answer = unavailable_answer(result.agent, result.language)
+            answer = unavailable_answer(
+                result.agent,
+                result.language,
+                category=result.category,
+                request_type=result.request_type,
+                llm_configured=configured,
+                llm_failed=failed,
+                official_site=RouterSettings.of(self.settings).official_site,
+            )
         return JSONResponse(
             {
                 "route": result.model_dump(mode="json", by_alias=True),
@@ -196,7 +216,7 @@ class RouterService(AppService):
         owner = self.caller(request)
         key = session_key(SESSION_NAMESPACE, owner, session_id)
         try:
-            state = await asyncio.to_thread(read_session, self._repo, key, owner, self._policy)
+            state = await self._sessions.read(key, owner)
         except SessionNotFoundError:
             return _not_found(session_id)
         shown = state.model_dump(mode="json", by_alias=True, exclude={"owner", "revision", "history_from"})
@@ -205,7 +225,7 @@ class RouterService(AppService):
 
 def build_app(settings: Settings) -> Application:
     """The ``router`` Serve application for these settings (their store holds the sessions)."""
-    return bind(RouterService, settings, num_replicas=RouterSettings.of(settings).replicas)
+    return bind(RouterService, settings, num_replicas=RouterSettings.of(settings).replicas, **affinity_options())
 
 
 app = builder(build_app)

@@ -19,16 +19,17 @@ class ServeSettings(Section):
         64 * 1024, ge=1024, le=64 * 1024 * 1024, description="Largest request body accepted (413 above)."
     )
     queue_size: int = Field(
-        10, ge=1, le=10_000, description="Runs waiting per replica; a POST beyond it gets 429 with Retry-After."
+        10,
+        ge=1,
+        le=10_000,
+        description="Runs waiting per replica (at most queue_size × max_replicas in all); a POST beyond "
+        "gets 429 with Retry-After.",
     )
     retry_after_s: int = Field(30, ge=1, le=3600, description="Retry-After (seconds) sent with a 429.")
     corpus_roots: list[AbsolutePath] = Field(
         default_factory=list,
         description="Folders a request's 'corpus' may name (or lie under); empty: the bundled corpus and "
         "data_dir/corpora.",
-    )
-    client_sessions: int = Field(
-        200, ge=1, le=1_000_000, description="Live sessions one client (API key) may hold per system (429 above)."
     )
     client_in_flight: int = Field(
         4,
@@ -42,6 +43,13 @@ class ServeSettings(Section):
     max_replicas: int = Field(1, ge=1, le=100, description="Serve autoscaling: most replicas of an app.")
     target_queued_runs: int = Field(
         5, ge=1, le=10_000, description="Serve autoscaling: runs waiting per replica it aims for."
+    )
+    run_lease_s: float = Field(
+        30.0,
+        ge=1.0,
+        le=3600.0,
+        description="Lease of a research replica on the run it runs, renewed every third of it; a run "
+        "whose replica stopped renewing is taken over by another after this long.",
     )
     access_log: bool = Field(True, description="Log one line per HTTP request (method, path, status, time).")
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
 from core.events import Event
 
 CouncilPhaseName = Literal["thinking", "debate", "voting", "summary", "review"]
@@ -20,14 +23,28 @@ class PhaseStarted(Event):
     round: int | None = None
 
 
+class StanceShown(BaseModel):
+    """The position a sage took in an answer (blind vote, debate stance or final vote), so that a page
+    can show each sage's verdict as it comes in, before the deliberation ends."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
+    verdict: Literal["APPROVE", "DENY", "CONDITIONAL"]
+    confidence: float
+    reason: str
+    conditions: list[str] = Field(default_factory=list)
+
+
 class SageAnswered(Event):
-    """One sage's answer to a phase came back (``ok``) or failed (timeout, bad output, error)."""
+    """One sage's answer to a phase came back (``ok``, with its ``stance`` when the phase asks for one)
+    or failed (timeout, bad output, error)."""
 
     type: Literal["sage"] = "sage"
     sage: str
     phase: CouncilPhaseName
     round: int | None = None
     ok: bool
+    stance: StanceShown | None = None
 
 
 class CouncilDecided(Event):
@@ -59,6 +76,7 @@ __all__ = [
     "EventCallback",
     "PhaseStarted",
     "SageAnswered",
+    "StanceShown",
     "phase_progress",
     "round_percent",
 ]

@@ -249,7 +249,11 @@ class Deliberation(CamelModel):
 
     id: str
     question: str
+    language: Literal["ja", "en"] = "ja"  # of the request: every text for people is written in it
     seed: int
+    reproducible: bool = Field(
+        False, description="The seed was given (--seed): the same request replays exactly; JSON has no timings."
+    )
     threshold: str
     weighted: bool
     anonymous: bool
@@ -259,6 +263,9 @@ class Deliberation(CamelModel):
     llm_calls_saved: int = 0
     decision: Literal["APPROVE", "DENY", "CONDITIONAL", "NO_DECISION"]
     decision_reason: str
+    split: bool = Field(
+        False, description="No majority: the sages' positions differ and none is shared by two (see every vote)."
+    )
     exit_code: int
     votes: list[VoteRecord]
     conditions: list[Condition]

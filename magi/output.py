@@ -5,6 +5,11 @@ JSON is the :class:`~magi.models.Deliberation` in camelCase: ``decision``, ``exi
 ``debate`` (per round, per sage), ``conformity``, ``failures``, ``usage`` (per sage and phase, with
 cost) and ``usageTotal``, ``timings``, ``dissent``, plus the transcripts. Markdown shows the same,
 the minority positions in their own "Dissent" section.
+
+Markdown is written for the person who asked, in the request's language (labels from
+``data/magi/messages.yaml``): the decision, why (the final votes' reasons, attributed), the majority
+and the dissent, the conditions with who asked for them; a split with no majority is headlined as a
+split and shows every position. Identifiers (APPROVE, True/False) stay in the JSON.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Any
 
 from pydantic import Field
 
+from core.messages import Catalogue, Lang, catalogue, format_number, format_percent
 from core.models import CamelModel
-from magi.models import SAGES, Deliberation, SageName, Vote
+from magi.models import SAGES, Deliberation, SageName, Verdict, Vote, VoteRecord
 from magi.tally import Decision
 
 CAUTION: tuple[Decision, ...] = ("NO_DECISION", "DENY", "CONDITIONAL", "APPROVE")  # ties go to the first
@@ -57,126 +63,244 @@ def summarize_runs(deliberations: list[Deliberation]) -> RunsReport:
 
 
 def to_json(result: Deliberation | RunsReport) -> dict[str, Any]:
+    """The record as JSON; a seeded deliberation (``reproducible``) leaves out its wall-clock timings so
+    that the same seed and request give the same JSON."""
+    if isinstance(result, Deliberation) and result.reproducible:
+        return result.model_dump(mode="json", by_alias=True, exclude={"timings"})
     return result.model_dump(mode="json", by_alias=True)
 
 
-def _vote(vote: Vote | None) -> str:
-    if vote is None:
-        return "—"
-    return f"{vote.verdict.value} ({vote.confidence:.2f})"
+class _Writer:
+    """Labels of one language, and the small phrases every section repeats."""
+
+    def __init__(self, lang: Lang) -> None:
+        self.lang: Lang = lang
+        self.c: Catalogue = catalogue("magi")
+
+    def t(self, key: str, **fields: object) -> str:
+        return self.c.text(key, self.lang, **fields)
+
+    def verdict(self, verdict: Verdict) -> str:
+        return self.t(f"verdict.{verdict.value}")
+
+    def vote(self, vote: Vote | None) -> str:
+        if vote is None:
+            return self.t("vote.none")
+        return self.t("vote.cell", verdict=self.verdict(vote.verdict), confidence=self.number(vote.confidence, 2))
+
+    def number(self, value: float, digits: int = 0) -> str:
+        return format_number(value, self.lang, digits)
+
+    def position(self, sage: SageName, vote: Vote) -> str:
+        return self.t(
+            "position",
+            sage=sage.display,
+            verdict=self.verdict(vote.verdict),
+            confidence=self.number(vote.confidence, 2),
+            reason=vote.reason,
+        )
+
+    def sages(self, sages: list[SageName]) -> str:
+        return ("・" if self.lang == "ja" else ", ").join(s.display for s in sages)
 
 
-def _name(sage: SageName) -> str:
-    return sage.display
+def headline(d: Deliberation) -> str:
+    """The decision in the reader's words (a split is never called an approval)."""
+    w = _Writer(d.language)
+    return w.t("decision.split") if d.split else w.t(f"decision.{d.decision}")
+
+
+def _finals(d: Deliberation) -> dict[SageName, Vote]:
+    return {r.sage: r.final for r in d.votes if r.final is not None}
+
+
+def _rationale(d: Deliberation, w: _Writer) -> list[str]:
+    finals = _finals(d)
+    lines = [w.t("rationale.title"), ""]
+    if d.decision == "NO_DECISION":
+        return [*lines, w.t("rationale.no_decision"), ""]
+    if d.split:
+        lines += [w.t("rationale.split"), ""]
+        lines += [w.position(s, v) for s, v in finals.items()]
+        return [*lines, ""]
+    decided = Verdict(d.decision)
+    majority = {s: v for s, v in finals.items() if v.verdict is decided}
+    if majority:
+        key = "rationale.unanimous" if len(majority) == len(SAGES) else "rationale.majority"
+        lines += [w.t(key, n=len(majority), verdict=w.verdict(decided)), ""]
+        lines += [w.position(s, v) for s, v in majority.items()]
+    else:  # unanimity required and not reached, or a weighted count: show what was voted
+        lines += [w.t("rationale.unanimous_rule"), ""]
+        lines += [w.position(s, v) for s, v in finals.items()]
+    return [*lines, ""]
+
+
+def _tally_lines(d: Deliberation, w: _Writer) -> list[str]:
+    finals = list(_finals(d).values())
+    counts = ("・" if w.lang == "ja" else ", ").join(
+        w.t("count", verdict=w.verdict(v), n=sum(1 for f in finals if f.verdict is v)) for v in Verdict
+    ) or "—"
+    rule = "line.rule.weighted" if d.weighted else f"line.rule.{d.threshold}"
+    rounds = w.t("line.rounds", run=d.rounds_run, requested=d.rounds_requested)
+    if d.stopped_early:
+        why = "stopped.unanimous" if "unanimous" in d.stopped_early else "stopped.stable"
+        rounds += w.t("line.stopped", why=w.t(why), saved=d.llm_calls_saved)
+    return [
+        w.t("line.count", counts=counts, valid=len(finals), abstained=len(d.votes) - len(finals)),
+        w.t(rule),
+        rounds,
+        w.t("line.seed", seed=d.seed),
+        w.t("line.exit", code=d.exit_code),
+    ]
+
+
+def _change(record: VoteRecord, d: Deliberation, w: _Writer) -> str:
+    c = next((x for x in d.conformity if x.sage is record.sage), None)
+    if record.abstained:
+        return w.t("change.abstained", reason=record.abstain_reason or w.t("change.no_vote"))
+    if c is not None and c.flagged:
+        return w.t("change.unargued")
+    if c is not None and c.changed:
+        return w.t("change.argued", arguments="; ".join(c.arguments))
+    return w.t("change.same")
 
 
 def to_markdown(d: Deliberation) -> str:
-    lines = [
-        f"# MAGI decision: {d.decision}",
-        "",
-        f"> {d.question.splitlines()[0] if d.question.strip() else ''}",
-        "",
-        f"- exit code: {d.exit_code}",
-        f"- tally: {d.decision_reason}",
-        f"- rounds: {d.rounds_run} of {d.rounds_requested}"
-        + (f" (stopped early: {d.stopped_early}; {d.llm_calls_saved} LLM calls saved)" if d.stopped_early else ""),
-        f"- seed: {d.seed}; threshold: {d.threshold}{' (confidence-weighted)' if d.weighted else ''}",
-        "",
-        "## Votes",
-        "",
-        "| sage | blind | final | note |",
-        "|---|---|---|---|",
-    ]
-    flags = {c.sage: c for c in d.conformity}
-    for record in d.votes:
-        c = flags.get(record.sage)
-        note = "abstained: " + (record.abstain_reason or "no valid vote") if record.abstained else ""
-        if c is not None and c.flagged:
-            note = "⚠ changed without a new argument"
-        elif c is not None and c.changed:
-            note = "changed, citing: " + "; ".join(c.arguments)
-        lines.append(f"| {_name(record.sage)} | {_vote(record.blind)} | {_vote(record.final)} | {note} |")
+    w = _Writer(d.language)
+    question = d.question.splitlines()[0] if d.question.strip() else ""
+    lines = [w.t("title", decision=headline(d)), "", f"> {question}", "", *_tally_lines(d, w), ""]
+    lines += _rationale(d, w)
+    if d.dissent and not d.split:
+        lines += [w.t("dissent.title"), ""]
+        finals = _finals(d)
+        lines += [w.position(x.sage, finals[x.sage]) for x in d.dissent if x.sage in finals]
+        lines.append("")
     if d.conditions:
-        lines += ["", "## Conditions", ""]
-        lines += [f"- {c.text} ({', '.join(_name(s) for s in c.sages)})" for c in d.conditions]
-    if d.dissent:
-        lines += ["", "## Dissent", ""]
-        lines += [f"- {_name(x.sage)}: {x.verdict.value} — {x.reason}" for x in d.dissent]
-    lines += ["", "## Thinking", ""]
+        lines += [w.t("conditions.title"), ""]
+        if d.split:
+            lines += [w.t("conditions.split_note"), ""]
+        lines += [w.t("condition", text=c.text, sages=w.sages(c.sages)) for c in d.conditions]
+        lines.append("")
+    lines += [w.t("votes.title"), "", w.t("votes.header"), "|---|---|---|---|"]
+    for record in d.votes:
+        lines.append(
+            f"| {record.sage.display} | {w.vote(record.blind)} | {w.vote(record.final)} | {_change(record, d, w)} |"
+        )
+    lines += ["", w.t("thinking.title"), ""]
     for entry in d.thinking:
-        lines += [f"### {_name(entry.sage)}", "", entry.output.analysis, ""]
-        lines += [f"- {p}" for p in entry.output.key_points]
-        lines += ["", f"Blind vote: {_vote(entry.output.vote)} — {entry.output.vote.reason}", ""]
+        out = entry.output
+        lines += [f"### {entry.sage.display}", "", out.analysis, ""]
+        lines += [f"- {p}" for p in out.key_points]
+        lines += ["", w.t("thinking.blind", vote=w.vote(out.vote), reason=out.vote.reason), ""]
     for rnd in d.debate:
-        lines += [f"## Debate round {rnd.round}", ""]
+        lines += [w.t("debate.title", round=rnd.round), ""]
         for e in rnd.entries:
-            seen = ", ".join(f"{p.label} = {_name(p.sage)}" for p in e.peers)
-            lines += [f"### {_name(e.sage)} (saw {seen})", ""]
-            lines += [f"- rebuttal to {r.peer}: {r.point}" for r in e.turn.rebuttals]
-            lines += [f"- addition: {a}" for a in e.turn.additions]
-            changed = " (changed)" if e.stance_changed else ""
-            lines += [f"- stance: {_vote(e.turn.stance)}{changed} — {e.turn.stance.reason}", ""]
-    lines += [
-        "## Conformity",
-        "",
-        "| sage | blind → final | changed | new argument | flagged |",
-        "|---|---|---|---|---|",
-    ]
-    for c in d.conformity:
-        arrow = f"{c.blind.value if c.blind else '—'} → {c.final.value if c.final else '—'}"
-        lines.append(f"| {_name(c.sage)} | {arrow} | {c.changed} | {c.new_argument} | {'⚠' if c.flagged else ''} |")
+            names = {p.label: p.sage.display for p in e.peers}
+            lines += [f"### {e.sage.display}", ""]
+            lines += [
+                w.t("debate.rebuttal", peer=names.get(r.peer, w.t("debate.peer_unknown")), point=r.point)
+                for r in e.turn.rebuttals
+            ]
+            lines += [w.t("debate.addition", text=a) for a in e.turn.additions]
+            changed = w.t("debate.changed") if e.stance_changed else ""
+            lines += [
+                w.t("debate.stance", vote=w.vote(e.turn.stance), changed=changed, reason=e.turn.stance.reason),
+                "",
+            ]
     if d.failures:
-        lines += ["", "## Failures", ""]
+        lines += [w.t("failures.title"), ""]
         for f in d.failures:
-            where = f"{f.phase}" + (f" round {f.round}" if f.round else "")
-            lines.append(f"- {_name(f.sage)} in {where}: {f.kind}: {f.message}")
+            phase = w.t("phase.round", round=f.round) if f.round else w.t(f"phase.{f.phase}")
+            kind = w.t(f"failure.{f.kind}")
+            lines.append(w.t("failure", sage=f.sage.display, phase=phase, kind=kind, message=f.message))
+        lines.append("")
     if d.context:
-        lines += ["", "## Context summaries", ""]
-        lines += [f"- {_name(c.sage)} before {c.phase}: {c.turns} turn(s) summarised ({c.method})" for c in d.context]
+        lines += [w.t("context.title"), ""]
+        lines += [
+            w.t(
+                "context.line",
+                sage=c.sage.display,
+                phase=w.t(f"phase.{c.phase}"),
+                turns=c.turns,
+                method=w.t(f"method.{c.method}"),
+            )
+            for c in d.context
+        ]
+        lines.append("")
+    lines += _usage(d, w)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _cost(value: float | str, w: _Writer) -> str:
+    return w.t("usage.cost_unknown") if value == "unknown" else f"${float(value):,.4f}"
+
+
+def _usage(d: Deliberation, w: _Writer) -> list[str]:
     total = d.usage_total
-    cost = total.cost_usd if total.cost_usd == "unknown" else f"${total.cost_usd:.4f}"
-    lines += [
+    lines = [
+        w.t("usage.title"),
         "",
-        "## Usage",
-        "",
-        f"{total.calls} LLM calls, {total.input_tokens} in / {total.output_tokens} out tokens, cost {cost}",
+        w.t(
+            "usage.total",
+            calls=w.number(total.calls),
+            input=w.number(total.input_tokens),
+            output=w.number(total.output_tokens),
+            cost=_cost(total.cost_usd, w),
+        ),
         "",
     ]
     if d.sages:
-        lines += ["| sage | provider | model |", "|---|---|---|"]
-        lines += [f"| {_name(m.sage)} | {m.provider or '—'} | {m.model} |" for m in d.sages]
+        lines += [w.t("usage.models_header"), "|---|---|---|"]
+        lines += [f"| {m.sage.display} | {m.provider or '—'} | {m.model} |" for m in d.sages]
         lines.append("")
-    lines += ["| sage | phase | calls | in | out | cost |", "|---|---|---|---|---|---|"]
+    lines += [w.t("usage.header"), "|---|---|---|---|---|---|"]
     for u in d.usage:
         lines.append(
-            f"| {_name(u.sage)} | {u.phase} | {u.calls} | {u.input_tokens} | {u.output_tokens} | {u.cost_usd} |"
+            f"| {u.sage.display} | {w.t(f'phase.{u.phase}')} | {w.number(u.calls)} | {w.number(u.input_tokens)} "
+            f"| {w.number(u.output_tokens)} | {_cost(u.cost_usd, w)} |"
         )
-    t = d.timings
-    debate_ms = "+".join(str(x) for x in t.debate_ms) or "0"
-    lines += [
-        "",
-        f"Timings: total {t.total_ms} ms (thinking {t.thinking_ms}, debate {debate_ms}, voting {t.voting_ms})",
-    ]
-    return "\n".join(lines) + "\n"
+    if not d.reproducible:
+        t = d.timings
+        debate = "+".join(w.number(x) for x in t.debate_ms) or "0"
+        lines += [
+            "",
+            w.t(
+                "timings",
+                total=w.number(t.total_ms),
+                thinking=w.number(t.thinking_ms),
+                debate=debate,
+                voting=w.number(t.voting_ms),
+            ),
+        ]
+    return lines
 
 
 def runs_markdown(report: RunsReport) -> str:
+    first = report.deliberations[0] if report.deliberations else None
+    w = _Writer(first.language if first else "ja")
+    decision = w.t(f"decision.{report.decision}")
+    sep = "・" if w.lang == "ja" else ", "
+    distribution = sep.join(f"{w.t(f'decision.{k}')} {v}" for k, v in report.distribution.items())
     lines = [
-        f"# MAGI decision over {report.runs} runs: {report.decision}",
+        w.t("runs.title", runs=report.runs, decision=decision),
         "",
-        f"- exit code: {report.exit_code}",
-        "- distribution: " + ", ".join(f"{k} {v}" for k, v in report.distribution.items()),
-        f"- agreement: {report.agreement:.0%}; flip rate (blind → final): {report.flip_rate:.0%}; "
-        f"unargued flips: {report.unargued_flips}",
+        w.t("line.exit", code=report.exit_code),
+        w.t("runs.distribution", distribution=distribution),
+        w.t(
+            "runs.agreement",
+            agreement=format_percent(report.agreement, w.lang),
+            flips=format_percent(report.flip_rate, w.lang),
+            unargued=report.unargued_flips,
+        ),
         "",
-        "| run | seed | decision | votes (final) |",
+        w.t("runs.header"),
         "|---|---|---|---|",
     ]
     for i, d in enumerate(report.deliberations, start=1):
         finals = {v.sage: v.final for v in d.votes}
-        votes = ", ".join(f"{s.display} {_vote(finals.get(s))}" for s in SAGES)
-        lines.append(f"| {i} | {d.seed} | {d.decision} | {votes} |")
+        votes = sep.join(f"{s.display} {w.vote(finals.get(s))}" for s in SAGES)
+        lines.append(f"| {i} | {d.seed} | {headline(d)} | {votes} |")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CAUTION", "EXIT_OF", "RunsReport", "runs_markdown", "summarize_runs", "to_json", "to_markdown"]
+__all__ = ["CAUTION", "EXIT_OF", "RunsReport", "headline", "runs_markdown", "summarize_runs", "to_json", "to_markdown"]

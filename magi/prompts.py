@@ -13,11 +13,13 @@ from core.policy import PolicyModel, load_policy
 from core.resources import data_path
 
 FIELDS = {
-    "thinking": {"session", "question"},
-    "debate": {"session", "round", "rounds", "source", "peers"},
-    "voting": {"session", "peers", "blind"},
+    "thinking": {"session", "question", "language", "labels"},
+    "debate": {"session", "round", "rounds", "source", "peers", "language", "labels"},
+    "voting": {"session", "peers", "blind", "language", "labels"},
     "summary": {"turns"},
+    "labels": set(),
 }
+LANGUAGE_NAMES = {"ja": "Japanese", "en": "English"}
 
 
 def _fields(template: str) -> set[str]:
@@ -31,6 +33,7 @@ class Prompts(PolicyModel):
     debate: str
     voting: str
     summary: str
+    labels: str
 
     @model_validator(mode="after")
     def _known_fields(self) -> Prompts:
@@ -54,4 +57,4 @@ def bundled_prompts() -> Prompts:
     return load_prompts()
 
 
-__all__ = ["FIELDS", "Prompts", "bundled_prompts", "load_prompts"]
+__all__ = ["FIELDS", "LANGUAGE_NAMES", "Prompts", "bundled_prompts", "load_prompts"]

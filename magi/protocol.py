@@ -19,6 +19,7 @@ call, invalid output) is recorded per sage and phase, and the others go on.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import re
@@ -30,6 +31,8 @@ from typing import Any, Literal
 
 from core.errors import first_line
 from core.llm import LLMClient
+from core.llm.fencing import fence
+from core.messages import language_of
 from core.runtime import Runtime
 from core.settings import Settings
 from magi.context import estimate_tokens, truncate_text
@@ -40,6 +43,7 @@ from magi.events import (
     EventCallback,
     PhaseStarted,
     SageAnswered,
+    StanceShown,
     phase_progress,
 )
 from magi.metrics import DELIBERATIONS, PHASE_SECONDS, SAGE_FAILURES, UNARGUED_FLIPS
@@ -68,11 +72,11 @@ from magi.models import (
     VoteRecord,
 )
 from magi.personas import system_prompts
-from magi.prompts import bundled_prompts
+from magi.prompts import LANGUAGE_NAMES, bundled_prompts
 from magi.sage import Sage
 from magi.seats import STARTUP_TIMEOUT_S, Seats
 from magi.settings import CouncilSettings
-from magi.tally import decision_name, exit_code, merge_conditions, tally
+from magi.tally import decision_name, exit_code, is_split, merge_conditions, tally
 
 FailureKind = Literal["exception", "timeout", "invalid_output"]
 LABELS = ("Sage A", "Sage B")
@@ -185,7 +189,8 @@ class _State:
         """The question again for a sage with no answer in its history yet (its Thinking failed)."""
         if sage in self.answered:
             return ""
-        return f"The request under deliberation (your earlier answer failed, so here it is again):\n{self.question}\n\n"
+        again = fence(self.question, "REQUEST")
+        return f"The request under deliberation, as data (your earlier answer failed, here it is again):\n{again}\n\n"
 
     def emit(self, event: CouncilEvent) -> None:
         if self.on_event is not None:
@@ -223,7 +228,7 @@ class _State:
             if self.settings.anonymous:
                 text = scrub_names(text, labels, viewer)
             blocks.append(f"### {labels[peer]}\n{text}")
-        return "\n\n".join(blocks)
+        return fence("\n\n".join(blocks), "PEERS")
 
     def views(self, viewer: SageName) -> list[PeerView]:
         return [
@@ -292,7 +297,8 @@ class _State:
                 else:
                     answers[sage] = reply.output
                     self.answered.add(sage)
-            self.emit(SageAnswered(sage=sage.value, phase=phase, round=round, ok=sage in answers))
+            stance = _stance_of(answers.get(sage))
+            self.emit(SageAnswered(sage=sage.value, phase=phase, round=round, ok=sage in answers, stance=stance))
         return answers
 
     async def recover(self, sage: SageName, error: BaseException) -> None:
@@ -308,6 +314,19 @@ class _State:
         logging.getLogger(__name__).warning("sage %s failed in %s: %s", sage.display, phase, message)
         self.failures.append(Failure(sage=sage, phase=phase, round=round, kind=kind, message=message))
         SAGE_FAILURES.inc(phase=phase, kind=kind)
+
+
+def _stance_of(output: Mapping[str, Any] | None) -> StanceShown | None:
+    """The vote inside a phase's output (Thinking's ``vote``, Debate's ``stance``, or the Vote itself)."""
+    if output is None:
+        return None
+    vote = output.get("vote") or output.get("stance") or output
+    if not isinstance(vote, Mapping) or "verdict" not in vote:
+        return None
+    try:
+        return StanceShown.model_validate(dict(vote))
+    except ValueError:
+        return None
 
 
 def _norm(text: str) -> str:
@@ -345,6 +364,12 @@ def _dissent(decision: Verdict | None, finals: Mapping[SageName, Vote | None]) -
     ]
 
 
+def record_id(seed: int, question: str) -> str:
+    """The deliberation's id, from its seed and request: the same seeded request is the same record
+    (the sages' actor keys use a random run id, so two concurrent runs never share actors)."""
+    return hashlib.sha256(f"{seed}|{question}".encode()).hexdigest()[:12]
+
+
 def _sage_models(usage: list[PhaseUsage]) -> list[SageModel]:
     """Each sage's provider and model, as its answers reported them (the last phase that answered)."""
     found = {u.sage: SageModel(sage=u.sage, provider=u.provider, model=u.model) for u in usage if u.model}
@@ -365,7 +390,8 @@ async def deliberate(
     """Run one deliberation on ``question``; ``clients`` (tests) replace the configured LLM per sage;
     ``sequential`` asks the sages one after the other (the benchmark's baseline, like the origin)."""
     cfg = CouncilSettings.of(settings)
-    seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31))
+    given = seed if seed is not None else cfg.seed
+    seed = given if given is not None else random.SystemRandom().randrange(2**31)
     run_id = uuid.uuid4().hex[:12]
     prompts = bundled_prompts()
     systems = system_prompts(overrides)
@@ -374,6 +400,8 @@ async def deliberate(
     state = _State(cfg, seed, question, seats, runtime, on_event, sequential=sequential)
     state.labels = {s: peer_labels(s, seed, anonymous=cfg.anonymous, shuffle=cfg.shuffle_peers) for s in SAGES}
     session = f"s{seed}"  # the seed, not the run id: the same seed replays the same scripted deliberation
+    language = language_of(question)
+    words = {"language": LANGUAGE_NAMES[language], "labels": prompts.labels.strip()}
     timings = Timings()
     try:
         # A conversation on each resident sage (its actor starts only on the cluster's first use).
@@ -384,7 +412,8 @@ async def deliberate(
         state.phase("thinking")
         t0 = time.monotonic()
         raw = await state.ask(
-            "thinking", {s: prompts.thinking.format(session=session, question=question) for s in SAGES}
+            "thinking",
+            {s: prompts.thinking.format(session=session, question=fence(question, "REQUEST"), **words) for s in SAGES},
         )
         timings.thinking_ms = int((time.monotonic() - t0) * 1000)
         thinking: dict[SageName, ThinkingOutput] = {s: ThinkingOutput.model_validate(o) for s, o in raw.items()}
@@ -410,7 +439,7 @@ async def deliberate(
             asks = {
                 s: state.intro(s)
                 + prompts.debate.format(
-                    session=session, round=k, rounds=cfg.rounds, source=source, peers=state.peers_block(s)
+                    session=session, round=k, rounds=cfg.rounds, source=source, peers=state.peers_block(s), **words
                 )
                 for s in SAGES
             }
@@ -447,7 +476,7 @@ async def deliberate(
             b = blind.get(sage)
             shown = f"{b.verdict.value} (confidence {b.confidence:.2f})" if b else "not cast (your Thinking failed)"
             asks[sage] = state.intro(sage) + prompts.voting.format(
-                session=session, peers=state.peers_block(sage), blind=shown
+                session=session, peers=state.peers_block(sage), blind=shown, **words
             )
         raw = await state.ask("voting", asks)
         timings.voting_ms = int((time.monotonic() - t0) * 1000)
@@ -477,8 +506,10 @@ async def deliberate(
     )
     return _count_flips(
         Deliberation(
-            id=run_id,
+            id=record_id(seed, question),
+            reproducible=given is not None,
             question=question,
+            language=language,
             seed=seed,
             threshold=cfg.threshold,
             weighted=cfg.weighted,
@@ -489,6 +520,7 @@ async def deliberate(
             llm_calls_saved=saved,
             decision=decision_name(decision),
             decision_reason=reason,
+            split=is_split(finals, decision),
             exit_code=exit_code(decision),
             votes=votes,
             conditions=merge_conditions(finals),
@@ -526,6 +558,7 @@ __all__ = [
     "deliberate",
     "peer_labels",
     "peer_order",
+    "record_id",
     "scrub_names",
     "thinking_text",
 ]

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from core.errors import LLMOutputError
 from core.llm import LLMClient, Message, UsageMeter, generate, make_llm
 from core.llm.factory import MeteredClient
+from core.llm.fencing import fence
 from core.settings import LLMSettings
 from magi.context import ContextManager, truncate_text
 from magi.models import DebateTurn, Phase, SageName, SageReply, Summary, ThinkingOutput, Vote
@@ -127,7 +128,7 @@ class Sage:
         return found
 
     async def _summarize(self, conversation: Conversation, client: LLMClient, turns: str) -> str:
-        prompt = bundled_prompts().summary.format(turns=turns)
+        prompt = bundled_prompts().summary.format(turns=fence(turns, "TURNS"))
         result = await generate(
             client,
             system=conversation.system,

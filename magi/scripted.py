@@ -32,6 +32,7 @@ from typing import Any
 
 from core.errors import LLMError
 from core.llm.base import LLMRequest, LLMResponse, Usage
+from core.llm.fencing import fenced
 from magi.context import estimate_tokens
 from magi.models import SageName, Verdict
 
@@ -52,7 +53,8 @@ _DIRECTIVE = re.compile(r"magi-script:([^\n]*)")
 
 def marker(sage: SageName | str, phase: str, round: int = 0) -> str:
     """A token the scripted answer of ``sage`` in ``phase`` carries (no sage name in it: anonymity
-    scrubbing leaves it intact), so tests can see whose text reached whom."""
+    scrubbing leaves it intact), so tests can see whose text reached whom (English answers only: a
+    Japanese answer is meant to read clean)."""
     return f"<<{CODES[SageName(sage)]}-{phase}{round or ''}>>"
 
 
@@ -135,20 +137,42 @@ class _Turn:
         return blind, False
 
 
+CONDITIONS_JA = {
+    SageName.MELCHIOR: ["事前に決めた基準値と比べて効果を測定すること"],
+    SageName.BALTHASAR: ["検証済みの切り戻し手順を用意すること", "先にセキュリティへの影響を確認すること"],
+    SageName.CASPER: ["まず一部の利用者に限定して提供すること"],
+}
+LEAN_JA = {SageName.MELCHIOR: "論理", SageName.BALTHASAR: "保護", SageName.CASPER: "実利"}
+VERDICT_JA = {Verdict.APPROVE: "承認", Verdict.DENY: "否決", Verdict.CONDITIONAL: "条件付き承認"}
+
+
+def _japanese(turn: _Turn) -> bool:
+    """Whether the prompt asks for Japanese text (the council's output-language instruction)."""
+    return "in Japanese." in turn.prompt
+
+
 def _vote(turn: _Turn, verdict: Verdict, changed: bool, phase: str, step: int | None) -> dict[str, Any]:
     title = turn.sage.display
+    ja = _japanese(turn)
     conditions = []
     if verdict is Verdict.CONDITIONAL:
-        conditions = {
-            SageName.MELCHIOR: ["measure the outcome against a stated baseline"],
-            SageName.BALTHASAR: ["keep a tested rollback plan", "review the security impact first"],
-            SageName.CASPER: ["ship to a small group of users first"],
-        }[turn.sage]
+        conditions = (
+            CONDITIONS_JA
+            if ja
+            else {
+                SageName.MELCHIOR: ["measure the outcome against a stated baseline"],
+                SageName.BALTHASAR: ["keep a tested rollback plan", "review the security impact first"],
+                SageName.CASPER: ["ship to a small group of users first"],
+            }
+        )[turn.sage]
     silent = turn.directive is not None and turn.directive.silent
     arguments = [] if silent or not changed else [f"{title} weighed a point raised in {phase} {step or ''}".strip()]
+    reason = f"{title}: {verdict.value.lower()} from its {LEAN_WORDS[turn.sage]} view"
+    if ja:
+        reason = f"{title}: {LEAN_JA[turn.sage]}の観点から{VERDICT_JA[verdict]}とする"
     return {
         "verdict": verdict.value,
-        "reason": f"{title}: {verdict.value.lower()} from its {LEAN_WORDS[turn.sage]} view",
+        "reason": reason,
         "confidence": round(0.55 + 0.4 * turn.rng(f"confidence{step}").random(), 2),
         "conditions": conditions,
         "new_arguments": arguments,
@@ -159,12 +183,22 @@ LEAN_WORDS = {SageName.MELCHIOR: "logical", SageName.BALTHASAR: "protective", Sa
 
 
 def _answer(turn: _Turn, name: str) -> dict[str, Any]:
+    ja = _japanese(turn)
     if name == "ThinkingOutput":
         verdict, _ = turn.verdict(0)
+        analysis = (
+            f"{turn.sage.display} considers the request {marker(turn.sage, 'thinking')}: "
+            f"its {LEAN_WORDS[turn.sage]} reading points to {verdict.value}."
+        )
+        points = [f"{LEAN_WORDS[turn.sage]} point {i}" for i in (1, 2)]
+        if ja:
+            analysis = (
+                f"{turn.sage.display}は依頼を検討した: {LEAN_JA[turn.sage]}の観点からは{VERDICT_JA[verdict]}が妥当。"
+            )
+            points = [f"{LEAN_JA[turn.sage]}の論点{i}" for i in (1, 2)]
         return {
-            "analysis": f"{turn.sage.display} considers the request {marker(turn.sage, 'thinking')}: "
-            f"its {LEAN_WORDS[turn.sage]} reading points to {verdict.value}.",
-            "key_points": [f"{LEAN_WORDS[turn.sage]} point {i}" for i in (1, 2)],
+            "analysis": analysis,
+            "key_points": points,
             "vote": _vote(turn, verdict, False, "thinking", 0),
         }
     if name == "DebateTurn":
@@ -173,9 +207,11 @@ def _answer(turn: _Turn, name: str) -> dict[str, Any]:
         verdict, _ = turn.verdict(step)
         previous, _ = turn.verdict(step - 1)
         labels = re.findall(r"^### (.+)$", turn.prompt, flags=re.MULTILINE)
+        objection = f"{LEAN_JA[turn.sage]}の観点からの異論" if ja else f"{LEAN_WORDS[turn.sage]} objection"
+        addition = f"{LEAN_JA[turn.sage]}の観点からの補足" if ja else "addition"
         return {
-            "rebuttals": [{"peer": label, "point": f"{LEAN_WORDS[turn.sage]} objection"} for label in labels[:2]],
-            "additions": [f"addition {marker(turn.sage, 'round', step)}"],
+            "rebuttals": [{"peer": label, "point": objection} for label in labels[:2]],
+            "additions": [addition if ja else f"{addition} {marker(turn.sage, 'round', step)}"],
             "stance": _vote(turn, verdict, verdict is not previous, "round", step),
         }
     if name == "Vote":
@@ -194,7 +230,6 @@ def _answer(turn: _Turn, name: str) -> dict[str, Any]:
 
 _TEMPLATE = re.compile(r"<<<TEMPLATE\n(.*?)\nTEMPLATE>>>", re.DOTALL)
 _DRAFT = re.compile(r"<<<DRAFT\n(.*?)\nDRAFT>>>", re.DOTALL)
-_REQUEST = re.compile(r"Request:\n(.*?)\n\n", re.DOTALL)
 _DOCUMENT = re.compile(r"(?:Write|Revise) the (\w+) document")
 _PLACEHOLDER = re.compile(r"\{\{([A-Z0-9_]+)\}\}")
 _EXAMPLE = re.compile(r"\[([a-z][a-z /]*)\]")
@@ -213,8 +248,8 @@ SDD_VERDICTS = {SageName.MELCHIOR: "CONDITIONAL", SageName.BALTHASAR: "CONDITION
 
 
 def _sdd_head(prompt: str) -> str:
-    match = _REQUEST.search(prompt)
-    text = match.group(1).strip() if match else "the request"
+    found = fenced(prompt, "REQUEST")
+    text = found[0].strip() if found and found[0].strip() else "the request"
     return text.splitlines()[0][:80]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 import uuid
 from collections.abc import Mapping
 from functools import cache
@@ -32,18 +33,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.errors import ConfigError, InputError, first_line
 from core.files import atomic_write_text
 from core.llm import LLMClient, Message, generate, make_llm
+from core.llm.fencing import fence
+from core.messages import catalogue, language_of
 from core.models import CamelModel
 from core.policy import PolicyModel, load_policy
 from core.resources import data_path
 from core.runtime import Runtime
 from core.settings import Settings
 from magi.executor import CommandResult, run_command
-from magi.models import SAGES, Failure, SageName, Verdict
+from magi.models import SAGES, Failure, SageName, Verdict, Vote
 from magi.personas import system_prompts
 from magi.plugins import Plugin, overrides_for
 from magi.sage import Sage
 from magi.seats import Seats
-from magi.settings import CouncilSettings
+from magi.settings import CouncilSettings, Threshold
+from magi.tally import NO_DECISION_EXIT, decision_name, exit_code, is_split, tally
 
 DRAFT_ROLE = "magi.sdd"
 DocumentName = Literal["requirements", "design", "tasks"]
@@ -122,30 +126,69 @@ class SpecResult(CamelModel):
     reviews: list[SageReview]
     addressed: dict[str, list[int]]
     failures: list[Failure]
-    exit_code: int = 0
+    language: Literal["ja", "en"] = "ja"
+    decision: Literal["APPROVE", "DENY", "CONDITIONAL", "NO_DECISION"] = "NO_DECISION"
+    split: bool = False
+    exit_code: int = NO_DECISION_EXIT  # follows the review's decision like `magi ask`
 
     def markdown(self) -> str:
-        lines = [f"# Spec: {self.feature}", "", f"- folder: {self.folder}"]
+        c, lang = catalogue("magi"), self.language
+        decision = c.text("decision.split" if self.split else f"decision.{self.decision}", lang)
+        lines = [
+            c.text("spec.title", lang, feature=self.feature),
+            "",
+            c.text("spec.decision", lang, decision=decision, code=self.exit_code),
+            c.text("spec.folder", lang, folder=self.folder),
+        ]
         if self.installed:
-            lines.append("- cc-sdd templates installed: " + " ".join(self.install.argv if self.install else []))
+            argv = " ".join(self.install.argv if self.install else [])
+            lines.append(c.text("spec.installed", lang, argv=argv))
         lines += [f"- {f}" for f in self.files]
         for review in self.reviews:
-            lines += ["", f"## {review.sage.display}: {review.verdict.value}", "", review.summary, ""]
-            lines += [f"- [{f.severity}] {f.document}: {f.finding}" for f in review.findings]
+            verdict = c.text(f"verdict.{review.verdict.value}", lang)
+            lines += [
+                "",
+                c.text("spec.review", lang, sage=review.sage.display, verdict=verdict),
+                "",
+                review.summary,
+                "",
+            ]
+            lines += [
+                c.text(
+                    "spec.finding",
+                    lang,
+                    severity=c.text(f"severity.{f.severity}", lang),
+                    document=f.document,
+                    finding=f.finding,
+                )
+                for f in review.findings
+            ]
         for failure in self.failures:
-            lines.append(f"- review by {failure.sage.display} failed: {failure.kind}: {failure.message}")
+            kind = c.text(f"failure.{failure.kind}", lang)
+            lines.append(c.text("spec.failed", lang, sage=failure.sage.display, kind=kind, message=failure.message))
         return "\n".join(lines) + "\n"
 
 
 def feature_name(request: str, given: str | None = None) -> str:
-    """A folder name: ``--feature`` as given (checked), else ASCII words of the request, else a hash."""
+    """A readable folder name: ``--feature`` as given (checked), else the words of the request's first
+    line (any script: 「ログイン機能を追加」 stays Japanese) joined by '-', else a hash."""
     if given is not None:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", given):
+        if not re.fullmatch(r"[^\W_][\w-]{0,63}", given) or "_" in given or given != given.lower():
             raise InputError(f"--feature {given!r}: use lower-case letters, digits and '-' (at most 64)")
         return given
-    words = re.findall(r"[a-z0-9]+", request.lower())
+    first = unicodedata.normalize("NFKC", request.strip().splitlines()[0] if request.strip() else "")
+    words = re.findall(r"[^\W_]+", first.lower())
     slug = "-".join(words)[:48].strip("-")
     return slug or "feature-" + hashlib.sha256(request.encode()).hexdigest()[:8]
+
+
+def review_decision(reviews: list[SageReview], threshold: Threshold = "majority") -> tuple[Verdict | None, bool]:
+    """The council's decision on the draft, by the same tally as ``magi ask`` (and whether it is split)."""
+    votes: dict[SageName, Vote | None] = {s: None for s in SAGES}
+    for review in reviews:
+        votes[review.sage] = Vote(verdict=review.verdict, reason=review.summary or "-", confidence=1.0)
+    decision, _ = tally(votes, threshold)
+    return decision, is_split(votes, decision)
 
 
 async def ensure_templates(plugin: Plugin, options: SddOptions, workdir: Path) -> CommandResult | None:
@@ -197,7 +240,7 @@ async def _draft(client: LLMClient, request: str, options: SddOptions, workdir: 
         context = "\n\n".join(f"## {name}.md\n{text}" for name, text in drafts.items()) or "(none yet)"
         prompt = prompts.draft.format(
             document=document,
-            request=request,
+            request=fence(request, "REQUEST"),
             template=template,
             rules=rules if document == "requirements" else "Stay consistent with the documents above.",
             context=context,
@@ -237,7 +280,7 @@ async def _review(
     try:
         await seats.open()
         draft = "\n\n".join(f"# {name}.md\n\n{text}" for name, text in drafts.items())
-        prompt = sdd_prompts().review.format(request=request, draft=draft)
+        prompt = sdd_prompts().review.format(request=fence(request, "REQUEST"), draft=draft)
         outcomes = await runtime.gather([seats.call(s, Sage.ask, "review", prompt) for s in SAGES], cfg.timeout_s)
     finally:
         await seats.close()
@@ -343,7 +386,12 @@ async def spec_workflow(
         files.append(atomic_write_text(folder / f"{document}.md", text))
         atomic_write_text(folder / "drafts" / f"{document}.md", drafts[document])
     files.append(atomic_write_text(folder / "review.md", _record(request, reviews, failures, addressed)))
+    decision, split = review_decision(reviews, CouncilSettings.of(settings).threshold)
     result = SpecResult(
+        language=language_of(request),
+        decision=decision_name(decision),
+        split=split,
+        exit_code=exit_code(decision),
         feature=name,
         folder=str(folder),
         installed=install is not None,
@@ -370,6 +418,7 @@ __all__ = [
     "SpecResult",
     "ensure_templates",
     "feature_name",
+    "review_decision",
     "sdd_prompts",
     "spec_workflow",
 ]

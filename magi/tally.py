@@ -55,6 +55,15 @@ def merge_conditions(votes: Mapping[SageName, Vote | None]) -> list[Condition]:
     return list(merged.values())
 
 
+def is_split(votes: Mapping[SageName, Vote | None], decision: Verdict | None) -> bool:
+    """A CONDITIONAL outcome that no two sages voted for: the council is split, not conditionally for it
+    (APPROVE / DENY / CONDITIONAL, or two votes that differ). Shown as a split, never as an approval."""
+    if decision is not Verdict.CONDITIONAL:
+        return False
+    valid = [v.verdict for v in votes.values() if v is not None]
+    return all(valid.count(verdict) < MAJORITY for verdict in Verdict)
+
+
 def tally(
     votes: Mapping[SageName, Vote | None],
     threshold: Threshold = "majority",
@@ -101,6 +110,7 @@ __all__ = [
     "Decision",
     "decision_name",
     "exit_code",
+    "is_split",
     "merge_conditions",
     "tally",
 ]

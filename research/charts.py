@@ -2,9 +2,11 @@
 
 A claim key is ``subject/attribute@period`` (:func:`nlp.conflicts.claim_key`). When the verified claims
 state one subject's attribute for two or more periods (価格転嫁率 in 2024-03, 2024-09, 2025-03), the
-report draws the series with matplotlib and links the picture from ``report.md``. Labels are Japanese,
-so the figure needs a Japanese font, found by file (:mod:`core.fonts`); without one the labels would be
-boxes, so the engine leaves the charts out and the report says so, with the command that adds them.
+report draws the series with matplotlib and links the picture from ``report.md``. Its title and axes
+name the series and its unit in the report's language (research/labels.py), never the claim key.
+Labels may be Japanese, so the figure needs a Japanese font, found by file (:mod:`core.fonts`);
+without one the labels would be boxes, so the engine leaves the charts out and the report says so,
+with the command that adds them.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from pydantic import BaseModel
 
 from core.files import atomic_write_bytes
 from core.fonts import find_japanese_font, missing_font_message
+from core.messages import Lang, catalogue
 from nlp.values import parse_values
 from research.evidence import EvidencedClaim
+from research.labels import attribute_label, series_label, unit_label
 
 MIN_POINTS = 2
 _KEY = re.compile(r"^(?P<series>[^@]+)@(?P<period>\d{4}(?:-\d{2})?(?:-\d{2})?)")
@@ -34,11 +38,15 @@ class ChartRef(BaseModel):
     file: str
     key: str
     points: list[tuple[str, float, str]]  # (period, value, figure as written)
+    x_label: str = ""
+    y_label: str = ""
 
 
-def chart_refs(claims: Sequence[EvidencedClaim]) -> list[ChartRef]:
-    """The series worth drawing: verified claims grouped by subject/attribute, dated, two periods or more."""
+def chart_refs(claims: Sequence[EvidencedClaim], lang: Lang = "ja") -> list[ChartRef]:
+    """The series worth drawing: verified claims grouped by subject/attribute, dated, two periods or more;
+    titled and labelled in ``lang``."""
     best: dict[str, dict[str, tuple[float, float, str]]] = {}
+    units: dict[str, tuple[str, str | None]] = {}
     for claim in claims:
         match = _KEY.match(claim.key or "")
         if not (match and claim.supporting and claim.values):
@@ -47,6 +55,7 @@ def chart_refs(claims: Sequence[EvidencedClaim]) -> list[ChartRef]:
         if not parsed:
             continue
         points = best.setdefault(match.group("series"), {})
+        units.setdefault(match.group("series"), (parsed[0].kind, parsed[0].unit))
         period = match.group("period")
         if period not in points or points[period][0] < claim.confidence:
             points[period] = (claim.confidence, float(parsed[0].value or 0.0), claim.values[0])
@@ -54,17 +63,27 @@ def chart_refs(claims: Sequence[EvidencedClaim]) -> list[ChartRef]:
     for series, points in sorted(best.items()):
         if len(points) < MIN_POINTS:
             continue
-        subject, _, attribute = series.partition("/")
         digest = hashlib.sha256(series.encode()).hexdigest()[:10]
+        c, label = catalogue("research"), series_label(series, lang)
+        _, attribute = series.split("/", 1)
+        unit = unit_label(*units[series], lang)
+        y_label = attribute_label(attribute, lang)
         refs.append(
             ChartRef(
-                title=f"{subject} / {attribute} の推移",
+                title=_sentence_case(c.text("chart.title", lang, label=label)),
                 file=f"series-{digest}.png",
                 key=series,
                 points=[(p, v, raw) for p, (_, v, raw) in sorted(points.items())],
+                x_label=c.text("chart.x", lang),
+                y_label=_sentence_case(c.text("chart.y", lang, label=y_label, unit=unit) if unit else y_label),
             )
         )
     return refs
+
+
+def _sentence_case(text: str) -> str:
+    """A title starts with a capital (English labels are lower case inside sentences; Japanese has none)."""
+    return text[:1].upper() + text[1:]
 
 
 def period_start(period: str) -> date:
@@ -92,8 +111,8 @@ def render_png(ref: ChartRef, font_file: Path) -> bytes:
         for at, (_, value, raw) in zip(when, ref.points, strict=True):
             axes.annotate(raw, (at, value), textcoords="offset points", xytext=(0, 7), ha="center", fontproperties=font)
         axes.set_title(ref.title, fontproperties=font)
-        axes.set_xlabel("時点", fontproperties=font)
-        axes.set_ylabel("値", fontproperties=font)
+        axes.set_xlabel(ref.x_label, fontproperties=font)
+        axes.set_ylabel(ref.y_label, fontproperties=font)
         axes.margins(y=0.25)
         axes.grid(alpha=0.3)
         buffer = io.BytesIO()

@@ -57,6 +57,7 @@ from research.events import (
 )
 from research.evidence import SourceDocument, build_evidence
 from research.iteration import IterationContext, initial_context, next_context, should_stop_early
+from research.labels import report_language
 from research.llm_agent import combine_usage
 from research.metrics import AGENT_FAILURES
 from research.models import AgentReport, AgentSnapshot, SourceReference
@@ -541,7 +542,7 @@ async def _finish(
     llm = make_llm(run.settings.llm, role=SUMMARY_ROLE, meter=meter)
     summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
-    charts, chart_warning = drawable(chart_refs(verified), _lang(run.topic))
+    charts, chart_warning = drawable(chart_refs(verified, report_language(run.topic)), _lang(run.topic))
     result = ConsensusResearchResult(
         final_report="",
         iterations=run.iterations,
@@ -575,7 +576,7 @@ def _source_order(s: SourceReference) -> tuple[float, str]:
 
 
 def _lang(topic: str) -> str:
-    return "en" if topic.isascii() else "ja"
+    return report_language(topic)
 
 
 __all__ = [

@@ -18,4 +18,16 @@ class ResearchError(MagiError):
         return (type(self), (str(self), self.partial))
 
 
-__all__ = ["ResearchError"]
+class LeaseLost(MagiError):
+    """This replica's lease on a run was taken over (it stalled past the lease): it must stop the run
+    and write nothing more, since another replica runs it now."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id} is now executed by another replica; this one stops it")
+        self.run_id = run_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.run_id,))
+
+
+__all__ = ["LeaseLost", "ResearchError"]

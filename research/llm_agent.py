@@ -29,6 +29,8 @@ from pydantic import BaseModel, Field
 from core.errors import MagiError, first_line
 from core.llm.base import LLMClient, Message, generate
 from core.llm.cost import UsageSummary
+from core.llm.fencing import fence
+from core.messages import language_of
 from core.resources import data_path
 from nlp.values import fold
 
@@ -92,7 +94,7 @@ async def plan(llm: LLMClient, question: str, reading: str) -> list[str]:
     out = await generate(
         llm,
         system=prompt("plan"),
-        messages=[Message(role="user", content=f"Question: {question}\nAngle: {reading}")],
+        messages=[Message(role="user", content=f"{_question(question)}\nAngle: {reading}")],
         output_type=ResearchPlan,
         max_tokens=400,
         role=AGENT_ROLE,
@@ -101,13 +103,19 @@ async def plan(llm: LLMClient, question: str, reading: str) -> list[str]:
     return [q.strip() for q in out.parsed.sub_questions if q.strip()][:MAX_SUB_QUESTIONS]
 
 
+def _question(question: str) -> str:
+    """The user's question, fenced as data, and the language the answer's texts are written in."""
+    language = "Japanese" if language_of(question) == "ja" else "English"
+    return f"Language: {language}\nQuestion:\n{fence(question, 'QUESTION')}"
+
+
 def _pages_message(question: str, pages: Sequence[PageForReading]) -> str:
-    lines = [f"Question: {question}", ""]
+    lines = []
     for n, page in enumerate(pages, start=1):
         lines.append(f"## Page {n}: {page.title}")
         lines += [f"- {p}" for p in page.passages]
         lines.append("")
-    return "\n".join(lines)
+    return f"{_question(question)}\n\n{fence(chr(10).join(lines).rstrip(), 'PAGES')}"
 
 
 def verify_notes(notes: Sequence[Note], pages: Sequence[PageForReading]) -> VerifiedNotes:
@@ -146,14 +154,15 @@ async def read_notes(llm: LLMClient, question: str, pages: Sequence[PageForReadi
 
 async def write_report(llm: LLMClient, question: str, sources: Sequence[tuple[str, list[str]]]) -> str | None:
     """The agent's report in Markdown from ``(source title, kept quotes)``; None when it cites a missing source."""
-    lines = [f"Question: {question}", ""]
+    lines = []
     for n, (title, quotes) in enumerate(sources, start=1):
         lines.append(f"[{n}] {title}")
         lines += [f"- {q}" for q in quotes]
+    content = f"{_question(question)}\n\n{fence(chr(10).join(lines), 'SOURCES')}"
     out = await generate(
         llm,
         system=prompt("report"),
-        messages=[Message(role="user", content="\n".join(lines))],
+        messages=[Message(role="user", content=content)],
         output_type=AgentReportText,
         max_tokens=1200,
         role=AGENT_ROLE,

@@ -1,7 +1,9 @@
 """Research runs in the store (accepted -> running -> completed | failed) with their result and events.
 
 The CLI and the Serve app share these functions; the terminal event is stored in the same
-transaction as the final status, so whoever sees the event also finds the result.
+transaction as the final status, so whoever sees the event also finds the result. A run executed by
+a Serve replica has an owner (research/run_queue.py): writes that name an ``owner`` are fenced, so a
+replica whose lease was taken over cannot add events or a final status to the run any more.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from sqlalchemy.engine import Connection
 from core.events import Event
 from core.store import Store, register_migration
 from core.telemetry.context import current_request_id
-from research.events import ResearchFailed, ResearchRequeued
+from research.errors import LeaseLost
+from research.events import ResearchFailed
 from research.metrics import RUNS
 from research.result import ConsensusResearchResult
 
@@ -45,7 +48,7 @@ def record_started(
     store: Store, run_id: str, topic: str, *, status: str = "running", request: dict[str, Any] | None = None
 ) -> None:
     """A new run: ``running`` when it starts at once (CLI), ``accepted`` when it waits (HTTP). ``request``
-    (the HTTP body) lets a restarted service run it again (:func:`requeue_unfinished`)."""
+    (the HTTP body) lets another replica run it again (research/run_queue.py)."""
     with store.transaction() as conn:
         conn.execute(
             sa.text(
@@ -64,6 +67,16 @@ def record_started(
         )
     RUNS.inc(state=status)
 
+
+register_migration(  # the lease of the replica that runs it (research/run_queue.py)
+    "research",
+    3,
+    """
+    ALTER TABLE research_runs ADD COLUMN owner TEXT;
+    ALTER TABLE research_runs ADD COLUMN heartbeat_at DOUBLE PRECISION;
+    ALTER TABLE research_runs ADD COLUMN lease_until DOUBLE PRECISION;
+    """,
+)
 
 register_migration(
     "research_events",
@@ -119,17 +132,24 @@ def mark_running(store: Store, run_id: str) -> bool:
 EVENT_LOCK_SPACE = 0x7365  # first key of the advisory locks that order one run's events on PostgreSQL
 
 
-def _append(conn: Connection, run_id: str, event: Event) -> int:
+def _append(conn: Connection, run_id: str, event: Event, owner: str | None = None) -> int:
     """Next ``seq`` is MAX+1: writers of one run take turns, so none is lost or numbered twice.
 
     SQLite's ``BEGIN IMMEDIATE`` already serialises writers; PostgreSQL (READ COMMITTED) needs a
     lock held until commit: an advisory lock on the run id, which works even before the run row exists.
+    With ``owner``, the run must still be that replica's (a takeover appends under the same lock).
     """
     if conn.dialect.name == "postgresql":
         conn.execute(
             sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:run_id))"),
             {"space": EVENT_LOCK_SPACE, "run_id": run_id},
         )
+    if owner is not None:
+        holder = conn.execute(
+            sa.text("SELECT owner FROM research_runs WHERE run_id=:run_id"), {"run_id": run_id}
+        ).scalar_one_or_none()
+        if holder != owner:
+            raise LeaseLost(run_id)
     seq = int(
         conn.execute(
             sa.text("SELECT COALESCE(MAX(seq), 0) + 1 FROM research_events WHERE run_id=:run_id"), {"run_id": run_id}
@@ -148,78 +168,86 @@ def _append(conn: Connection, run_id: str, event: Event) -> int:
     return seq
 
 
-def append_event(store: Store, run_id: str, event: Event) -> int:
-    """Persist one event of ``run_id``; returns its sequence number (1, 2, ...)."""
+def append_event(store: Store, run_id: str, event: Event, *, owner: str | None = None) -> int:
+    """Persist one event of ``run_id``; returns its sequence number (1, 2, ...). With ``owner``,
+    raises :class:`LeaseLost` when the run is no longer that replica's."""
     with store.transaction() as conn:
-        return _append(conn, run_id, event)
+        return append_in(conn, run_id, event, owner=owner)
 
 
-def finish_completed(store: Store, result: ConsensusResearchResult, event: Event) -> None:
-    """Store the result and the terminal event together: a client that saw the event finds the result."""
+def append_in(conn: Connection, run_id: str, event: Event, *, owner: str | None = None) -> int:
+    """:func:`append_event` inside a transaction the caller holds (the run queue's takeover)."""
+    return _append(conn, run_id, event, owner)
+
+
+def _unfinished_of(owner: str | None) -> str:
+    """The WHERE clause a final status needs: still unfinished and, for a replica's run, still its own."""
+    return "run_id=:run_id AND status IN ('accepted', 'running')" + (" AND owner=:owner" if owner else "")
+
+
+def finish_completed(store: Store, result: ConsensusResearchResult, event: Event, *, owner: str | None = None) -> bool:
+    """Store the result and the terminal event together: a client that saw the event finds the result.
+    False when the run was already finished, or (``owner``) taken over by another replica."""
     with store.transaction() as conn:
         cur = conn.execute(
             sa.text(
                 "UPDATE research_runs SET status='completed', completed_at=:at, result_json=:result, error=NULL "
-                "WHERE run_id=:run_id AND status IN ('accepted', 'running')"
+                f"WHERE {_unfinished_of(owner)}"
             ),
-            {"at": _now(), "result": result.model_dump_json(by_alias=True), "run_id": result.run_id},
+            {"at": _now(), "result": result.model_dump_json(by_alias=True), "run_id": result.run_id, "owner": owner},
         )
         if cur.rowcount == 1:  # a run already declared failed (interrupted) stays failed
             _append(conn, result.run_id, event)
             RUNS.inc(state="completed")
+        return cur.rowcount == 1
 
 
 def finish_failed(
-    store: Store, run_id: str, error: str, event: Event | None = None, partial: dict[str, Any] | None = None
-) -> None:
-    """Mark the run failed; ``partial`` (what it produced before failing) is kept as its result JSON."""
+    store: Store,
+    run_id: str,
+    error: str,
+    event: Event | None = None,
+    partial: dict[str, Any] | None = None,
+    *,
+    owner: str | None = None,
+) -> bool:
+    """Mark the run failed; ``partial`` (what it produced before failing) is kept as its result JSON.
+    False when the run was already finished, or (``owner``) taken over by another replica."""
     with store.transaction() as conn:
-        cur = conn.execute(
-            sa.text(
-                "UPDATE research_runs SET status='failed', completed_at=:at, error=:error, result_json=:partial "
-                "WHERE run_id=:run_id AND status IN ('accepted', 'running')"
-            ),
-            {
-                "at": _now(),
-                "error": error,
-                "partial": json.dumps(partial, ensure_ascii=False) if partial else None,
-                "run_id": run_id,
-            },
-        )
-        if cur.rowcount == 1:
-            _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
-            RUNS.inc(state="failed")
+        return fail_in(conn, run_id, error, event, partial, owner=owner)
 
 
-@dataclass(frozen=True)
-class Requeued:
-    run_id: str
-    topic: str
-    request: dict[str, Any]
-
-
-def requeue_unfinished(store: Store, max_attempts: int, error: str) -> tuple[list[Requeued], list[str]]:
-    """After a restart of the service: its runs that were waiting or running go back to ``accepted``
-    (with a ``researchRequeued`` event) to run again from the start; a run that already started
-    ``max_attempts`` times (it may be what brings the service down) is marked failed with ``error``.
-    Runs without a stored request (started by the CLI, maybe still running in another process) are
-    left alone. Returns (requeued runs, ids of runs failed)."""
-    rows = store.query(
-        "SELECT run_id, topic, request_json, attempts FROM research_runs "
-        "WHERE status IN ('accepted', 'running') AND request_json IS NOT NULL ORDER BY started_at"
+def fail_in(
+    conn: Connection,
+    run_id: str,
+    error: str,
+    event: Event | None = None,
+    partial: dict[str, Any] | None = None,
+    *,
+    owner: str | None = None,
+    condition: str = "",
+    params: dict[str, Any] | None = None,
+) -> bool:
+    """:func:`finish_failed` inside the caller's transaction; ``condition`` (SQL, `` AND ...``, with its
+    ``params``) narrows it."""
+    cur = conn.execute(
+        sa.text(
+            "UPDATE research_runs SET status='failed', completed_at=:at, error=:error, result_json=:partial "
+            f"WHERE {_unfinished_of(owner)}{condition}"
+        ),
+        {
+            "at": _now(),
+            "error": error,
+            "partial": json.dumps(partial, ensure_ascii=False) if partial else None,
+            "run_id": run_id,
+            "owner": owner,
+            **(params or {}),
+        },
     )
-    requeued: list[Requeued] = []
-    failed: list[str] = []
-    for run_id, topic, request_json, attempts in rows:
-        if attempts >= max_attempts:
-            finish_failed(store, run_id, f"{error} (it was started {attempts} times)")
-            failed.append(run_id)
-            continue
-        with store.transaction() as conn:
-            conn.execute(sa.text("UPDATE research_runs SET status='accepted' WHERE run_id=:run_id"), {"run_id": run_id})
-            _append(conn, run_id, ResearchRequeued(run_id=run_id, attempts=attempts, attempt=attempts + 1))
-        requeued.append(Requeued(run_id, topic, json.loads(request_json)))
-    return requeued, failed
+    if cur.rowcount == 1:
+        _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
+        RUNS.inc(state="failed")
+    return cur.rowcount == 1
 
 
 def request_id_of(store: Store, run_id: str) -> str | None:
@@ -249,27 +277,29 @@ class StoreEventSink:
     """Persists each event as it is emitted; holds back the terminal one for ``finish_*`` to store
     together with the run's final status."""
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    def __init__(self, store: Store, run_id: str, owner: str | None = None) -> None:
         self._store = store
         self._run_id = run_id
+        self._owner = owner  # a replica's run: its events are refused once another replica took it over
         self.terminal: Event | None = None
 
     def emit(self, event: Event) -> None:
         if event.type in TERMINAL_EVENTS:
             self.terminal = event
             return
-        append_event(self._store, self._run_id, event)
+        append_event(self._store, self._run_id, event, owner=self._owner)
 
 
 __all__ = [
     "EVENT_LOCK_SPACE",
     "TERMINAL_EVENTS",
     "UNFINISHED",
-    "Requeued",
     "RunRecord",
     "StoreEventSink",
     "StoredEvent",
     "append_event",
+    "append_in",
+    "fail_in",
     "finish_completed",
     "finish_failed",
     "load_events",
@@ -277,5 +307,4 @@ __all__ = [
     "mark_running",
     "record_started",
     "request_id_of",
-    "requeue_unfinished",
 ]

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from core.llm.base import LLMRequest, TextPart
+from core.llm.fencing import fenced
 
 MODEL = "scripted-research"
 LATENCY_ENV = "MAGI_SCRIPTED_LATENCY_S"
@@ -34,7 +35,8 @@ def _user_text(request: LLMRequest) -> str:
 
 
 def _plan(text: str) -> dict[str, Any]:
-    question = text.splitlines()[0].removeprefix("Question: ").strip()
+    asked = fenced(text, "QUESTION")
+    question = (asked[0] if asked else text.splitlines()[0].removeprefix("Question: ")).strip()
     words = [w for w in re.split(r"\s+", question) if len(w) > 3 or any(c in w for c in "_:/%")]
     return {"sub_questions": [" ".join(words[:4])] if words else []}
 

@@ -40,6 +40,8 @@ from typing import Literal
 
 from core.errors import ConfigError, MagiError, first_line
 from core.llm.base import LLMClient, Message, generate
+from core.llm.fencing import fence
+from core.messages import Lang, catalogue, language_of
 from core.models import CamelModel
 from core.resources import data_path
 from nlp.findings import split_sentences
@@ -108,16 +110,24 @@ def _pick(claims: Sequence[EvidencedClaim], max_sentences: int, *, ordered: bool
     return picked
 
 
-def _bullet(claim: EvidencedClaim, *, cited: bool = False) -> str:
+def _bullet(claim: EvidencedClaim, *, cited: bool = False, japanese: bool = False) -> str:
+    lang: Lang = "ja" if japanese else "en"
+    c = catalogue("research")
     sources = claim.independent_origins
-    label = f"{sources} independent source{'' if sources == 1 else 's'}"
-    disputed = "disputed; " if claim.disputed else ""
+    stats = c.text(
+        "summary.stats",
+        lang,
+        disputed=c.text("summary.disputed", lang) if claim.disputed else "",
+        confidence=f"{claim.confidence:.2f}",
+        n=sources,
+        sources="source" if sources == 1 else "sources",
+    )
     text = claim.text.strip()
     if claim.context:
         text = f"{claim.context}: {text}"  # the subject its document gives it
-    gap = "" if text.endswith(("。", "！", "？", "」", "）")) else " "  # no space after Japanese punctuation
+    gap = "" if japanese or text.endswith(("。", "！", "？", "」", "）")) else " "  # none after Japanese text
     where = f" [{claim.supporting[0].title}]" if cited and claim.supporting else ""
-    return f"- {text}{gap}({disputed}confidence {claim.confidence:.2f}, {label}){where}"
+    return f"- {text}{gap}{stats}{where}"
 
 
 def _read(claim: EvidencedClaim) -> str:
@@ -244,9 +254,9 @@ def _extractive(
     lines: list[str] = []
     if len(items) > 1 and answered:
         lines.append("回答:" if japanese else "Answer:")
-        lines += [f"- {label}: {_bullet(c, cited=True)[2:]}" for label, c in items if c is not None]
+        lines += [f"- {label}: {_bullet(c, cited=True, japanese=japanese)[2:]}" for label, c in items if c is not None]
     elif answered:
-        line = ("回答: " if japanese else "Answer: ") + _bullet(answered[0], cited=True)[2:]
+        line = ("回答: " if japanese else "Answer: ") + _bullet(answered[0], cited=True, japanese=japanese)[2:]
         if earlier is not None:
             period, figure = earlier
             line += f" 前回値: {figure}（{period}）" if japanese else f" Earlier: {figure} ({period})."
@@ -262,10 +272,10 @@ def _extractive(
                 if japanese
                 else f"The sources do not answer {topic!r} directly. Key verified facts:"
             )
-        return "\n".join([*lines, lead, *(_bullet(c) for c in rest)])
+        return "\n".join([*lines, lead, *(_bullet(c, japanese=japanese) for c in rest)])
     if rest:
         lines.append("裏付けとなる事実:" if japanese else "Supporting facts:")
-        lines += [_bullet(c) for c in rest]
+        lines += [_bullet(c, japanese=japanese) for c in rest]
     return "\n".join(lines)
 
 
@@ -380,20 +390,30 @@ def _clean(sentence: str) -> str:
     return _LIST_MARKER.sub("", sentence.strip()).strip()
 
 
-def check_sentences(text: str, claims: Sequence[EvidencedClaim]) -> tuple[list[str], list[str]]:
+def _whole(sentence: str, lang: str | None) -> bool:
+    """A finished sentence in the report's language: it ends with a sentence mark (a cut one does not)
+    and is written in ``lang`` (an English sentence has no place in a Japanese summary)."""
+    if not sentence.rstrip("」』）)\"'").endswith(_ENDS):
+        return False
+    return lang is None or language_of(sentence, default="ja") == lang
+
+
+def check_sentences(
+    text: str, claims: Sequence[EvidencedClaim], *, lang: str | None = None, cut: bool = False
+) -> tuple[list[str], list[str]]:
     """Split ``text`` into sentences and return (kept, removed) by the rules in the module docstring.
 
     Only claims with supporting citations count. List markers are stripped; fragments with no
-    letters or digits (a lone "1.") are neither kept nor reported.
+    letters or digits (a lone "1.") are neither kept nor reported. A sentence that is cut (no end
+    mark; the last one when the answer hit its token limit, ``cut``) or not in ``lang`` is removed.
     """
     evidence = [_evidence(c) for c in claims if c.supporting]
     kept: list[str] = []
     removed: list[str] = []
-    for piece in split_sentences(text):
-        sentence = _clean(piece.text)
-        if not any(ch.isalnum() for ch in sentence):
-            continue
-        (kept if evidence and _supported(sentence, evidence) else removed).append(sentence)
+    pieces = [s for s in (_clean(p.text) for p in split_sentences(text)) if any(ch.isalnum() for ch in s)]
+    for index, sentence in enumerate(pieces):
+        whole = _whole(sentence, lang) and not (cut and index == len(pieces) - 1)
+        (kept if whole and evidence and _supported(sentence, evidence) else removed).append(sentence)
     return kept, removed
 
 
@@ -412,15 +432,22 @@ def _language_name(lang: str) -> str:
 
 
 def _claims_message(topic: str, claims: Sequence[EvidencedClaim], lang: str) -> str:
-    lines = [f"Topic: {topic}", f"Language: {_language_name(lang)}", "", "Verified claims:"]
+    listed = []
     for n, claim in enumerate(claims, 1):
         figures = ", ".join(claim.values) or "none"
         flag = "; DISPUTED" if claim.disputed else ""
-        lines.append(
+        listed.append(
             f"{n}. {claim.text.strip()} [figures: {figures}; confidence {claim.confidence:.2f}; "
             f"independent sources {claim.independent_origins}{flag}]"
         )
-    return "\n".join(lines)
+    lines = [
+        f"Language: {_language_name(lang)}",
+        "",
+        fence(topic, "TOPIC"),
+        "",
+        "Verified claims (text from the pages read):",
+    ]
+    return "\n".join([*lines, fence("\n".join(listed), "CLAIMS")])
 
 
 def _join(sentences: Sequence[str], lang: str) -> str:
@@ -466,7 +493,8 @@ async def write_summary(
     except MagiError as exc:
         log.warning("executive summary: LLM call failed (%s); using the extractive summary", first_line(exc))
         return _fallback(topic, claims, f"LLM call failed: {first_line(exc, 200)}; extractive summary used", [])
-    kept, removed = check_sentences(result.response.text, given)
+    cut = result.response.stop_reason in ("max_tokens", "length")
+    kept, removed = check_sentences(result.response.text, given, lang=lang, cut=cut)
     if not kept:
         log.warning("executive summary: no LLM sentence is supported by the verified claims; using the extractive one")
         note = (

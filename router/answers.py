@@ -2,8 +2,9 @@
 
 - MemoryAgent: what the visitor asked before in this session (their own words, from the history).
 - TimeAgent: the current time in Asia/Tokyo.
-- Any other agent: which agent would answer, and that no answer is available here - nothing about
-  Engineer Cafe is made up.
+- Any other agent: that this desk cannot answer the topic yet and where the visitor can find out
+  (the official site, the staff) - never the internal agent's name, nothing about Engineer Cafe made
+  up, and "no language model" only when none is configured. Labels: ``data/router/messages.yaml``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from core.messages import Lang, catalogue
 from sessions.models import HistoryEntry
 
 TOKYO = ZoneInfo("Asia/Tokyo")
@@ -19,36 +21,65 @@ MEMORY_SHOWN = 5
 
 def memory_answer(previous: list[HistoryEntry], language: str) -> str:
     """The visitor's earlier questions (newest last), at most ``MEMORY_SHOWN``."""
+    c, lang = catalogue("router"), _lang(language)
     asked = [e.text for e in previous if e.role == "user"][-MEMORY_SHOWN:]
-    if language == "en":
-        if not asked:
-            return "You have not asked me anything earlier in this conversation."
-        lines = "\n".join(f"{i}. {q}" for i, q in enumerate(asked, start=1))
-        return f"Earlier in this conversation you asked:\n{lines}"
     if not asked:
-        return "この会話では、まだ何も質問されていません。"
-    lines = "\n".join(f"{i}. {q}" for i, q in enumerate(asked, start=1))
-    return f"この会話でこれまでに聞かれた質問です：\n{lines}"
+        return c.text("answer.memory_none", lang)
+    return c.text("answer.memory_list", lang, lines="\n".join(f"{i}. {q}" for i, q in enumerate(asked, start=1)))
 
 
 def time_answer(now: datetime, language: str) -> str:
     local = now.astimezone(TOKYO)
-    if language == "en":
-        return f"It is {local:%H:%M} on {local:%A, %d %B %Y} in Japan (Asia/Tokyo)."
     weekday = "月火水木金土日"[local.weekday()]
-    return f"現在の日本時間は{local.year}年{local.month}月{local.day}日（{weekday}）{local:%H:%M}です。"
-
-
-def unavailable_answer(agent: str, language: str) -> str:
-    if language == "en":
-        return (
-            f"This question is for the {agent}, which has no answer to give on this server "
-            "(no language model or knowledge base is configured). Nothing is guessed."
-        )
-    return (
-        f"この質問は{agent}の担当ですが、このサーバーでは回答を用意できません"
-        "（LLM・知識ベース未設定のため、推測では答えません）。"
+    return catalogue("router").text(
+        "answer.time",
+        _lang(language),
+        year=local.year,
+        month=local.month,
+        day=local.day,
+        weekday=weekday,
+        clock=f"{local:%H:%M}",
+        date=f"{local:%A, %d %B %Y}",
     )
 
 
-__all__ = ["MEMORY_SHOWN", "TOKYO", "memory_answer", "time_answer", "unavailable_answer"]
+def _lang(language: str) -> Lang:
+    return "en" if language == "en" else "ja"
+
+
+CLARIFY = {
+    "cafe-clarification-needed": "answer.clarify_cafe",
+    "meeting-room-clarification-needed": "answer.clarify_room",
+}
+
+
+def unavailable_answer(
+    agent: str,
+    language: str,
+    *,
+    category: str = "general",
+    request_type: str | None = None,
+    llm_configured: bool = False,
+    llm_failed: bool = False,
+    official_site: str = "https://engineercafe.jp/",
+) -> str:
+    """What a visitor reads when no answer can be given here: the topic in their words, what they can
+    do next, and why (no model only when none is configured)."""
+    c, lang = catalogue("router"), _lang(language)
+    if agent == "ClarificationAgent":
+        return c.text(CLARIFY.get(category, "answer.clarify_general"), lang)
+    if request_type is not None:
+        first = c.text("answer.topic_unavailable", lang, topic=c.text(f"request.{request_type}", lang))
+    elif category != "general" and f"category.{category}" in c.messages:
+        first = c.text("answer.topic_unavailable", lang, topic=c.text(f"category.{category}", lang))
+    else:
+        first = c.text("answer.general_unavailable", lang)
+    parts = [first, c.text("answer.next_step", lang, url=official_site)]
+    if llm_failed:
+        parts.append(c.text("answer.model_failed", lang))
+    elif not llm_configured:
+        parts.append(c.text("answer.no_model", lang))
+    return ("" if lang == "ja" else " ").join(parts)
+
+
+__all__ = ["CLARIFY", "MEMORY_SHOWN", "TOKYO", "memory_answer", "time_answer", "unavailable_answer"]

@@ -1,7 +1,7 @@
 """The router's conversation: the session changes one visitor message makes (route it, record it).
 
-:class:`Turn` is a session change (``sessions/gateway.py``; the session actor runs it under its
-lock), so reading the previous request type, routing and writing the result back happen as one step:
+:class:`Turn` is a session change (``sessions/gateway.py``; the session's host runs it under the
+session's lock), so reading the previous request type, routing and writing the result back happen as one step:
 two messages of one session never route against the same stale context. ``advisor/conversation.py``
 is the same thing for the advisor.
 """

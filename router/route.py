@@ -132,6 +132,10 @@ class Router:
         calendar = find(tokens, r.calendar)
         saino = _hits(tokens, r.saino)
         engineer_cafe = find(tokens, r.engineer_cafe)
+        membership = find(tokens, r.membership)
+        purpose = next((p.pattern for p in r.purpose if p.search(normalised)), None)
+        if purpose is not None:  # what the place is for, not where: only a location question word decides
+            candidates = [c for c in candidates if c.name != "location" or c.rank == RANK_QUESTION]
         cafe = find(tokens, r.generic_cafe) + find(tokens, r.cafe_items)
 
         # 2. memory
@@ -139,6 +143,7 @@ class Router:
         if score >= r.memory.threshold:
             excluded = [h.term.text for h in find(tokens, r.memory_exclusions, fuzzy=False)]
             excluded += [c.word for c in candidates] + [h.term.text for h in events + saino + engineer_cafe + cafe]
+            excluded += [h.term.text for h in membership] + ([purpose] if purpose else [])
             if not excluded:
                 confidence = min(0.95, 0.8 + 0.1 * (score - r.memory.threshold))
                 return self._result(
@@ -265,17 +270,18 @@ class Router:
                         memory_score=score,
                     ),
                 )
-        if saino or engineer_cafe:
+        if saino or engineer_cafe or membership or purpose:
+            if saino:
+                reason = "Saino named, no request type"
+            elif engineer_cafe:
+                reason = "Engineer Cafe named, no request type"
+            elif membership:
+                reason = "Membership or registration question"
+            else:
+                reason = "Question about what the place is for"
+            matched = [h.term.text for h in saino + engineer_cafe + membership] + ([purpose] if purpose else [])
             return self._result(
-                brand,
-                None,
-                language,
-                0.6,
-                Classification(
-                    reason="Saino named, no request type" if saino else "Engineer Cafe named, no request type",
-                    matched=[h.term.text for h in saino + engineer_cafe],
-                    memory_score=score,
-                ),
+                brand, None, language, 0.6, Classification(reason=reason, matched=matched, memory_score=score)
             )
         return self._result(
             "general",

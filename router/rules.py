@@ -79,6 +79,8 @@ class CategoriesPolicy(PolicyModel):
     generic_cafe: Words = Field(min_length=1)
     cafe_items: Words = Field(default_factory=list)
     current_time: Patterns = Field(min_length=1)
+    membership: Words = Field(default_factory=list)
+    purpose: Patterns = Field(default_factory=list)
 
 
 class MemoryCue(_Strict):
@@ -150,6 +152,8 @@ class RouterRules:
     generic_cafe: TermSet
     cafe_items: TermSet
     current_time: tuple[re.Pattern[str], ...]
+    membership: TermSet
+    purpose: tuple[re.Pattern[str], ...]
     memory: MemoryPolicy
     memory_cues: tuple[tuple[float, TermSet], ...]
     memory_exclusions: TermSet
@@ -189,6 +193,8 @@ def load_rules(folder: Path | None = None) -> RouterRules:
         generic_cafe=_terms(cats.generic_cafe),
         cafe_items=_terms(cats.cafe_items),
         current_time=compile_patterns(cats.current_time),
+        membership=_terms(cats.membership),
+        purpose=compile_patterns(cats.purpose),
         memory=memory,
         memory_cues=tuple((cue.weight, _terms(cue.words)) for cue in memory.cues),
         memory_exclusions=TermSet(t for group in memory.exclusions for t in _terms(group)),
@@ -200,6 +206,7 @@ def load_rules(folder: Path | None = None) -> RouterRules:
             for w in followups.context_words
             + cats.saino
             + cats.engineer_cafe
+            + cats.membership
             + cats.generic_cafe
             + cats.events
             + cats.calendar

@@ -11,6 +11,7 @@ import os
 import time
 
 from core.llm.base import LLMRequest
+from core.llm.fencing import fenced
 
 LATENCY_ENV = "MAGI_ROUTER_SCRIPTED_LATENCY_S"
 
@@ -19,7 +20,8 @@ def answer(request: LLMRequest) -> str:
     delay = float(os.environ.get(LATENCY_ENV) or 0)
     if delay > 0:
         time.sleep(delay)
-    question = request.messages[-1].text.strip()
+    last = request.messages[-1].text
+    question = (fenced(last, "VISITOR") or [last])[0].strip()  # the visitor's words, out of their fence
     turns = len(request.messages)
     if any("\u3040" <= c <= "\u30ff" for c in question):
         return f"（スクリプト応答）「{question}」への一般的な回答です。会話の{turns}番目の発言として受け取りました。"

@@ -29,8 +29,9 @@ class RouterSettings(Section):
         1_800.0, gt=0, description="A follow-up inherits the previous request type only if it is younger than this."
     )
     history_limit: int = Field(200, ge=1, le=10_000, description="History entries kept per session (oldest dropped).")
-    session_idle_s: float = Field(
-        300.0, gt=0, description="A session actor with no message for this long releases itself (state is stored)."
+
+    official_site: str = Field(
+        "https://engineercafe.jp/", description="Where visitor answers send people for what the router cannot answer."
     )
 
     replicas: int = Field(1, ge=1, le=64, description="Serve replicas of the router app (zero CPUs each).")

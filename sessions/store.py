@@ -7,9 +7,10 @@ entries (which cost most of a turn's time). Entries trimmed off the front stay u
 rewrites the history (a summary replacing old entries) rewrites its rows.
 
 Writes are optimistic: each row carries a ``revision`` and an update only lands on the revision it
-read, so two writers (an actor and the CLI, or an old actor still dying while its successor starts)
-never overwrite each other's turn: the loser reloads and applies its change again.
-:func:`update_session` is that loop; the session actor and the CLI both go through it.
+read, so two writers (two replicas hosting one session, a replica and the CLI, a replica still dying
+while its successor starts) never overwrite each other's turn: the loser reloads and applies its change again.
+:func:`update_session` is that loop; every session host (``sessions/gateway.py``: a Serve replica,
+the CLI) goes through it.
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ def admit_session(
     if repo.live_count(owner, namespace, since) >= limit:
         raise TooManySessionsError(
             f"this client already has {limit} live sessions; continue one of them, delete some, or wait for "
-            "them to expire (serve.client_sessions)"
+            "them to expire (sessions.max_per_client)"
         )
 
 

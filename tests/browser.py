@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright
 
 # The flags the machine notes list for headless Chromium here: no sandbox as root, and nothing that
@@ -55,6 +56,18 @@ async def browser() -> AsyncIterator[Browser]:
             await launched.close()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_browser() -> AsyncIterator[Browser]:
+    """One headless Chromium for a whole module, whose tests run in the module's event loop
+    (``pytestmark = pytest.mark.asyncio(loop_scope="module")``): a fresh context per test, one launch."""
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
 @pytest.fixture
 async def page(browser: Browser) -> AsyncIterator[Page]:
     """A page at 1280x900 with Japanese as the preferred language."""
@@ -71,4 +84,4 @@ def screenshot_path(name: str) -> Path:
     return SCREENSHOT_DIR / f"{name}.png"
 
 
-__all__ = ["CHROMIUM_ARGS", "SCREENSHOT_DIR", "browser", "chromium_path", "page", "screenshot_path"]
+__all__ = ["CHROMIUM_ARGS", "SCREENSHOT_DIR", "browser", "chromium_path", "module_browser", "page", "screenshot_path"]

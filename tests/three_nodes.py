@@ -1,4 +1,4 @@
-"""Three Ray nodes sharing one PostgreSQL store, for the tests that move a session actor between nodes.
+"""Three Ray nodes sharing one PostgreSQL store, for the tests that move a session between nodes.
 
 Fixture (loaded from ``tests/conftest.py`` through ``pytest_plugins``):
 
@@ -7,27 +7,28 @@ Fixture (loaded from ``tests/conftest.py`` through ``pytest_plugins``):
   ``.settings(data_dir, **overrides)`` gives settings whose store is a fresh PostgreSQL database, which
   every node reaches, unlike a SQLite file under a node's ``data_dir``.
 
-:func:`move_to_another_node` kills a session's actor until a successor lands on another node.
+:func:`replicas_on_two_nodes` starts two :class:`SessionReplica` actors on two different nodes: each
+holds what a Serve replica of the router or the advisor holds (a ``SessionHost`` on the shared store),
+so a test can kill one mid-conversation and go on with the other.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
-from core.runtime import Handle, Runtime
+from core.runtime import current_node_id
 from core.settings import Settings, load_settings
-from sessions.actor import SessionActor, session_actor
-from sessions.models import SessionPolicy
+from sessions.gateway import Change, SessionHost
+from sessions.models import SessionPolicy, SessionState
 from tests.integration.conftest import own_cluster
 from tests.postgres import PostgresServer
 
-MAX_RESTARTS = 30  # placement is the scheduler's: a successor may land on the same node a few times
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,26 +49,49 @@ def three_nodes(postgres_server: PostgresServer) -> Iterator[ThreeNodes]:
         yield ThreeNodes(cluster, postgres_server)
 
 
-async def move_to_another_node(
-    runtime: Runtime, settings: Settings, session_id: str, policy: SessionPolicy, idle_s: float
-) -> Handle[SessionActor]:
-    """Kill the session's actor (no restart) until ``session_actor`` recreates it on a node other than
-    the one it first ran on; return the successor's handle."""
+class SessionReplica:
+    """What a replica of the router or the advisor hosts (its sessions, on the shared store), pinned
+    to one node; the test drives it as a Serve proxy would."""
+
+    def __init__(self, settings: Settings, policy: SessionPolicy) -> None:
+        from core.store import open_store
+        from sessions.store import SessionRepository
+
+        self.host = SessionHost(SessionRepository(open_store(settings)), policy)
+
+    async def update(self, session_id: str, owner: str, change: Change[Any]) -> Any:
+        return await self.host.update(session_id, owner, change)
+
+    async def read(self, session_id: str, owner: str) -> SessionState:
+        return await self.host.read(session_id, owner)
+
+    def node(self) -> str:
+        return current_node_id()
+
+
+class RemoteSessions:
+    """The session gateway of a system whose sessions are hosted by ``replica`` (a SessionReplica actor)."""
+
+    def __init__(self, replica: Any) -> None:
+        self.replica = replica
+
+    async def update(self, session_id: str, owner: str, change: Change[T]) -> T:
+        value: T = await self.replica.update.remote(session_id, owner, change)
+        return value
+
+
+def replicas_on_two_nodes(settings: Settings, policy: SessionPolicy) -> list[Any]:
+    """Two SessionReplica actors, each pinned to a different live node."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    handle = await session_actor(runtime, settings, session_id, policy, idle_s)
-    nodes = {(await handle.call(SessionActor.where))["node"]}
-    for _ in range(MAX_RESTARTS):
-        ray.kill(handle.target, no_restart=True)
-        await asyncio.sleep(0.2)
-        handle = await session_actor(runtime, settings, session_id, policy, idle_s)
-        nodes.add((await handle.call(SessionActor.where))["node"])
-        if len(nodes) > 1:
-            return handle
-    raise AssertionError(
-        f"session {session_id!r}: all {MAX_RESTARTS} restarts landed on node {nodes.pop()}; "
-        "check that the cluster has 3 nodes and scheduler_spread_threshold is 0 (own_cluster)"
-    )
+    nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"]][:2]
+    assert len(nodes) == 2, "the cluster has fewer than two live nodes"
+    replica = ray.remote(num_cpus=0)(SessionReplica)
+    return [
+        replica.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(settings, policy)
+        for node in nodes
+    ]
 
 
-__all__ = ["MAX_RESTARTS", "ThreeNodes", "move_to_another_node", "three_nodes"]
+__all__ = ["RemoteSessions", "SessionReplica", "ThreeNodes", "replicas_on_two_nodes", "three_nodes"]

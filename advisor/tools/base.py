@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.labels import Audience
 from advisor.settings import AdvisorSettings
 from core.llm.base import LLMClient
 from core.settings import Settings
@@ -42,6 +43,9 @@ class GeneratedFile(BaseModel):
     url: str = Field(description="Where the file is stored (file:// or the fsspec URL).")
     tool: str
     created_at: datetime
+    audience: Audience = Field(
+        "internal", description="internal: the owner's own analysis; external: fit to hand to the buyer."
+    )
 
 
 def artifact_prefix(session_id: str) -> str:
@@ -51,13 +55,15 @@ def artifact_prefix(session_id: str) -> str:
 @dataclass
 class ToolContext:
     """Where a tool runs: settings, the session its files belong to, the LLM (simulate_negotiation),
-    earlier tool results (documents embed charts and tables), negotiation rounds so far."""
+    earlier tool results (documents embed charts and tables), negotiation rounds so far, the
+    session's files (with their audience: a document for the buyer attaches external ones only)."""
 
     settings: Settings
     session_id: str = "standalone"
     llm: LLMClient | None = None
     earlier: list[dict[str, Any]] = field(default_factory=list)
     negotiation_rounds: list[dict[str, Any]] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
     _artifacts: Artifacts | None = None
 
     @property
@@ -71,12 +77,27 @@ class ToolContext:
             self._artifacts = open_artifacts(self.settings)
         return self._artifacts
 
-    def save(self, tool: str, stem: str, suffix: str, data: bytes, kind: FileType) -> GeneratedFile:
+    def save(
+        self, tool: str, stem: str, suffix: str, data: bytes, kind: FileType, audience: Audience = "internal"
+    ) -> GeneratedFile:
         """Store ``data`` as a new file of this session; a short random part keeps names unique."""
         name = f"{_SAFE.sub('_', stem)[:40] or 'file'}_{uuid.uuid4().hex[:8]}.{suffix}"
         key = artifact_prefix(self.session_id) + name
         url = self.artifacts.put_bytes(key, data)
-        return GeneratedFile(type=kind, key=key, name=name, url=url, tool=tool, created_at=datetime.now(UTC))
+        saved = GeneratedFile(
+            type=kind, key=key, name=name, url=url, tool=tool, created_at=datetime.now(UTC), audience=audience
+        )
+        self.files.append(saved.model_dump(mode="json"))
+        return saved
+
+    def file_audience(self, key: str) -> Audience | None:
+        """The audience this session's file ``key`` was made for (None: not a file of this session)."""
+        found = [f for f in self.files if f.get("key") == key]
+        for record in self.earlier:
+            found += [f for f in (record.get("output") or {}).get("files", []) if f.get("key") == key]
+        if not found:
+            return None
+        return "external" if all(f.get("audience") == "external" for f in found) else "internal"
 
     def earlier_file(self, key: str) -> bytes | None:
         """Bytes of a file this session generated earlier (None when it is not this session's)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
@@ -24,7 +25,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from advisor.audience import internal_amounts, internal_findings
 from advisor.fonts import japanese_font
+from advisor.labels import Audience
 from advisor.tools.base import GeneratedFile, ToolContext, ToolInput
 from core.errors import InputError
 
@@ -39,6 +42,7 @@ MAX_LABEL_CHARS = 60
 MAX_VALUE = Decimal("1e15")
 RENDER_THREADS = 2  # charts drawn at once per process
 RENDER_WAITING = 8  # charts waiting for a thread; more are refused at once
+CLOSE_SPREAD = 0.25  # bars whose spread is below this share of the largest start above 0 (axis broken)
 
 Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
 Value = Annotated[Decimal, Field(allow_inf_nan=False, ge=-MAX_VALUE, le=MAX_VALUE, max_digits=24)]
@@ -77,6 +81,10 @@ class ChartInput(ToolInput):
     y_label: Label = ""
     annotations: list[Annotation] = Field(default_factory=list, max_length=MAX_ANNOTATIONS)
     forecast_periods: int = Field(3, ge=1, le=24, description="Points projected by a forecast chart.")
+    audience: Audience = Field(
+        "internal",
+        description="external なら取引先向け文書に添付可（社内の数字を含むと internal）。",
+    )
 
     @model_validator(mode="after")
     def _has_data(self) -> ChartInput:
@@ -101,6 +109,8 @@ class ChartOutput(BaseModel):
     image_format: Literal["png"] = "png"
     image_size: ImageSize
     summary: str
+    audience: Audience
+    audience_note: str = ""
     files: list[GeneratedFile]
 
 
@@ -129,7 +139,8 @@ def summarise(data: ChartInput) -> str:
         return text
     if data.data.categories:
         top = max(data.data.categories, key=lambda c: c.value)
-        return f"{len(data.data.categories)}項目のうち最大は「{top.label}」（{top.value}）"
+        unit = "円" if "円" in f"{data.y_label}{data.title}" else ""
+        return f"{len(data.data.categories)}項目のうち最大は「{top.label}」（{_plain(top.value)}{unit}）"
     return data.title
 
 
@@ -193,6 +204,43 @@ def render(data: ChartInput, font: Path) -> bytes:
     return out.getvalue()
 
 
+def _plain(value: Decimal) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,}"
+
+
+def _close_up(ax: Any, values: list[float], prop: Any) -> None:
+    """Bars of close positive values: the axis starts near them, not at 0, so their differences show;
+    a zigzag on the axis and a note mark the omitted part (a bar chart from 0 would hide them)."""
+    low, high = min(values), max(values)
+    if low <= 0 or high <= 0 or (high - low) / high >= CLOSE_SPREAD:
+        return
+    spread = max(high - low, high * 0.01)
+    step = 10 ** math.floor(math.log10(spread))
+    bottom = max(0.0, math.floor((low - spread * 1.2) / step) * step)  # a round number to read off
+    ax.set_ylim(bottom, high + spread * 0.5)
+    for y in (0.0, 0.025):
+        ax.plot(
+            [-0.02, 0.0, 0.02, 0.0],
+            [0.03 + y, 0.045 + y, 0.06 + y, 0.075 + y],
+            transform=ax.transAxes,
+            color="black",
+            linewidth=1.2,
+            clip_on=False,
+        )
+    ax.text(
+        0.01,
+        0.985,
+        f"縦軸は{bottom:,.0f}から（途中を省略）",
+        transform=ax.transAxes,
+        fontproperties=prop,
+        fontsize=8,
+        color="#57606a",
+        va="top",
+        ha="left",
+        parse_math=False,
+    )
+
+
 def _tick(value: float, _pos: int) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}"
 
@@ -248,10 +296,13 @@ def _draw(ax: Any, data: ChartInput, prop: Any) -> None:
             else [(p.date, p.value) for p in d.time_series or []]
         )
         positions = {label: i for i, (label, _) in enumerate(items)}
-        bars = ax.bar(range(len(items)), [float(v) for _, v in items], color="#3b6ea8")
-        for text in ax.bar_label(bars, labels=[f"{v:,}" for _, v in items]):
+        values = [float(v) for _, v in items]
+        bars = ax.bar(range(len(items)), values, color="#3b6ea8")
+        unit = "円" if "円" in f"{data.y_label}{data.title}" else ""
+        for text in ax.bar_label(bars, labels=[f"{_plain(v)}{unit}" for _, v in items], padding=3, fontproperties=prop):
             text.set_parse_math(False)
         ax.set_xticks(range(len(items)), [label for label, _ in items], fontproperties=prop)
+        _close_up(ax, values, prop)
     for note in data.annotations:
         if note.x in positions:
             x = positions[note.x]
@@ -266,14 +317,34 @@ def _draw(ax: Any, data: ChartInput, prop: Any) -> None:
             )
 
 
+def audience_of(data: ChartInput, ctx: ToolContext) -> tuple[Audience, str]:
+    """(audience, why it differs from the one asked for): a chart of internal words or figures is internal."""
+    if data.audience == "internal":
+        return "internal", ""
+    values = [str(v) for v in _values(data)]
+    found = internal_findings([*_texts(data), *values], internal_amounts(ctx.earlier))
+    if found:
+        return "internal", f"社内の数字・語（{'、'.join(found[:4])}）を含むため社内用としました"
+    return "external", ""
+
+
+def _values(data: ChartInput) -> list[Decimal]:
+    d = data.data
+    out = [p.value for p in d.time_series or []] + [c.value for c in d.categories or []]
+    return out + [p.value for pts in (d.series or {}).values() for p in pts]
+
+
 async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
+    audience, note = audience_of(data, ctx)
     png = await POOL.render(data, japanese_font(ctx.section))
-    saved = ctx.save(NAME, "chart", "png", png, "graph")
+    saved = ctx.save(NAME, "chart", "png", png, "graph", audience)
     return ChartOutput(
         image_url=saved.url,
         key=saved.key,
         image_size=ImageSize(width=WIDTH, height=HEIGHT),
         summary=summarise(data),
+        audience=audience,
+        audience_note=note,
         files=[saved],
     )
 
@@ -299,6 +370,7 @@ __all__ = [
     "ChartOutput",
     "ImageSize",
     "Point",
+    "audience_of",
     "render",
     "run",
     "summarise",

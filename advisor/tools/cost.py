@@ -22,6 +22,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from advisor.labels import item_label, labels, percent, yen
 from advisor.tools.base import GeneratedFile, ToolContext, ToolInput
 from core.errors import InputError
 
@@ -34,7 +35,6 @@ LEGAL_BASIS = (
     "2026年1月1日改正）: 最低賃金や春季労使交渉の妥結額など公表資料を根拠に、受注者が自ら希望額を示すことが"
     "求められる行動とされています。取適法（2026年1月1日施行）は、協議に応じない一方的な代金決定を禁止しています。"
 )
-LABELS = {"premium": "松", "standard": "竹", "minimum": "梅"}
 
 # Bounds on what a caller may send, checked before any arithmetic: a yen amount beyond a quadrillion or
 # a figure of more digits than the arithmetic carries (1E+40, 1E+999999999) is refused, not overflowed.
@@ -46,6 +46,7 @@ Fraction = Annotated[Decimal, Field(allow_inf_nan=False, ge=-1000, le=1000, max_
 class CostItem(ToolInput):
     amount: Yen | None = Field(None, description="Current cost of the item in yen (required).")
     ratio: Fraction | None = Field(None, description="Share of the total cost (optional; checked against amount).")
+    label: str | None = Field(None, max_length=40, description="費目の日本語名（省略可）。")
 
 
 class CostImpactInput(ToolInput):
@@ -64,6 +65,7 @@ class CostImpactInput(ToolInput):
 
 class CostLine(BaseModel):
     item: str
+    label: str = Field(description="The item's Japanese name, as documents and charts show it.")
     current_amount: Decimal
     current_ratio: Decimal
     change_rate: Decimal
@@ -182,6 +184,7 @@ def _compute(data: CostImpactInput) -> CostImpactOutput:
             lines.append(
                 CostLine(
                     item=item,
+                    label=item_label(item, data.current_cost_structure[item].label),
                     current_amount=_money(amount),
                     current_ratio=_rate(amount / c0),
                     change_rate=change,
@@ -206,7 +209,7 @@ def _compute(data: CostImpactInput) -> CostImpactOutput:
 
         def scenario(key: str, price: Decimal, basis_text: str) -> Scenario:
             return Scenario(
-                label=LABELS[key],
+                label=labels().scenarios[key],  # type: ignore[index]
                 basis=basis_text,
                 new_price=_money(price),
                 price_increase=_money(price - p0),
@@ -215,12 +218,15 @@ def _compute(data: CostImpactInput) -> CostImpactOutput:
                 new_profit_margin=_rate((price - c1) / price),
             )
 
+        basis_text = labels().price_basis[basis]
         premium_margin = max(data.target_profit_margin or Decimal(0), m0 + data.premium_margin_uplift)
         if premium_margin >= 1:
             raise InputError(f"the premium margin {premium_margin} is not below 1; lower premium_margin_uplift")
         scenarios = {
-            "premium": scenario("premium", c1 / (1 - premium_margin), f"利益率{_rate(premium_margin)}を確保する価格"),
-            "standard": scenario("standard", c1 / (1 - m0) if m0 < 1 else c1, f"現在の利益率{_rate(m0)}を維持する価格"),
+            "premium": scenario("premium", c1 / (1 - premium_margin), f"利益率{percent(premium_margin)}を確保する価格"),
+            "standard": scenario(
+                "standard", c1 / (1 - m0) if m0 < 1 else c1, f"現在の利益率{percent(m0)}を維持する価格"
+            ),
             "minimum": scenario("minimum", p0 + (c1 - c0), "コスト増加額をそのまま価格に反映（利益額を維持）"),
         }
         target = None
@@ -228,8 +234,9 @@ def _compute(data: CostImpactInput) -> CostImpactOutput:
             tp = c1 / (1 - data.target_profit_margin)
             target = PricePoint(price=_money(tp), price_increase_rate=_rate(tp / p0 - 1))
         details = (
-            f"現在の総コスト {_money(c0)} 円 → 変動後 {_money(c1)} 円（増加 {_money(c1 - c0)} 円、"
-            f"{_rate((c1 - c0) / c0)}）。現在価格 {_money(p0)} 円（根拠: {basis}）、現在利益率 {_rate(m0)}。"
+            f"現在の総コスト {yen(_money(c0))} → 変動後 {yen(_money(c1))}（増加 {yen(_money(c1 - c0))}、"
+            f"{percent(_rate((c1 - c0) / c0), signed=True)}）。現在価格 {yen(_money(p0))}（{basis_text}）、"
+            f"現在利益率 {percent(_rate(m0))}。"
             "各項目の新コスト = 現在額 ×（1 + 変動率）。損益分岐価格 = 新総コスト。"
             "目標利益率 m の価格 = 新総コスト ÷（1 − m）。"
         )
@@ -265,7 +272,7 @@ def workbook(data: CostImpactInput, result: CostImpactOutput) -> bytes:
     first = 2
     for row, line in enumerate(result.lines, start=first):
         sheet.append(
-            [line.item, float(line.current_amount), float(line.change_rate), f"=B{row}*(1+C{row})", f"=D{row}-B{row}"]
+            [line.label, float(line.current_amount), float(line.change_rate), f"=B{row}*(1+C{row})", f"=D{row}-B{row}"]
         )
     last = first + len(result.lines) - 1
     total = last + 1
@@ -290,9 +297,9 @@ def workbook(data: CostImpactInput, result: CostImpactOutput) -> bytes:
     uplift = float(data.premium_margin_uplift)
     target_cell = f"B{margin_row + 1}"
     formulas = {
-        "松（premium）": f"=D{total}/(1-MAX(N({target_cell}),B{margin_row}+{uplift}))",
-        "竹（standard）": f"=D{total}/(1-B{margin_row})",
-        "梅（minimum）": f"=B{price_row}+E{total}",
+        labels().scenarios["premium"]: f"=D{total}/(1-MAX(N({target_cell}),B{margin_row}+{uplift}))",
+        labels().scenarios["standard"]: f"=D{total}/(1-B{margin_row})",
+        labels().scenarios["minimum"]: f"=B{price_row}+E{total}",
         "損益分岐": f"=D{total}",
     }
     for offset, (label, formula) in enumerate(formulas.items(), start=1):

@@ -1,26 +1,38 @@
-"""Document templates and tones (``data/advisor/templates/*.yaml``), validated at load with file/line errors."""
+"""Document templates and tones (``data/advisor/templates/*.yaml``), validated at load with file/line errors.
+
+A template names its title, its audience (a document for the buyer by default), whether it is a
+letter (頭語・結語 from the tone), the fields it needs (each with a Japanese label, a kind that says
+how a value is written, and an example: the tool's schema lists them), its paragraphs with
+``{field}`` placeholders and the ``{user_text}`` slot for the owner's own paragraphs, and the 記 part.
+"""
 
 from __future__ import annotations
 
 import string
 from collections.abc import Mapping
 from functools import cache
-from typing import ClassVar
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from advisor.labels import Audience
+from core.errors import ConfigError
 from core.policy import PolicyModel, load_policy
 from core.resources import data_path
 
 DOCUMENT_TYPES = ("quotation", "request_letter", "negotiation_materials", "agreement", "cost_breakdown")
 TONES = ("formal", "friendly", "assertive", "urgent")
+USER_TEXT = "{user_text}"
+HEADER_FIELDS = ("recipient", "sender")  # filled from data.recipient / data.sender
 
 
 class Tone(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    salutation: str = Field(min_length=1, description="頭語, e.g. 拝啓.")
     opening: str = Field(min_length=1)
     closing: str = Field(min_length=1)
+    complimentary_close: str = Field(min_length=1, description="結語, e.g. 敬具.")
 
 
 class ToneFile(PolicyModel):
@@ -28,24 +40,39 @@ class ToneFile(PolicyModel):
     tones: dict[str, Tone]
 
 
+class TemplateField(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str = Field(min_length=1)
+    kind: Literal["text", "percent", "amount"] = "text"
+    example: str = ""
+
+
+def placeholders(text: str) -> list[str]:
+    return [name for _, name, _, _ in string.Formatter().parse(text) if name]
+
+
 class DocumentTemplate(PolicyModel):
     policy_name: ClassVar[str] = "advisor document template"
     title: str = Field(min_length=1)
+    audience: Audience = "external"
+    letter: bool = False
+    fields: dict[str, TemplateField] = Field(default_factory=dict)
     body: list[str] = Field(min_length=1)
+    record: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _placeholders_are_fields(self) -> DocumentTemplate:
+        used = {n for text in [*self.body, *self.record] if text != USER_TEXT for n in placeholders(text)}
+        unknown = sorted(used - set(self.fields))
+        if unknown:
+            raise ValueError(f"placeholders {unknown} are not listed under fields")
+        return self
 
 
-class _Keep(dict[str, str]):
-    """format_map mapping that leaves unknown placeholders as written."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
-def fill(text: str, values: Mapping[str, object]) -> str:
-    """``text`` with ``{name}`` placeholders filled from ``values``; unknown ones stay as they are."""
-    names = {field for _, field, _, _ in string.Formatter().parse(text) if field}
-    mapping = _Keep({k: str(v) for k, v in values.items() if k in names})
-    return text.format_map(mapping)
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with its ``{name}`` placeholders filled (every one must be in ``values``)."""
+    return text.format_map({k: values[k] for k in placeholders(text)})
 
 
 @cache
@@ -53,8 +80,6 @@ def tones() -> dict[str, Tone]:
     loaded = load_policy(data_path("advisor", "templates", "tones.yaml"), ToneFile).tones
     missing = [t for t in TONES if t not in loaded]
     if missing:
-        from core.errors import ConfigError
-
         raise ConfigError(f"advisor tone file {data_path('advisor', 'templates', 'tones.yaml')}: no tone {missing}")
     return loaded
 
@@ -64,4 +89,33 @@ def template(document_type: str) -> DocumentTemplate:
     return load_policy(data_path("advisor", "templates", f"{document_type}.yaml"), DocumentTemplate)
 
 
-__all__ = ["DOCUMENT_TYPES", "TONES", "DocumentTemplate", "Tone", "ToneFile", "fill", "template", "tones"]
+def fields_text() -> str:
+    """Every document type's fields, as the tool's schema shows them to a model (short: it is in every prompt)."""
+    lines = []
+    for kind in DOCUMENT_TYPES:
+        tpl = template(kind)
+        listed = ", ".join(
+            f"{name}({f.label}{' 例' + f.example if f.kind != 'text' else ''})"
+            for name, f in tpl.fields.items()
+            if name not in HEADER_FIELDS
+        )
+        header = "recipient, sender必須; " if set(HEADER_FIELDS) <= set(tpl.fields) else ""
+        lines.append(f"{kind}: {header}{listed or 'なし'}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "DOCUMENT_TYPES",
+    "HEADER_FIELDS",
+    "TONES",
+    "USER_TEXT",
+    "DocumentTemplate",
+    "TemplateField",
+    "Tone",
+    "ToneFile",
+    "fields_text",
+    "fill",
+    "placeholders",
+    "template",
+    "tones",
+]

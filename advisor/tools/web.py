@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
+from advisor.sources import require_web
 from advisor.tools.base import ToolContext, ToolInput
 from core.errors import InputError
 from core.policy import PolicyModel, load_policy
@@ -107,6 +108,7 @@ def parse_range(value: str | None) -> tuple[str | None, tuple[date, date] | None
 
 
 async def run(data: WebSearchInput, ctx: ToolContext) -> WebSearchOutput:
+    require_web(ctx.settings)  # the bundled sample corpus is never presented as the web
     relative, window = parse_range(data.date_range)
     sent = f"{data.query} {hints()[data.search_type]}" if data.search_type else data.query
     setup = open_search(ctx.settings)
@@ -139,6 +141,7 @@ DESCRIPTION = (
     "Web検索: 市場データ（企業物価指数、最低賃金など）、企業情報（決算短信、IR、パートナーシップ構築宣言）、"
     "業界ニュースを検索します。search_type: news/statistics/company_info/market_data、"
     "date_range: 例 '2021-2024' や 'y'（直近1年）。結果は title, url, snippet, published_date, source。"
+    "未設定ならエラー（search_knowledge_base を使う）。"
 )
 
 __all__ = [

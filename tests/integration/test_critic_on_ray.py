@@ -120,7 +120,9 @@ async def test_the_python_api_uses_the_running_ray_and_the_spec_names(monkeypatc
 async def test_on_ray_the_timeout_keeps_finished_ideas_and_stops_the_slow_one() -> None:
     """Workers are started first (a warm-up run with a generous timeout), so the short timeout of
     the run under test measures the slow judgement, not how fast a busy machine starts processes."""
-    settings = load_settings(None, {"llm": {"provider": f"python:{FAULTS}:judge"}, "critic": {"cache": False}})
+    settings = load_settings(
+        None, {"llm": {"provider": f"python:{FAULTS}:judge"}, "critic": {"cache": False, "min_total": 0}}
+    )
     warm = [{"id": f"w{n}", "title": f"warm {n}", "description": "d"} for n in range(2)]
     two = [
         {"id": "quick", "title": "quick idea", "description": "d"},
@@ -147,7 +149,7 @@ async def test_on_ray_the_timeout_keeps_finished_ideas_and_stops_the_slow_one() 
         await runtime.close()
     by_id = {e.idea_id: e for e in out.evaluations}
     assert by_id["quick"].status == "ok" and by_id["slow"].status == "timeout"
-    assert out.selected_idea.id == "quick"
+    assert out.selected_idea is not None and out.selected_idea.id == "quick"
 
 
 async def test_a_dead_worker_is_replaced_and_its_idea_judged_on_a_fresh_one() -> None:

@@ -80,7 +80,7 @@ async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_pa
     from advisor.orchestrator import Orchestrator
     from advisor.settings import AdvisorSettings
     from core.store import open_store
-    from sessions.gateway import LocalSessions
+    from sessions.gateway import SessionHost
     from sessions.store import SessionRepository
 
     llm = served_model.llm_settings(roles={"advisor.mode2": {"params": {"require_tool": True, "max_tokens": 1024}}})
@@ -88,7 +88,7 @@ async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_pa
         overrides={"data_dir": tmp_path, "llm": llm, "advisor": {"max_tool_turns": 2}, "search": {"provider": "local"}}
     )
     repo = SessionRepository(open_store(settings))
-    orchestrator = Orchestrator(settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()))
+    orchestrator = Orchestrator(settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy()))
     message = "原材料高騰で困っています。原価1000円のうち材料費が400円で、材料費が20%上がりました。影響を計算して。"
     with timed("advisor mode 2 turn"):
         events = [e.model_dump(mode="json") async for e in orchestrator.turn("served-1", "", message)]

@@ -30,7 +30,7 @@ def _copies(urls: set[str]) -> set[str]:
 
 
 def _source_numbers(report: str) -> dict[str, int]:
-    sources = report.split("## Sources")[1]
+    sources = report.split("## 出典")[1]  # the topic is Japanese: so is the report
     return {m.group(2): int(m.group(1)) for m in re.finditer(r"^(\d+)\. \[.*?\]\((\S+)\)", sources, re.MULTILINE)}
 
 
@@ -73,7 +73,7 @@ def test_later_iterations_search_the_open_questions_and_read_new_sources(ray_res
 def test_every_planted_contradiction_is_disputed_with_both_sources(ray_result: tuple[Result, ListSink]) -> None:
     result, _ = ray_result
     planted = yaml.safe_load((CORPUS / "planted.yaml").read_text(encoding="utf-8"))["conflicts"]
-    disputed_section = result.final_report.split("## Disputed figures")[1].split("## Methodology")[0]
+    disputed_section = result.final_report.split("## 食い違う数値")[1].split("## 調査方法")[0]
     numbered = _source_numbers(result.final_report)
     for conflict in planted:
         urls = {side["url"] for side in conflict["sides"]}
@@ -127,14 +127,17 @@ def test_result_has_the_spec_shape(ray_result: tuple[Result, ListSink]) -> None:
         data["disputed"][0]
     )
     for section in (
-        "## Executive summary",
-        "## Key findings by iteration",
-        "## Claims, confidence and sources",
-        "## Disputed figures",
-        "## Methodology",
-        "## Sources",
+        "## 要約",
+        "## 反復ごとの主な発見",
+        "## 主張・確信度・出典",
+        "## 食い違う数値",
+        "## 調査方法",
+        "## 出典",
     ):
         assert section in result.final_report
+    from core.messages import catalogue, leaks
+
+    assert leaks(result.final_report.split("## 要約")[0], catalogue("research")) == []  # the title block
 
 
 def test_report_lists_japanese_entities(ray_result: tuple[Result, ListSink]) -> None:

@@ -1,11 +1,11 @@
-"""The ``advisor`` Serve app over real HTTP on 127.0.0.1 behind the API-key guard, its session actors on
-the shared Ray, and its chat page in headless Chromium (one full exchange that produces a chart)."""
+"""The ``advisor`` Serve app over real HTTP on 127.0.0.1 behind the API-key guard, on two replicas (one
+killed mid-conversation), and its chat page in headless Chromium (one full exchange that produces a chart)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +13,7 @@ import pytest
 from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from core.settings import Settings, load_settings
+from core.settings import load_settings
 from tests.browser import screenshot_path
 from tests.ports import free_port
 
@@ -21,7 +21,8 @@ KEY = "advisor-key-7"
 OTHER = "someone-else-9"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 SCRIPTED = "python:advisor.scripted:respond"
-# A page turn may start the session's actor, load the search corpus or draw the first chart in the
+REPLICAS = 2
+# A page turn may load the search corpus or draw the first chart in the
 # replica: generous on a loaded 2-core machine, and only ever reached when a turn hangs.
 TURN_MS = 120_000
 
@@ -37,6 +38,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             "data_dir": tmp_path_factory.mktemp("advisor-serve"),
             "api_keys": [KEY, OTHER],
             "llm": {"provider": SCRIPTED},
+            "advisor": {"replicas": REPLICAS},
         }
     )
     port = free_port()
@@ -78,7 +80,8 @@ def test_the_page_is_open_but_every_call_needs_the_key(service: httpx.Client) ->
     assert service.post("/advisor/chat", json={"message": "こんにちは"}).status_code == 401
     assert service.get("/advisor/sessions/x").status_code == 401
     health = service.get("/advisor/healthz")
-    assert health.status_code == 200 and set(health.json()["parts"]) == {"store", "llm", "files", "retention"}
+    parts = {"store", "llm", "files", "retention", "sessions"}
+    assert health.status_code == 200 and set(health.json()["parts"]) == parts
 
 
 def test_a_conversation_over_sse_with_consent_files_and_ownership(service: httpx.Client) -> None:
@@ -140,35 +143,30 @@ def test_a_tool_over_http(service: httpx.Client) -> None:
     assert service.post("/advisor/tools/market_analysis", json={}, headers=AUTH).status_code == 404
 
 
-async def test_a_session_continues_after_its_actor_is_killed(ray_cluster: None, tmp_path: Path) -> None:
+def test_a_conversation_survives_its_replica(service: httpx.Client) -> None:
+    """Two replicas host the sessions; the one hosting this session is killed between two turns and the
+    next turn, on the other replica, goes on from the store with the mode, history and tool results."""
     import ray
 
-    from advisor.orchestrator import Orchestrator
-    from advisor.settings import AdvisorSettings
-    from core.runtime import RayRuntime
-    from sessions.actor import SessionActor, session_actor
-    from sessions.gateway import ActorSessions
+    from deployments.affinity import affinity_rank, session_headers
 
-    settings: Settings = load_settings(overrides={"data_dir": str(tmp_path), "llm": {"provider": SCRIPTED}})
-    policy = AdvisorSettings.of(settings).session_policy()
-    runtime = RayRuntime()
-    sessions = ActorSessions(runtime, settings, policy, 300.0)
-    orchestrator = Orchestrator(settings, sessions)
-    [e async for e in orchestrator.turn("kill-me", "", "値上げの試算をお願いします")]
-    handle = await session_actor(runtime, settings, "kill-me", policy, 300.0)
-    before = await handle.call(SessionActor.where)
-    ray.kill(handle.target, no_restart=True)
-    events = [e async for e in orchestrator.turn("kill-me", "", "申入書を作ってください")]
-    assert next(e for e in events if e.type == "done").mode == "mode2"
-    again = await session_actor(runtime, settings, "kill-me", policy, 300.0)
-    assert (await again.call(SessionActor.where))["pid"] != before["pid"]
-    state = await again.call(SessionActor.read, "")
-    assert [e.text for e in state.history if e.role == "user"] == [
+    body = {"message": "値上げの試算をお願いします", "sessionId": "survivor"}
+    headers = {**AUTH, **session_headers("survivor")}
+    assert next(e for e in chat(service, body, headers) if e["type"] == "done")["mode"] == "mode2"
+    prefix = "SERVE_REPLICA::advisor#AdvisorService#"
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)]
+    assert len(names) == REPLICAS
+    holder = ray.get_actor(prefix + affinity_rank("survivor", [n.removeprefix(prefix) for n in names])[0], "serve")
+    ray.kill(holder, no_restart=True)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(holder.__ray_ready__.remote(), timeout=30)
+    done = [e for e in chat(service, {**body, "message": "申入書を作ってください"}, headers) if e["type"] == "done"]
+    assert done[0]["mode"] == "mode2" and sorted(f["type"] for f in done[0]["files"]) == ["pdf", "word"]
+    state = service.get("/advisor/sessions/survivor", headers=AUTH).json()
+    assert [e["text"] for e in state["history"] if e["role"] == "user"] == [
         "値上げの試算をお願いします",
         "申入書を作ってください",
     ]
-    # The letter of the second turn embeds the cost table computed before the kill.
-    assert state.attributes["tool_results"][-1]["input"]["include_cost_table"] is True
 
 
 async def finish_turn(page: Page, service: httpx.Client, index: int) -> None:
@@ -195,33 +193,119 @@ async def finish_turn(page: Page, service: httpx.Client, index: int) -> None:
         )
 
 
-async def test_the_chat_page_in_chromium_produces_a_chart(service: httpx.Client, page: Page) -> None:
+EXCHANGE = (
+    "材料費が20%、エネルギー費が30%上がりました。値上げ幅を試算して松竹梅のグラフにし、取引先への申入書も作ってください"
+)
+IDENTIFIER = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9_]+\b")
+
+
+async def shoot(page: Page, name: str, width: int, at: str | None = None) -> None:
+    """A screenshot at ``width`` px (the phone one at 390 px) for a person to look at: the whole page,
+    or the screen as a user sees it with the element ``at`` scrolled to the top (the header and the
+    input bar stay where they are on a real screen)."""
+    await page.set_viewport_size({"width": width, "height": 900 if width > 500 else 844})
+    if at is None:
+        await page.screenshot(path=str(screenshot_path(f"{name}-{width}")), full_page=True)
+        return
+    await page.locator(at).evaluate("(el) => window.scrollTo(0, el.getBoundingClientRect().top + scrollY - 70)")
+    await page.screenshot(path=str(screenshot_path(f"{name}-{width}")))
+
+
+async def check_phone_layout(page: Page) -> None:
+    """At 390 px: nothing wider than the screen, the title and mode badge on one line each, input bar <= 80 px."""
+    await page.set_viewport_size({"width": 390, "height": 844})
+    layout = await page.evaluate(
+        """() => {
+        const one = (el) => el.getClientRects().length === 1;
+        return { scroll: document.scrollingElement.scrollWidth,
+                 bar: document.getElementById('composer').getBoundingClientRect().height,
+                 title: one(document.querySelector('header h1')), badge: one(document.getElementById('mode')) };
+    }"""
+    )
+    assert layout["scroll"] <= 390 and layout["bar"] <= 80 and layout["title"] and layout["badge"], layout
+
+
+def document_texts(service: httpx.Client, files: list[dict[str, Any]]) -> dict[str, str]:
+    """The text of the session's letter as PDF and as Word, read back from the bytes the page links to."""
+    import io
+
+    from docx import Document
+    from pypdf import PdfReader
+
+    texts = {}
+    for f in files:
+        blob = service.get(f["href"], headers=AUTH).content
+        if f["type"] == "pdf":
+            texts["pdf"] = "".join(p.extract_text() for p in PdfReader(io.BytesIO(blob)).pages)
+        elif f["type"] == "word":
+            doc = Document(io.BytesIO(blob))
+            cells = [c.text for t in doc.tables for r in t.rows for c in r.cells]
+            texts["docx"] = "\n".join([*(p.text for p in doc.paragraphs), *cells])
+    return texts
+
+
+async def test_one_full_exchange_in_chromium_gives_a_letter_a_buyer_can_receive(
+    service: httpx.Client, page: Page
+) -> None:
+    """Issue 24: the empty page greets with examples; a consultation in distress gets the public
+    contacts and no invented source; the price exchange gives a cost table, an internal 松竹梅 chart and
+    an external letter (PDF and Word) that holds no internal figure, English identifier or field left
+    unfilled: the letter's attempt to attach the internal chart is refused by the tool."""
     await page.goto(str(service.base_url) + "/advisor/")
+    assert await page.locator("#examples button").count() == 3 and await page.is_visible("#welcome")
+    for width in (1280, 390):
+        await shoot(page, "advisor-empty", width)
+    await check_phone_layout(page)
+    await page.set_viewport_size({"width": 1280, "height": 900})
     await page.fill("#input", "こんにちは。相談に乗ってください")
     await page.keyboard.press("Enter")  # keyboard only: Enter sends
     await page.wait_for_selector("#apikey:visible")  # the key is asked for on the first 401
     await page.fill("#apikey", KEY)
     await page.keyboard.press("Tab")
     await page.keyboard.press("Enter")  # 保存
-    await page.fill("#input", "最近、資金繰りが不安です")
+    await page.fill("#input", "最近、資金繰りが不安で眠れません")
     await page.keyboard.press("Enter")
     await finish_turn(page, service, 1)  # bubble 0 asked for the key
     assert await page.text_content("#mode") == "よろず相談"
-    await page.fill("#input", "原材料高騰で値上げしたい。試算してグラフにしてください")
+    calm = await page.locator(".msg.assistant").nth(1).inner_text()
+    assert "0570-064-556" in calm and "Web検索は設定されていない" in calm and ".example" not in calm
+    await page.fill("#input", EXCHANGE)
     await page.keyboard.press("Enter")
     await finish_turn(page, service, 2)
-    assert await page.is_visible(".consent button")
     assert await page.evaluate("document.activeElement.textContent") == "「価格転嫁専門」に切り替える"
     await page.keyboard.press("Enter")  # the focused consent button
     await finish_turn(page, service, 3)
-    assert await page.locator(".msg.assistant[data-done='true']").count() == 3
-    chart = page.locator(".msg.assistant").nth(3).locator(".attachments img")
-    assert await chart.count() == 1, f"no chart in {await page.locator('.msg.assistant').nth(3).inner_text()!r}"
-    await page.wait_for_function("() => document.querySelector('.attachments img').naturalWidth > 0")
-    assert await page.text_content("#mode") == "価格転嫁専門"
-    assert await page.evaluate("document.querySelector('.attachments img').naturalWidth") == 800
-    link = await page.text_content(".attachments a")
-    assert link is not None and "Excel" in link
-    assert "3063859" in (await page.text_content("#log") or "")
-    await page.evaluate("document.querySelector('.attachments img').scrollIntoView()")
-    await page.screenshot(path=str(screenshot_path("advisor-chat")), full_page=True)
+    answer = page.locator(".msg.assistant").nth(3)
+    steps = await answer.locator(".tools li").all_inner_texts()
+    assert any(s.startswith("✔ コスト影響の試算") for s in steps) and any("グラフ作成" in s for s in steps)
+    assert any(s.startswith("✖ 文書作成") and "社内用" in s for s in steps), steps  # the refused attachment
+    assert not any(re.search(r"generate_|calculate_|web_search", s) for s in steps)
+    await page.wait_for_function(
+        "() => [...document.querySelectorAll('.attachments img')].every(i => i.naturalWidth > 0)"
+    )
+    assert await answer.locator("figure .badge.internal").count() == 1  # the 松竹梅 chart is the owner's
+    assert await answer.locator(".attachments .badge.external").count() == 2  # the letter as PDF and Word
+    shown = await page.inner_text("body")
+    session = await page.evaluate("sessionStorage.getItem('advisor.session')")
+    assert session not in shown and "3,063,859円" in shown and "<strong>" not in shown
+    assert await answer.locator(".body strong").count() >= 1  # Markdown rendered, not shown raw
+    state = service.get(f"/advisor/sessions/{session}", headers=AUTH).json()
+    refused = [e for e in state["history"] if e["agent"] == "tool:generate_document" and not e["metadata"]["ok"]]
+    assert refused and all(e["metadata"]["input"]["attachments"] for e in refused)
+    letters = [f for f in state["files"] if f["tool"] == "generate_document"]
+    assert {f["audience"] for f in letters} == {"external"}
+    texts = document_texts(service, letters)
+    assert set(texts) == {"pdf", "docx"}
+    for kind, text in texts.items():
+        flat = text.replace("\n", "")
+        for needed in ("価格改定のお願い", "拝啓", "敬具", "記", "以上", "12.75%", "材料費", "2,818,750円"):
+            assert needed in flat, (kind, needed, flat[:400])
+        assert "3,063,859" not in flat and "3063859" not in flat and "3,131,944" not in flat  # no target price
+        assert not IDENTIFIER.search(text) and "{" not in text and "}" not in text, (kind, text[:400])
+    for width in (1280, 390):
+        await shoot(page, "advisor-exchange", width, at=".msg.assistant:nth-child(7)")
+        await shoot(page, "advisor-exchange-files", width, at=".msg.assistant:nth-child(7) .tools")
+    await check_phone_layout(page)
+    await page.click("#newchat")
+    assert await page.is_visible("#welcome") and await page.locator(".msg").count() == 0
+    assert await page.evaluate("sessionStorage.getItem('advisor.session')") is None

@@ -97,8 +97,9 @@ def test_the_stream_reports_each_idea_then_the_output(service: httpx.Client) -> 
     body = {"ideas": IDEAS, "weights": "55:45", "noCache": True}
     with service.stream("POST", "/critic/evaluate/stream", json=body, headers=AUTH) as response:
         events = named_events(response)
-    kinds = [k for k, _ in events]
+    kinds = [k for k, _ in events if k != "ideaJudging"]
     assert kinds == ["evaluationStarted", *["ideaJudged"] * len(IDEAS), "evaluationCompleted", "result"]
+    assert sorted(data["ideaId"] for k, data in events if k == "ideaJudging") == sorted(i["id"] for i in IDEAS)
     assert [data["done"] for k, data in events if k == "ideaJudged"] == list(range(1, len(IDEAS) + 1))
     result = events[-1][1]
     assert result["selectedIdea"] == {"id": events[-2][1]["selectedIdeaId"], "title": result["selectedIdea"]["title"]}

@@ -67,7 +67,8 @@ def cluster(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     common: dict[str, Any] = {
         "data_dir": data_dir,
         "api_keys": [KEY_A, KEY_B, KEY_C],
-        "serve": {"queue_size": 1, "client_sessions": SESSIONS_PER_CLIENT, "retry_after_s": 5},
+        "serve": {"queue_size": 1, "retry_after_s": 5},
+        "sessions": {"max_per_client": SESSIONS_PER_CLIENT},
         "search": {"corpus_dir": str(empty_corpus)},
         "nlp": {"workers": 1},
     }
@@ -132,7 +133,7 @@ def test_per_client_session_limit_is_429_for_that_client_only(cluster: Cluster) 
             assert _route(client, "営業時間は？", f"many-{number}", AUTH_C).status_code == 200
         refused = _route(client, "営業時間は？", "many-extra", AUTH_C)
         assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
-        assert "serve.client_sessions" in refused.json()["error"]
+        assert "sessions.max_per_client" in refused.json()["error"]
         assert _route(client, "まだ話せますか", "many-0", AUTH_C).status_code == 200  # its own sessions go on
         assert _route(client, "営業時間は？", "many-extra", AUTH_B).status_code == 200  # others are not affected
 

@@ -1,4 +1,5 @@
-"""`magi serve` (a real subprocess with its own local Ray and Serve) keeping its runs in PostgreSQL."""
+"""`magi serve` (a real subprocess with its own local Ray and Serve) keeping its runs in PostgreSQL, and
+fifty concurrent writers to one router session across the router's two replicas losing no turn."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -20,12 +22,16 @@ from tests.ports import free_port
 TOPIC = "中小企業の価格転嫁の現状"
 
 
+def _route(client: httpx.Client, query: str, session: str) -> httpx.Response:
+    return client.post("/router/route", json={"query": query, "sessionId": session})
+
+
 @pytest.mark.slow
 def test_serve_keeps_runs_and_events_in_the_database_named_by_magi_store_url(
     tmp_path: Path, postgres_url: str, isolated_settings: Path
 ) -> None:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "MAGI_STORE_URL": postgres_url}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MAGI_STORE_URL": postgres_url, "MAGI_ROUTER_REPLICAS": "2"}
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "serve", "--port", str(port)],
@@ -53,6 +59,12 @@ def test_serve_keeps_runs_and_events_in_the_database_named_by_magi_store_url(
                 assert time.monotonic() < deadline + 120, (tmp_path / "serve.log").read_text()
                 time.sleep(1)
             assert status == "completed"
+            # fifty writers to one router session, spread over its two replicas: none lost on PostgreSQL
+            with ThreadPoolExecutor(max_workers=25) as pool:
+                codes = list(pool.map(lambda i: _route(client, f"質問{i}", "crowd").status_code, range(50)))
+            assert codes == [200] * 50
+            history = client.get("/router/sessions/crowd").json()["history"]
+            assert sorted(e["text"] for e in history) == sorted(f"質問{i}" for i in range(50))
     finally:
         server.send_signal(signal.SIGINT)  # Ctrl-C: magi serve shuts Serve and its Ray down
         try:

@@ -151,6 +151,7 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
     stored = runs.load_run(store, run_id)
     assert stored is not None and stored.status == "completed" and stored.result_json
     assert len(runs.load_events(store, run_id)) == len(messages)
+    serve.delete(APP_NAME)  # first: a live replica would take the runs below over at once (their lease is expired)
     request = {"topic": TOPIC, "agents": 1, "iterations": 1, "corpus": str(CORPUS_DIR)}
     for ghost in ("ghost", "doomed"):  # as if a replica died with these runs in progress
         runs.record_started(store, ghost, TOPIC, status="accepted", request=request)
@@ -161,7 +162,6 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
     runs.record_started(store, "cli-run", TOPIC)  # a CLI run (no request) may still be running elsewhere
     store.close()
 
-    serve.delete(APP_NAME)
     started = time.perf_counter()
     _deploy(data_dir)
     assert time.perf_counter() - started < 30

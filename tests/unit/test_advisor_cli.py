@@ -149,3 +149,71 @@ def test_purge_removes_old_advisor_sessions_and_their_files(tmp_path: Path, monk
     assert report.sessions == [old] and report.files == 1
     assert repo.load(old) is None and repo.load(new) is not None and repo.load("router-s") is not None
     assert not list((artifacts / old).glob("*")) and list((artifacts / new).glob("*"))
+
+
+def test_magi_tool_session_records_the_result_for_later_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24: a cost table computed with ``--session`` is there for the letter that embeds it."""
+    import io
+
+    from docx import Document
+
+    assert (
+        main(
+            ["tool", "calculate_cost_impact", "--input", str(write(tmp_path / "c.json", SPEC_INPUT)), "--session", "s1"]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    letter = {
+        "document_type": "request_letter",
+        "format": "docx",
+        "data": {
+            "recipient": "株式会社A 購買部 御中",
+            "sender": "山田製作所",
+            "fields": {"increase_rate": "0.1275", "effective_date": "2027年1月1日", "reply_by": "2026年12月15日"},
+        },
+        "include_cost_table": True,
+    }
+    args = ["tool", "generate_document", "--input", str(write(tmp_path / "d.json", letter)), "--session", "s1"]
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["audience"] == "external"
+    doc = Document(io.BytesIO(Path(out["files"][0]["url"].removeprefix("file://")).read_bytes()))
+    text = "\n".join(p.text for p in doc.paragraphs) + "\n".join(
+        c.text for t in doc.tables for r in t.rows for c in r.cells
+    )
+    assert "12.75%改定" in text and "材料費" in text and "2,818,750円" in text and "material_cost" not in text
+    # The same letter without the session has no cost table to embed.
+    assert main(["tool", "generate_document", "--input", str(tmp_path / "d.json")]) == 2
+    assert "no calculate_cost_impact result" in capsys.readouterr().err
+
+
+def test_magi_tool_schema_lists_the_input_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tool", "generate_document", "--schema", "--format", "json"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "document_type" in schema["properties"] and "audience" in schema["properties"]
+    assert "effective_date(適用開始日)" in json.dumps(schema, ensure_ascii=False)  # the template's fields
+    assert main(["tool", "generate_document"]) == 2
+    assert "--schema" in capsys.readouterr().err
+
+
+def test_the_font_named_by_magi_advisor_font_is_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from core.fonts import find_japanese_font
+
+    found = find_japanese_font(None, truetype_only=True)
+    assert found is not None, "the test machine has IPAex Gothic (.ci/run installs it)"
+    own = Path(shutil.copy(found, tmp_path / "my-font.ttf"))
+    chart = {"data": {"categories": [{"label": "材料費", "value": 1}]}, "chart_type": "bar", "title": "費目"}
+    monkeypatch.setenv("MAGI_ADVISOR_FONT", str(own))
+    assert main(["tool", "generate_chart", "--input", str(write(tmp_path / "g.json", chart)), "--format", "json"]) == 0
+    capsys.readouterr()
+    (tmp_path / "not-a-font.ttf").write_text("x", encoding="utf-8")
+    monkeypatch.setenv("MAGI_ADVISOR_FONT", str(tmp_path / "not-a-font.ttf"))
+    assert main(["tool", "generate_chart", "--input", str(tmp_path / "g.json")]) == 2
+    assert "MAGI_ADVISOR_FONT" in capsys.readouterr().err

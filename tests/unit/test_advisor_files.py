@@ -81,7 +81,10 @@ async def test_a_comparison_chart_and_bad_input(tmp_path: Path) -> None:
 async def test_documents_open_again_with_their_japanese_text(tmp_path: Path, fmt: str) -> None:
     ctx = context(tmp_path)
     drawn = await chart(
-        ChartInput.model_validate({"data": {"time_series": SERIES}, "chart_type": "line", "title": "推移"}), ctx
+        ChartInput.model_validate(
+            {"data": {"time_series": SERIES}, "chart_type": "line", "title": "推移", "audience": "external"}
+        ),
+        ctx,
     )
     calc = await cost(
         CostImpactInput.model_validate(
@@ -135,7 +138,7 @@ async def test_documents_open_again_with_their_japanese_text(tmp_path: Path, fmt
         assert sheet is not None
         text = "\n".join(str(c.value) for row in sheet.iter_rows() for c in row if c.value is not None)
         assert len(sheet._images) == 1  # type: ignore[attr-defined]
-    for expected in ("価格改定のお願い", "拝啓", "株式会社A", "2027年1月1日", "45%上昇", "労務費", "660"):
+    for expected in ("価格改定のお願い", "拝啓", "株式会社A", "2027年1月1日", "45%上昇", "労務費", "660円", "+10%"):
         assert expected in text, (expected, text[:300])
     assert out.preview.startswith("拝啓")
 

@@ -116,7 +116,12 @@ def test_date_ranges() -> None:
 
 
 async def test_web_search_honours_type_and_range_on_the_local_corpus(tmp_path: Path) -> None:
-    ctx = ToolContext(load_settings(None, {"data_dir": str(tmp_path)}))
+    import shutil
+
+    from tests.conftest import CORPUS_DIR
+
+    own = shutil.copytree(CORPUS_DIR, tmp_path / "own-corpus")  # an operator's own folder, not the sample
+    ctx = ToolContext(load_settings(None, {"data_dir": str(tmp_path), "search": {"corpus_dir": str(own)}}))
     out = await web_search(
         WebSearchInput(query="価格転嫁率 フォローアップ調査", search_type="statistics", date_range="2025"), ctx
     )
@@ -127,6 +132,16 @@ async def test_web_search_honours_type_and_range_on_the_local_corpus(tmp_path: P
         assert r.title and r.url.startswith("http") and r.snippet and r.source
     everything = await web_search(WebSearchInput(query="価格転嫁率 フォローアップ調査"), ctx)
     assert everything.metadata.result_count > out.metadata.result_count
+
+
+async def test_the_bundled_sample_corpus_is_never_searched_as_the_web(tmp_path: Path) -> None:
+    from advisor.sources import web_configured
+
+    settings = load_settings(None, {"data_dir": str(tmp_path)})
+    assert not web_configured(settings)
+    with pytest.raises(ConfigError, match="Web検索は設定されていません"):
+        await web_search(WebSearchInput(query="価格転嫁率"), ToolContext(settings))
+    assert web_configured(load_settings(None, {"data_dir": str(tmp_path), "search": {"provider": "ddgs"}}))
 
 
 def test_ingest_reads_the_folder_like_a_corpus(tmp_path: Path) -> None:

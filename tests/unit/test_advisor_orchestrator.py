@@ -15,7 +15,7 @@ from core.llm.base import LLMRequest
 from core.llm.testing import FunctionClient
 from core.settings import Settings, load_settings
 from core.store import open_store
-from sessions.gateway import LocalSessions
+from sessions.gateway import SessionHost
 from sessions.models import SessionState
 from sessions.store import SessionRepository
 
@@ -29,7 +29,7 @@ def settings_for(tmp_path: Path, **advisor: Any) -> Settings:
 def make(tmp_path: Path, **advisor: Any) -> tuple[Orchestrator, SessionRepository]:
     settings = settings_for(tmp_path, **advisor)
     repo = SessionRepository(open_store(settings))
-    return Orchestrator(settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy())), repo
+    return Orchestrator(settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy())), repo
 
 
 async def turn(
@@ -104,7 +104,9 @@ async def test_refusing_keeps_the_current_mode(tmp_path: Path) -> None:
     await turn(o, "価格転嫁についても聞きたい")
     refused = await turn(o, None, "refuse")
     assert first(refused, "mode")["mode"] == "mode1" and "継続します" in first(refused, "done")["text"]
-    assert state(repo).mode == "mode1" and not [e for e in refused if e["type"] == "tool" and e["name"] != "web_search"]
+    assert state(repo).mode == "mode1" and not [
+        e for e in refused if e["type"] == "tool" and e["name"] not in ("web_search", "search_knowledge_base")
+    ]
     with pytest.raises(InputError, match="no mode change is waiting"):
         await turn(o, None, "accept")
 
@@ -120,8 +122,9 @@ async def test_history_is_shared_when_coming_back_to_mode2(tmp_path: Path) -> No
     assert done["mode"] == "mode2"
     s = state(repo)
     # The cost result of the first Mode 2 turn is still in the session: the letter embeds its table.
-    assert [r["tool"] for r in s.attributes["tool_results"]] == ["calculate_cost_impact", "generate_document"]
-    assert s.attributes["tool_results"][1]["input"]["include_cost_table"] is True
+    tools = [r["tool"] for r in s.attributes["tool_results"]]
+    assert tools == ["calculate_cost_impact", "generate_document", "generate_document"]  # the letter as PDF and Word
+    assert all(r["input"]["include_cost_table"] is True for r in s.attributes["tool_results"][1:])
 
 
 async def test_a_mode2_turn_calls_several_tools_and_attaches_their_files(tmp_path: Path) -> None:
@@ -132,19 +135,25 @@ async def test_a_mode2_turn_calls_several_tools_and_attaches_their_files(tmp_pat
     assert tools.index("generate_chart") > tools.index("calculate_cost_impact")
     assert tools.index("generate_document") > tools.index("generate_chart")
     files = [e["file"] for e in events if e["type"] == "file"]
-    assert [f["type"] for f in files] == ["excel", "graph", "pdf"]
+    assert sorted(f["type"] for f in files) == ["excel", "graph", "pdf", "word"]
     s = state(repo)
     assert s.generated_files == [f["key"] for f in files]
     assert all((tmp_path / "artifacts" / key).is_file() for key in s.generated_files)
-    assert [f["tool"] for f in s.attributes["files"]] == [
-        "calculate_cost_impact",
-        "generate_chart",
-        "generate_document",
+    assert [(f["tool"], f["audience"]) for f in s.attributes["files"]] == [
+        ("calculate_cost_impact", "internal"),
+        ("generate_chart", "internal"),
+        ("generate_document", "external"),
+        ("generate_document", "external"),
     ]
     tool_entries = [e for e in s.history if e.role == "system" and (e.agent or "").startswith("tool:")]
-    assert len(tool_entries) == 4 and all(e.metadata["ok"] for e in tool_entries)
+    refused = [e for e in tool_entries if not e.metadata["ok"]]
+    # The letter asked for the internal 松竹梅 chart as attachment: refused by the tool, made without it.
+    assert len(tool_entries) == 7 and [e.agent for e in refused] == ["tool:generate_document"] * 2
+    assert all("社内用" in e.text and e.metadata["input"]["attachments"] for e in refused)
     done = first(events, "done")
-    assert "3063859" in done["text"] and "出典: https://" in done["text"]
+    assert (
+        "3,063,859円" in done["text"] and "出典: https://" in done["text"] and "法律相談ではありません" in done["text"]
+    )
 
 
 async def test_negotiation_rounds_are_kept_in_the_session(tmp_path: Path) -> None:
@@ -172,7 +181,7 @@ async def test_a_failing_summariser_falls_back_to_a_digest(tmp_path: Path) -> No
     from advisor import scripted
 
     async def flaky(request: LLMRequest) -> Any:
-        if "[advisor:summary]" in request.system:
+        if request.role == "advisor.summary":
             raise LLMError("summariser down")
         result: Any = None
         async for item in scripted.respond(request):
@@ -182,7 +191,7 @@ async def test_a_failing_summariser_falls_back_to_a_digest(tmp_path: Path) -> No
     settings = settings_for(tmp_path, compress_after=4, keep_recent=2)
     repo = SessionRepository(open_store(settings))
     o = Orchestrator(
-        settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(flaky)
+        settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(flaky)
     )
     for i in range(4):
         await turn(o, f"販路の相談{i}")
@@ -195,7 +204,7 @@ async def test_no_llm_and_bad_messages_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(LLMNotConfiguredError, match="MAGI_LLM_PROVIDER"):
         Orchestrator(
             settings,
-            LocalSessions(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy()),
+            SessionHost(SessionRepository(open_store(settings)), AdvisorSettings.of(settings).session_policy()),
         )
     o, _ = make(tmp_path / "x", max_message_chars=20)
     with pytest.raises(InputError, match="empty"):
@@ -217,7 +226,7 @@ async def test_a_broken_classifier_keeps_the_current_mode(tmp_path: Path) -> Non
     from advisor import scripted
 
     async def garbled(request: LLMRequest) -> Any:
-        if "[advisor:classify]" in request.system:
+        if request.role == "advisor.orchestrator":
             return "たぶん関係あります"  # not the JSON asked for, twice: the classification fails
         result: Any = None
         async for item in scripted.respond(request):
@@ -227,7 +236,7 @@ async def test_a_broken_classifier_keeps_the_current_mode(tmp_path: Path) -> Non
     settings = settings_for(tmp_path)
     repo = SessionRepository(open_store(settings))
     o = Orchestrator(
-        settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(garbled)
+        settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy()), llm=FunctionClient(garbled)
     )
     await turn(o, "値上げの試算をお願いします")  # keyword: no classification needed
     events = await turn(o, "どう思いますか")
@@ -250,6 +259,6 @@ async def test_a_file_is_listed_in_the_session_before_its_event_announces_it(tmp
         if isinstance(event, FileMade):
             announced.append(event.file["key"])
             assert state(repo).generated_files == announced, f"{event.file['name']} announced before it was listed"
-    assert len(announced) == 3
+    assert len(announced) == 4
     assert state(repo).generated_files == announced  # each listed once, also after the turn's own write
     assert [f["key"] for f in state(repo).attributes["files"]] == announced

@@ -10,7 +10,7 @@ from advisor.retention import purge
 from advisor.settings import AdvisorSettings
 from core.settings import load_settings
 from core.store import open_store
-from sessions.gateway import LocalSessions
+from sessions.gateway import SessionHost
 from sessions.store import SessionRepository, utcnow
 
 
@@ -20,7 +20,7 @@ async def test_turns_and_retention_on_both_backends(store_url: str, tmp_path: Pa
         {"store_url": store_url, "data_dir": str(tmp_path), "llm": {"provider": "python:advisor.scripted:respond"}},
     )
     repo = SessionRepository(open_store(settings))
-    orchestrator = Orchestrator(settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()))
+    orchestrator = Orchestrator(settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy()))
     for sid in ("kept", "aged"):
         events = [e async for e in orchestrator.turn(sid, "", "値上げの試算をお願いします")]
         assert events[-1].mode == "mode2" and events[-1].files
@@ -46,7 +46,7 @@ async def test_files_go_to_an_fsspec_url_when_configured(tmp_path: Path) -> None
         None, {"data_dir": str(tmp_path), "artifacts_url": url, "llm": {"provider": "python:advisor.scripted:respond"}}
     )
     repo = SessionRepository(open_store(settings))
-    orchestrator = Orchestrator(settings, LocalSessions(repo, AdvisorSettings.of(settings).session_policy()))
+    orchestrator = Orchestrator(settings, SessionHost(repo, AdvisorSettings.of(settings).session_policy()))
     events = [e async for e in orchestrator.turn("mem", "", "値上げの試算をしてグラフにしてください")]
     files = events[-1].files
     assert [f["type"] for f in files] == ["excel", "graph"] and all(f["url"].startswith("memory://") for f in files)

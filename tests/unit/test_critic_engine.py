@@ -72,7 +72,7 @@ async def test_five_ideas_scored_in_three_stages_and_the_best_selected() -> None
         assert b.synergy.scenario.story  # stage 2
         assert 0 <= b.synergy.verification.score <= 1  # stage 3
         assert e.total_score == pytest.approx(e.market_score + e.synergy_score, abs=0.011) or b.market.profit_rule
-        assert 0 < e.tokens <= 2000 and not e.warnings
+        assert 0 < e.tokens <= 8400 and not e.warnings  # critic.token_budget, sized by benchmarks/critic_tokens.py
     assert out.usage.llm.calls == 5 and out.usage.over_budget == []
     rows = repository.run_evaluations(store, "r1")
     assert len(rows) == 5 and {r["status"] for r in rows} == {"ok"}
@@ -94,11 +94,11 @@ async def test_each_idea_is_judged_alone_so_order_does_not_change_its_scores() -
 
 
 async def test_a_failed_idea_is_reported_and_left_out_of_the_selection() -> None:
-    out = await run(ideas("good one", "FAIL here", "another"), settings(FAULTS))
+    out = await run(ideas("good one", "FAIL here", "another"), settings(FAULTS, min_total=0))
     failed = next(e for e in out.evaluations if e.idea_id == "i2")
     assert failed.status == "failed" and "scripted outage" in (failed.error or "")
     assert failed.total_score is None
-    assert out.selected_idea.id in {"i1", "i3"}
+    assert out.selected_idea is not None and out.selected_idea.id in {"i1", "i3"}
     assert critic_faults.CALLS["FAIL here"] == 3  # the first call and the platform's 2 retries
 
 
@@ -125,11 +125,11 @@ async def test_all_failing_raises_critic_error_naming_every_idea() -> None:
 
 
 async def test_the_timeout_returns_finished_ideas_and_marks_the_others() -> None:
-    out = await run(ideas("quick", "SLOW idea"), settings(FAULTS, timeout_s=1.0))
+    out = await run(ideas("quick", "SLOW idea"), settings(FAULTS, timeout_s=1.0, min_total=0))
     by_id = {e.idea_id: e for e in out.evaluations}
     assert by_id["i1"].status == "ok"
     assert by_id["i2"].status == "timeout" and "1 s" in (by_id["i2"].error or "")
-    assert out.selected_idea.id == "i1"
+    assert out.selected_idea is not None and out.selected_idea.id == "i1"
 
 
 async def test_only_timeouts_is_a_critic_error() -> None:

@@ -32,14 +32,20 @@ def judgement(
     assets: list[str] | None = None,
 ) -> IdeaJudgement:
     data: dict[str, Any] = {
-        "market": dict(zip(("size", "growth", "profitability"), market, strict=True)),
-        "capabilities": dict(zip(("development", "operations", "finance", "innovation"), capabilities, strict=True)),
+        "market": {"reasoning": "市場の根拠", **dict(zip(("size", "growth", "profitability"), market, strict=True))},
+        "capabilities": {
+            "reasoning": "能力の根拠",
+            **dict(zip(("development", "operations", "finance", "innovation"), capabilities, strict=True)),
+        },
         "scenario": {
             "story": "丸の内のテナント網を使う",
             "assets": assets if assets is not None else ["marunouchi", "tenants"],
             **dict(zip(("resourceUse", "brand", "strategicValue"), scenario, strict=True)),
         },
-        "verification": dict(zip(("logic", "feasibility", "uniqueness", "scale"), verification, strict=True)),
+        "verification": {
+            "reasoning": "検証の根拠",
+            **dict(zip(("logic", "feasibility", "uniqueness", "scale"), verification, strict=True)),
+        },
         "reasons": ["r1"],
     }
     return IdeaJudgement.model_validate(data)

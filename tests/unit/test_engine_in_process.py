@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from core.events import ListSink
+from core.messages import catalogue, leaks
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from nlp.settings import NlpSettings
 from research.engine import run_research
 from research.errors import ResearchError
 from research.events import AgentCompleted, ConsensusSelected, ResearchCompleted
+from research.report import render_final_report
 
 PAGE = """<html lang="ja"><head><meta charset="utf-8"><title>{title}</title></head><body><article>
 <h1>{title}</h1><p>{body}</p></article></body></html>"""
@@ -85,6 +87,25 @@ async def test_two_agents_two_iterations_in_process(tmp_path: Path) -> None:
     assert isinstance(done, ResearchCompleted) and (done.iterations, done.claims) == (2, len(result.claims))
     selected = [e for e in events.events if isinstance(e, ConsensusSelected)]
     assert [e.selected_agent_id for e in selected] == [it.selected_agent_id for it in result.iterations]
+    _check_report_languages(result)
+
+
+def _check_report_languages(result: Any) -> None:
+    """Golden headings of report.md in the topic's language; no English label in the Japanese one."""
+    report = result.final_report
+    headings = [line for line in report.splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## 要約", "## 反復ごとの主な発見", "## 主張・確信度・出典"]
+    assert headings[-2:] == ["## 調査方法", "## 出典"]
+    assert "### 反復1（採用した報告: エージェント" in report and "— 確信度 0." in report
+    labels_only = "\n".join(line for line in report.splitlines() if line.startswith(("#", "- 実行", "- 最終スコア")))
+    assert leaks(labels_only, catalogue("research")) == []
+    english = result.model_copy(update={"metadata": result.metadata.model_copy(update={"topic": "SME pass-through"})})
+    text = render_final_report(english)
+    assert [line for line in text.splitlines() if line.startswith("## ")][:3] == [
+        "## Executive summary",
+        "## Key findings by iteration",
+        "## Claims, confidence and sources",
+    ]
 
 
 async def test_hostile_corpus_files_are_left_out_and_counted_in_the_collection_block(tmp_path: Path) -> None:
@@ -105,7 +126,7 @@ async def test_early_termination_fires_when_consistency_stops_improving(tmp_path
     result, _ = await _run(tmp_path, iterations=5)
     assert len(result.iterations) == 3
     assert result.stopped_early and "less than 5%" in result.stopped_early
-    assert "Stopped early" in result.final_report
+    assert "- 早期終了: " in result.final_report  # a Japanese topic: a Japanese report
 
 
 async def test_timeouts_retry_once_then_fail_with_the_partial_results(tmp_path: Path) -> None:
@@ -125,7 +146,7 @@ async def test_llm_summary_keeps_supported_sentences_and_drops_invented_ones(tmp
     summary = result.executive_summary
     assert summary.written_by == "llm" and summary.sentences_kept == 1
     assert summary.sentences_removed == ["全体の99.9%が満足している。"]
-    assert "99.9%" not in result.final_report and "1 unsupported sentence(s) removed" in result.final_report
+    assert "99.9%" not in result.final_report and "裏付けのない1文を削除しました" in result.final_report
     usage = result.usage  # the summary's one call, metered; a python: provider has no price
     assert usage is not None and usage.calls == 1 and usage.cost_usd == "unknown"
     assert result.model_dump(by_alias=True)["usage"]["costUsd"] == "unknown"

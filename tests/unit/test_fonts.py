@@ -35,10 +35,19 @@ def test_the_message_says_what_was_left_out_why_and_the_command_in_the_users_lan
 
 
 def test_the_advisors_documented_font_variable_is_a_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    font = tmp_path / "company.ttf"
-    font.write_bytes(b"\0")
+    import shutil
+
+    from core.fonts import find_japanese_font
+
+    installed = find_japanese_font(None, truetype_only=True)
+    assert installed is not None, "the test machine has IPAex Gothic (.ci/run installs it)"
+    font = Path(shutil.copy(installed, tmp_path / "company.ttf"))
     monkeypatch.setenv("MAGI_ADVISOR_FONT", str(font))
     assert japanese_font(AdvisorSettings.of(load_settings())) == font
+    (tmp_path / "broken.ttf").write_bytes(b"\0")  # named .ttf, but no font: refused, not a crash later
+    monkeypatch.setenv("MAGI_ADVISOR_FONT", str(tmp_path / "broken.ttf"))
+    with pytest.raises(ConfigError, match=r"MAGI_ADVISOR_FONT.*broken\.ttf"):
+        japanese_font(AdvisorSettings.of(load_settings()))
     monkeypatch.setenv("MAGI_ADVISOR_FONT", str(tmp_path / "missing.ttf"))
     with pytest.raises(ConfigError, match=r"MAGI_ADVISOR_FONT.*missing\.ttf.*not a TrueType font file"):
         japanese_font(AdvisorSettings.of(load_settings()))

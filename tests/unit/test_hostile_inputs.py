@@ -219,7 +219,7 @@ def test_a_client_holds_at_most_its_share_of_live_sessions(tmp_path: Path) -> No
         key = session_key("router", owner, f"s{number}")
         admit_session(repo, key, owner, "router", 3, POLICY)
         update_session(repo, key, owner, _say("hi"), POLICY)
-    with pytest.raises(TooManySessionsError, match=r"serve\.client_sessions"):
+    with pytest.raises(TooManySessionsError, match=r"sessions\.max_per_client"):
         admit_session(repo, session_key("router", owner, "s3"), owner, "router", 3, POLICY)
     admit_session(repo, session_key("router", owner, "s0"), owner, "router", 3, POLICY)  # its own: fine
     admit_session(repo, session_key("router", other, "s3"), other, "router", 3, POLICY)  # another client

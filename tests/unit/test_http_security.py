@@ -148,22 +148,6 @@ async def test_guard_caps_bodies_without_reading_them(guarded: tuple[httpx.Async
     assert liar.status_code == 413
 
 
-def test_autoscaling_follows_the_runs_held() -> None:
-    """The policy Serve calls with a context of per-replica ``queued_runs`` reports."""
-    from types import SimpleNamespace
-
-    from deployments.autoscaling import QUEUE_METRIC, QueuedRunsPolicy, autoscaling_config
-
-    policy = QueuedRunsPolicy(target_queued_runs=5)
-    context = SimpleNamespace(current_num_replicas=2, aggregated_metrics={QUEUE_METRIC: {"r1": 11.0, "r2": 9.0}})
-    assert policy(context) == (4, {})
-    assert policy(SimpleNamespace(current_num_replicas=3, aggregated_metrics={})) == (3, {})  # no report yet
-    assert policy(SimpleNamespace(current_num_replicas=3, aggregated_metrics={QUEUE_METRIC: {"r": 0.0}})) == (1, {})
-    config = autoscaling_config(1, 4, 5)
-    assert config["policy"]["policy_function"] == "deployments.autoscaling:QueuedRunsPolicy"
-    assert (config["min_replicas"], config["max_replicas"]) == (1, 4)
-
-
 class _Topic(BaseModel):
     topic: str
 

@@ -79,13 +79,13 @@ def test_markdown_is_the_default(scripted: None, capsys: pytest.CaptureFixture[s
     code = main(["ask", "--in-process", f"Go?\n{SCRIPT}melchior=APPROVE balthasar=CONDITIONAL casper=DENY"])
     out = capsys.readouterr().out
     assert code == 3
-    assert out.startswith("# MAGI decision: CONDITIONAL")
-    for heading in ("## Votes", "## Conditions", "## Dissent", "## Thinking", "## Debate round 1", "## Conformity"):
+    assert out.startswith("# MAGI decision: Split: no majority")  # 1-1-1 is no conditional approval
+    for heading in ("## Why", "## Votes", "## Conditions", "## Thinking (independently)", "## Debate round 1"):
         assert heading in out
     flipped = f"Go?\n{SCRIPT}melchior=APPROVE balthasar=DENY casper=APPROVE,DENY,silent"
     assert main(["ask", "--in-process", flipped]) == 1
     out = capsys.readouterr().out
-    assert "| CASPER-3 | APPROVE (" in out and "⚠ changed without a new argument" in out
+    assert "| CASPER-3 | approve (" in out and "⚠ changed without a new argument" in out
 
 
 def test_runs_report_distribution_and_flip_rate(scripted: None, capsys: pytest.CaptureFixture[str]) -> None:

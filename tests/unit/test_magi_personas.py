@@ -37,7 +37,8 @@ def test_a_persona_that_does_not_name_its_sage_first_is_refused(tmp_path: Path) 
 def test_a_prompt_template_with_an_unknown_field_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "prompts.yaml"
     path.write_text(
-        "version: 1\nthinking: '{question} {secret}'\ndebate: '{peers}'\nvoting: '{peers}'\nsummary: '{turns}'\n",
+        "version: 1\nthinking: '{question} {secret}'\ndebate: '{peers}'\nvoting: '{peers}'\nsummary: '{turns}'\n"
+        "labels: x\n",
         encoding="utf-8",
     )
     with pytest.raises(ConfigError, match=r"thinking: unknown field\(s\) \['secret'\]"):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
+from magi.models import SageName, Verdict
 
 REQUIREMENTS = """# Requirements Document
 
@@ -69,7 +70,7 @@ def test_spec_installs_templates_drafts_reviews_and_revises(
 ) -> None:
     code = spec(fake_npx, "--format", "json", "Add login with e-mail and password")
     out = capsys.readouterr().out
-    assert code == 0, out
+    assert code == 3, out  # two sages reviewed CONDITIONAL: the exit code follows, like `magi ask`
     result = json.loads(out)
     assert (tmp_path / "npx.log").read_text() == "-y cc-sdd@latest --claude --lang ja --yes\n"
     assert result["installed"] and result["install"]["exitCode"] == 0
@@ -89,7 +90,7 @@ def test_spec_installs_templates_drafts_reviews_and_revises(
     assert json.loads((folder / "review.json").read_text())["feature"] == "add-login-with-e-mail-and-password"
 
     # idempotent: the templates are there now, the installer does not run again
-    assert spec(fake_npx, "--feature", "second", "Add logout") == 0
+    assert spec(fake_npx, "--feature", "second", "Add logout") == 3
     assert (tmp_path / "npx.log").read_text().count("cc-sdd") == 1
     assert (fake_npx / ".kiro" / "specs" / "second" / "tasks.md").is_file()
 
@@ -129,7 +130,36 @@ def test_real_cc_sdd_from_the_npm_registry(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("MAGI_LLM_PROVIDER", "python:magi.scripted:respond")
     project = tmp_path / "real"
     project.mkdir()
-    assert spec(project, "--feature", "login", "Add login with e-mail and password") == 0
+    assert spec(project, "--feature", "login", "Add login with e-mail and password") == 3
     assert (project / ".kiro" / "settings" / "templates" / "specs" / "requirements.md").is_file()
     requirements = (project / ".kiro" / "specs" / "login" / "requirements.md").read_text()
     assert "Requirement 1" in requirements and "{{" not in requirements
+
+
+def test_feature_folder_is_a_readable_slug_of_the_request_in_any_script() -> None:
+    from magi.sdd import feature_name
+
+    assert feature_name("ログイン機能を追加したい\nメールとパスワードで") == "ログイン機能を追加したい"
+    assert feature_name("Add login: e-mail & password!") == "add-login-e-mail-password"
+    assert feature_name("「在庫 管理」画面") == "在庫-管理-画面"
+    assert feature_name("！？").startswith("feature-")
+
+
+def test_review_decision_is_the_council_tally() -> None:
+    from magi.sdd import SageReview, review_decision
+
+    def review(sage: SageName, verdict: Verdict) -> SageReview:
+        return SageReview(sage=sage, verdict=verdict, summary="", findings=[])
+
+    two_conditional = [
+        review(SageName.MELCHIOR, Verdict.CONDITIONAL),
+        review(SageName.BALTHASAR, Verdict.CONDITIONAL),
+        review(SageName.CASPER, Verdict.APPROVE),
+    ]
+    assert review_decision(two_conditional) == (Verdict.CONDITIONAL, False)
+    split = [
+        review(SageName.MELCHIOR, Verdict.APPROVE),
+        review(SageName.BALTHASAR, Verdict.DENY),
+        review(SageName.CASPER, Verdict.CONDITIONAL),
+    ]
+    assert review_decision(split) == (Verdict.CONDITIONAL, True)

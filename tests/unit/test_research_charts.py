@@ -33,8 +33,23 @@ CLAIMS = [
 
 def test_series_with_several_dates_become_charts() -> None:
     refs = chart_refs(CLAIMS)
-    assert [(r.key, r.title) for r in refs] == [("sme/pass_through_rate", "sme / pass_through_rate の推移")]
+    assert [(r.key, r.title) for r in refs] == [("sme/pass_through_rate", "中小企業の価格転嫁率の推移")]
+    assert (refs[0].x_label, refs[0].y_label) == ("時点", "価格転嫁率（%）")  # the human label and unit
     assert refs[0].points == [("2024-03", 46.1, "46.1%"), ("2024-09", 49.7, "49.7%"), ("2025-03", 52.4, "52.4%")]
+    (english,) = chart_refs(CLAIMS, "en")
+    assert (english.title, english.x_label, english.y_label) == (
+        "Pass-through rate of SMEs over time",
+        "Period",
+        "Pass-through rate (%)",
+    )
+
+
+def test_a_qualified_or_unknown_attribute_still_reads_as_words() -> None:
+    from research.labels import attribute_label, series_label
+
+    assert attribute_label("labour_cost_pass_through_rate", "ja") == "労務費の価格転嫁率"
+    assert attribute_label("rate:離職率", "ja") == "離職率"
+    assert series_label("trucking/pass_through_rate", "en") == "pass-through rate of trucking"
 
 
 def test_png_is_drawn_with_a_japanese_font(tmp_path: Path) -> None:

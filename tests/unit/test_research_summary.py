@@ -8,6 +8,7 @@ import pytest
 
 from core.errors import LLMError
 from core.llm.base import LLMClient
+from core.llm.fencing import fenced
 from core.llm.testing import ScriptedClient
 from research.evidence import Citation, EvidencedClaim
 from research.summary import (
@@ -104,10 +105,9 @@ def test_extractive_picks_top_claims_one_per_key_and_marks_disputed() -> None:
     bullets = lines[1:]
     # undisputed first by confidence; the lower-confidence variant of the same key is skipped; unsupported never
     assert bullets == [
-        "- 2024年9月調査の価格転嫁率は49.7%だった。(confidence 0.78, 4 independent sources)",
-        "- 中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。"
-        "(confidence 0.55, 2 independent sources)",
-        "- 回答企業数は36,210社だった。(disputed; confidence 0.90, 3 independent sources)",
+        "- 2024年9月調査の価格転嫁率は49.7%だった。（確信度 0.78、独立した出典 4件）",
+        "- 中小企業庁によると、コスト上昇分を全く転嫁できなかった企業は20.1%だった。（確信度 0.55、独立した出典 2件）",
+        "- 回答企業数は36,210社だった。（異論あり、確信度 0.90、独立した出典 3件）",
     ]
     assert extractive_summary(TOPIC_JA, CLAIMS, answer_first=False) == text  # deterministic
 
@@ -231,7 +231,8 @@ async def test_llm_summary_keeps_supported_sentences_and_drops_invented_figure()
     assert request.output_schema is None
     assert request.system == PROMPT_PATH.read_text(encoding="utf-8").strip()
     prompt = request.messages[0].content
-    assert f"Topic: {TOPIC_JA}" in prompt and "Japanese" in prompt
+    assert fenced(prompt, "TOPIC") == [TOPIC_JA] and "Language: Japanese" in prompt
+    assert "36,210社" in fenced(prompt, "CLAIMS")[0]  # page text reaches the model fenced as data
     assert (
         "1. 回答企業数は36,210社だった。 [figures: 36,210社; confidence 0.90; independent sources 3; DISPUTED]"
         in prompt
@@ -407,3 +408,12 @@ def test_what_the_sources_do_not_answer_is_said_plainly() -> None:
     words = claim("w", "The request body of 20 forms was read.", values=["20"], confidence=0.9)
     first = extractive_summary("What is the default request body limit?", [words]).splitlines()[0]
     assert first.startswith("The sources do not answer")
+
+
+def test_check_removes_cut_and_wrong_language_sentences() -> None:
+    text = "2024年9月の価格転嫁率は49.7%だった。The pass-through rate was 49.7% in 2024. 価格転嫁率は49.7"
+    kept, removed = check_sentences(text, [RATE], lang="ja")
+    assert kept == ["2024年9月の価格転嫁率は49.7%だった。"]
+    assert removed == ["The pass-through rate was 49.7% in 2024.", "価格転嫁率は49.7"]
+    kept, removed = check_sentences("価格転嫁率は49.7%だった。価格転嫁率は約5割。", [RATE], lang="ja", cut=True)
+    assert kept == ["価格転嫁率は49.7%だった。"] and removed == ["価格転嫁率は約5割。"]  # the answer hit its limit

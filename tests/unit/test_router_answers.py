@@ -40,6 +40,7 @@ def test_other_agents_get_no_answer_and_nothing_invented() -> None:
     state = SessionState.new("x", "", NOON_UTC)
     outcome = Turn("営業時間は？", 0.5, POLICY, answer=True)(state, NOON_UTC)
     assert outcome.answer is None and outcome.result.agent == "BusinessInfoAgent"
-    text = unavailable_answer("BusinessInfoAgent", "ja")
-    assert "BusinessInfoAgent" in text and not any(ch.isdigit() for ch in text)  # no hours, no prices
-    assert "no answer" in unavailable_answer("GeneralKnowledgeAgent", "en")
+    text = unavailable_answer("BusinessInfoAgent", "ja", request_type="hours")
+    assert "営業時間" in text and "Agent" not in text
+    assert not any(ch.isdigit() for ch in text)  # no hours, no prices made up
+    assert "engineercafe.jp" in text  # what the visitor can do next

@@ -1,9 +1,8 @@
-"""Sessions on both store backends: persistence, owners, TTLs, optimistic writes, and the session
-actor's guarantees through the in-process runtime (the same class Ray runs)."""
+"""Sessions on both store backends: persistence, owners, TTLs and optimistic writes (the hosts that
+serialise turns: tests/unit/test_session_host.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -11,10 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from core.errors import InputError
-from core.runtime import InProcessRuntime
-from core.settings import load_settings
 from core.store import Store
-from sessions.actor import SessionActor
 from sessions.ids import LOCAL_OWNER, SessionNotFoundError, owner_of, owner_of_bearer, validate_session_id
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 from sessions.store import TRIM_BATCH, SessionRepository, read_session, update_session
@@ -175,20 +171,6 @@ def test_bad_session_ids_are_refused(bad: object) -> None:
 def test_good_session_ids() -> None:
     for good in ("session_abc123", "a", "A-1.b_2", "x" * 128):
         assert validate_session_id(good) == good
-
-
-async def test_fifty_concurrent_writers_through_the_actor_lose_nothing() -> None:
-    settings = load_settings()
-    runtime = InProcessRuntime()
-    handle = await runtime.get_or_create(SessionActor, settings, "busy", POLICY, 300.0, key="busy")
-    counts = await asyncio.gather(*(handle.call(SessionActor.update, "", _say(f"m{i}")) for i in range(50)))
-    assert sorted(counts) == list(range(1, 51))  # each writer saw every earlier one: serialised
-    state = await handle.call(SessionActor.read, "")
-    assert sorted(e.text for e in state.history) == sorted(f"m{i}" for i in range(50))
-    runtime.kill(handle)  # forgotten: the next one must read the store
-    again = await runtime.get_or_create(SessionActor, settings, "busy", POLICY, 300.0, key="busy")
-    assert again is not handle
-    assert len((await again.call(SessionActor.read, "")).history) == 50
 
 
 def test_an_http_caller_owns_sessions_by_its_key() -> None:

@@ -13,6 +13,7 @@ from core.errors import ConfigError
 from core.settings import Settings
 from core.store import DB_FILENAME, Store, open_store, register_migration, sqlite_url
 from research import runs
+from research.events import ResearchRequeued
 from scrapers.extract import ExtractedPage
 from scrapers.page_cache import PageCache
 
@@ -98,7 +99,7 @@ def test_a_pickled_store_reconnects_from_its_url(store_url: str) -> None:
 
 def _use_inherited(store: Store, queue: multiprocessing.Queue[object]) -> None:
     try:
-        runs.append_event(store, "r1", runs.ResearchRequeued(run_id="r1", attempts=1))
+        runs.append_event(store, "r1", ResearchRequeued(run_id="r1", attempts=1))
         queue.put(len(runs.load_events(store, "r1")))
     except BaseException as exc:  # reported to the parent
         queue.put(repr(exc))

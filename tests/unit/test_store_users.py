@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import threading
 from collections.abc import Iterator
@@ -11,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from core.events import parse_event
 from core.store import Store
 from nlp.analysis import TextAnalysis
 from nlp.analysis_cache import AnalysisCache
@@ -56,48 +54,6 @@ def test_run_lifecycle_and_events(store: Store) -> None:
     runs.finish_failed(store, "r1", "again")  # a finished run stays as it was
     assert runs.load_run(store, "r1") == run and len(runs.load_events(store, "r1")) == 3
     assert runs.load_run(store, "missing") is None
-
-
-def test_requeue_after_a_restart(store: Store) -> None:
-    request = {"topic": "t"}
-    runs.record_started(store, "waiting", "t", status="accepted", request=request)
-    runs.record_started(store, "tired", "t", status="accepted", request=request)
-    runs.record_started(store, "cli", "t")  # no request: another process may still run it
-    with store.transaction() as conn:
-        conn.exec_driver_sql("UPDATE research_runs SET attempts=3 WHERE run_id='tired'")
-    requeued, failed = runs.requeue_unfinished(store, max_attempts=3, error="interrupted")
-    assert [r.run_id for r in requeued] == ["waiting"] and requeued[0].request == request and failed == ["tired"]
-    assert [e.type for e in runs.load_events(store, "waiting")] == ["researchRequeued"]
-    tired = runs.load_run(store, "tired")
-    assert tired is not None and tired.status == "failed" and "3 times" in (tired.error or "")
-    cli = runs.load_run(store, "cli")
-    assert cli is not None and cli.status == "running"
-
-
-def test_events_carry_their_attempt_across_a_requeue(store: Store) -> None:
-    """A run interrupted once: its first attempt's events say 1, the requeue notice and all later say 2."""
-    runs.record_started(store, "twice", "t", status="accepted", request={"topic": "t"})
-    runs.append_event(store, "twice", progress(0, 1))  # before it ever ran: no attempt yet
-    assert runs.mark_running(store, "twice")
-    sink = runs.StoreEventSink(store, "twice")
-    sink.emit(progress(1, 1))
-    sink.emit(progress(1, 2))
-    requeued, _ = runs.requeue_unfinished(store, max_attempts=2, error="interrupted")  # the replica died
-    assert [r.run_id for r in requeued] == ["twice"]
-    assert runs.mark_running(store, "twice")
-    sink.emit(progress(1, 1))
-    runs.finish_failed(store, "twice", "boom")
-    stored = [(e.type, json.loads(e.json).get("attempt")) for e in runs.load_events(store, "twice")]
-    assert stored == [
-        ("stageProgress", None),
-        ("stageProgress", 1),
-        ("stageProgress", 1),
-        ("researchRequeued", 2),
-        ("stageProgress", 2),
-        ("researchFailed", 2),
-    ]
-    requeue = parse_event(json.loads(runs.load_events(store, "twice")[3].json))
-    assert isinstance(requeue, ResearchRequeued) and requeue.attempts == 1 and requeue.attempt == 2
 
 
 def test_page_cache_shares_texts_and_replaces_snapshots(store: Store) -> None:

@@ -22,7 +22,7 @@ from core.events import (
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from critic.engine import evaluate_ideas
-from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged
+from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaJudging
 from critic.models import CriticInput
 from magi.events import CouncilDecided, CouncilEvent, PhaseStarted, SageAnswered
 from magi.protocol import deliberate
@@ -71,6 +71,7 @@ def test_every_systems_event_type_is_registered_once() -> None:
         "sage": SageAnswered,
         "decided": CouncilDecided,
         "ideaJudged": IdeaJudged,
+        "ideaJudging": IdeaJudging,
         "evaluationStarted": EvaluationStarted,
         "evaluationCompleted": EvaluationCompleted,
         "routeDecided": RouteDecided,
@@ -100,6 +101,17 @@ async def test_the_council_reports_its_phases_typed_with_progress() -> None:
         "balthasar",
         "casper",
     ]
+    # each answer carries the sage's position, so a page fills the sage's panel as it comes in
+    blind = {e.sage: e.stance for e in seen if isinstance(e, SageAnswered) and e.phase == "thinking"}
+    assert {s: x.verdict for s, x in blind.items() if x} == {
+        "melchior": "APPROVE",
+        "balthasar": "DENY",
+        "casper": "APPROVE",
+    }
+    finals = {e.sage: e.stance for e in seen if isinstance(e, SageAnswered) and e.phase == "voting"}
+    assert all(x is not None and x.reason and 0 <= x.confidence <= 1 for x in finals.values())
+    rounds = [e.round for e in seen if isinstance(e, SageAnswered) and e.phase == "debate" and e.stance]
+    assert rounds == [1, 1, 1, 2, 2, 2]
     progress = [e.progress for e in seen if e.progress is not None]
     assert progress == sorted(progress) and progress[0] == 0 and progress[-1] == 100
     decided = seen[-1]
@@ -117,7 +129,7 @@ async def test_the_critic_reports_each_idea_as_it_finishes() -> None:
                 "backoff_initial_s": 0.01,
                 "backoff_max_s": 0.02,
             },
-            "critic": {"timeout_s": 1.0},
+            "critic": {"timeout_s": 1.0, "min_total": 0},  # the tiny test ideas score below the default bar
         },
     )
     ideas = CriticInput.model_validate(
@@ -129,13 +141,15 @@ async def test_the_critic_reports_each_idea_as_it_finishes() -> None:
         }
     )
     out = await evaluate_ideas(ideas, settings, InProcessRuntime(), events=sink)
-    started, *judged, completed = sink.events
+    judging = [e for e in sink.events if isinstance(e, IdeaJudging)]
+    assert sorted(e.idea_id for e in judging) == ["i1", "i2", "i3"]  # each idea's judgement began
+    started, *judged, completed = [e for e in sink.events if not isinstance(e, IdeaJudging)]
     assert isinstance(started, EvaluationStarted) and (started.ideas, started.cached) == (3, 0)
     assert all(isinstance(e, IdeaJudged) for e in judged)
     by_idea = {e.idea_id: e for e in judged if isinstance(e, IdeaJudged)}
     assert {k: e.status for k, e in by_idea.items()} == {"i1": "ok", "i2": "failed", "i3": "timeout"}
     assert [e.done for e in judged if isinstance(e, IdeaJudged)] == [1, 2, 3] and judged[-1].progress == 100
-    assert isinstance(completed, EvaluationCompleted) and completed.selected_idea_id == out.selected_idea.id == "i1"
+    assert isinstance(completed, EvaluationCompleted) and completed.selected_idea_id == "i1"
     assert {e.run_id for e in sink.events} == {out.run_id}
 
 

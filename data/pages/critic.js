@@ -1,0 +1,231 @@
+// The critic page: ideas in (JSON pasted or uploaded, or a form per idea), progress per idea from
+// POST evaluate/stream, then the ranking: market and synergy stacked, spread as an error bar, and
+// each idea's breakdown (reasons, capability scores, arithmetic) folded open on demand.
+"use strict";
+
+const { t, el, num } = MAGI;
+const $ = (id) => document.getElementById(id);
+const FIELDS = [
+  ["title", "text", true], ["description", "textarea", true], ["targetCustomer", "text", false],
+  ["valueProposition", "text", false], ["estimatedRevenue", "number", false], ["estimatedOperatingProfit", "number", false],
+];
+let formCount = 0;
+const rows = new Map();  // idea id -> its progress line
+
+function mode() { return $("mode-form").checked ? "form" : "json"; }
+function showMode() {
+  $("json-input").hidden = mode() !== "json";
+  $("form-input").hidden = mode() !== "form";
+  if (mode() === "form" && !$("idea-forms").children.length) addIdeaForm();
+}
+
+function addIdeaForm() {
+  formCount += 1;
+  const box = el("fieldset");
+  box.dataset.index = String(formCount);
+  box.append(el("legend", t("critic.idea_n", { n: formCount })));
+  for (const [name, kind, required] of FIELDS) {
+    const id = `idea-${formCount}-${name}`;
+    const label = el("label", t("critic.field_" + name) + (required ? " *" : ""));
+    label.htmlFor = id;
+    const input = el(kind === "textarea" ? "textarea" : "input");
+    input.id = id; input.name = name; input.required = required;
+    if (kind === "number") { input.type = "number"; input.min = "0"; input.step = "any"; }
+    if (kind === "textarea") input.rows = 3;
+    box.append(label, input);
+  }
+  $("idea-forms").append(box);
+  box.querySelector("input").focus();
+}
+
+function ideasFromForms() {
+  const ideas = [];
+  for (const box of $("idea-forms").children) {
+    const idea = { id: "idea-" + box.dataset.index };
+    for (const [name, kind] of FIELDS) {
+      const value = box.querySelector(`[name="${name}"]`).value.trim();
+      if (!value) continue;
+      idea[name] = kind === "number" ? Number(value) : value;
+    }
+    if (idea.title || idea.description) ideas.push(idea);
+  }
+  return ideas;
+}
+
+function ideasFromJson() {
+  let parsed;
+  try {
+    parsed = JSON.parse($("ideas-json").value);
+  } catch (error) {
+    throw new Error(t("critic.bad_json", { detail: error.message }));
+  }
+  const ideas = Array.isArray(parsed) ? parsed : parsed && parsed.ideas;
+  if (!Array.isArray(ideas)) throw new Error(t("critic.no_ideas_key"));
+  return ideas;
+}
+
+function statusChip(status) { return el("span", t("critic.status_" + status), "chip s-" + status); }
+
+function showQueued(ideas) {
+  $("progress").replaceChildren();
+  rows.clear();
+  for (const idea of ideas) {
+    const li = el("li");
+    li.dataset.idea = idea.id;
+    li.append(el("span", idea.title || idea.id, "title"), statusChip("queued"));
+    rows.set(idea.id, li);
+    $("progress").append(li);
+  }
+  $("overall").replaceChildren(MAGI.bar(0));
+}
+
+function setStatus(ideaId, status) {
+  const li = rows.get(ideaId);
+  if (!li) return;
+  li.dataset.status = status;
+  li.querySelector(".chip").replaceWith(statusChip(status));
+}
+
+function scale(e) {
+  const weights = (e.breakdown && e.breakdown.weights) || { market: 50, synergy: 50 };
+  const market = (e.marketScore * weights.market) / 50;
+  const synergy = (e.synergyScore * weights.synergy) / 50;
+  const box = el("div", null, "scale");
+  box.setAttribute("role", "img");
+  box.setAttribute("aria-label", t("critic.bar_label", { market: num(market, 1), synergy: num(synergy, 1), total: num(e.totalScore, 1) }));
+  const m = el("span", null, "m");
+  m.style.left = "0"; m.style.width = market + "%";
+  const s = el("span", null, "s");
+  s.style.left = market + "%"; s.style.width = synergy + "%";
+  box.append(m, s);
+  const totals = (e.samples || []).map((x) => x.totalScore);
+  if (totals.length > 1) {
+    const low = Math.min(...totals), high = Math.max(...totals);
+    const err = el("span", null, "err");
+    err.style.left = low + "%"; err.style.width = Math.max(0.6, high - low) + "%";
+    box.append(err);
+  }
+  return box;
+}
+
+function breakdown(e) {
+  const details = el("details");
+  details.append(el("summary", t("critic.breakdown")));
+  if ((e.reasons || []).length) {
+    details.append(el("h3", t("critic.reasons")));
+    const ul = el("ul");
+    for (const r of e.reasons) ul.append(el("li", r));
+    details.append(ul);
+  }
+  const b = e.breakdown;
+  if (b) {
+    details.append(el("h3", t("critic.market_parts")));
+    details.append(el("div", t("critic.market_line", { size: num(b.market.size, 1), growth: num(b.market.growth, 1), profit: num(b.market.profitability, 1), score: num(b.market.score, 1) })));
+    details.append(el("h3", t("critic.capabilities")));
+    const table = el("table");
+    const head = el("tr");
+    for (const key of ["critic.col_capability", "critic.col_points", "critic.col_strong"]) head.append(el("th", t(key)));
+    table.append(head);
+    for (const c of b.synergy.capabilities) {
+      const row = el("tr");
+      row.append(el("td", c.name), el("td", `${num(c.points, 1)} / ${num(c.cap, 0)}`), el("td", c.strong ? "◎" : "—"));
+      table.append(row);
+    }
+    const wrap = el("div", null, "scroll");
+    wrap.append(table);
+    details.append(wrap);
+    details.append(el("div", t("critic.synergy_line", { mapping: num(b.synergy.mapping, 1), quality: num(b.synergy.quality, 2), multiplier: num(b.synergy.multiplier, 2), score: num(b.synergy.score, 1) }), "muted"));
+    if (b.synergy.scenario && b.synergy.scenario.story) {
+      details.append(el("h3", t("critic.story")), el("div", b.synergy.scenario.story));
+    }
+    const arithmetic = t("critic.arithmetic_line", { market: num(b.market.score, 1), wm: num(b.weights.market, 0), synergy: num(b.synergy.score, 1), ws: num(b.weights.synergy, 0), total: num(e.totalScore, 1) });
+    details.append(el("h3", t("critic.arithmetic")), el("div", arithmetic + (b.market.profitRule ? " " + t("critic.profit_rule") : ""), "muted"));
+  }
+  for (const w of e.warnings || []) details.append(el("div", w, "muted"));
+  return details;
+}
+
+function render(out) {
+  const ranked = out.evaluations.filter((e) => e.totalScore !== null && e.totalScore !== undefined)
+    .sort((a, b) => b.totalScore - a.totalScore);
+  const others = out.evaluations.filter((e) => e.totalScore === null || e.totalScore === undefined);
+  const box = $("ranking");
+  box.replaceChildren();
+  ranked.forEach((e, i) => {
+    const item = el("div", null, "rank" + (out.selectedIdea && out.selectedIdea.id === e.ideaId ? " selected" : ""));
+    item.dataset.idea = e.ideaId;
+    const head = el("div", null, "head");
+    head.append(el("span", t("critic.rank_n", { n: i + 1 })), el("span", e.title, "title"), el("span", num(e.totalScore, 1), "total"));
+    item.append(head, scale(e));
+    const spread = e.spread ? t("critic.spread", { value: num(e.spread, 1) }) : "";
+    item.append(el("div", t("critic.parts", { market: num(e.marketScore, 1), synergy: num(e.synergyScore, 1) }) + (spread ? " · " + spread : ""), "muted"));
+    item.append(breakdown(e));
+    box.append(item);
+  });
+  for (const e of others) {
+    const item = el("div", null, "rank");
+    item.dataset.idea = e.ideaId;
+    const head = el("div", null, "head");
+    head.append(el("span", e.title, "title"), statusChip(e.status));
+    item.append(head, el("div", e.error || "", "muted"));
+    box.append(item);
+  }
+  $("close").hidden = !out.tooCloseToCall;
+  $("close").textContent = out.tooCloseToCall ? t("critic.too_close") : "";
+  const best = ranked[0];
+  // no idea selected (every total under the service's minimum): its reason says why
+  $("reason").textContent = out.selectedIdea && best ? t("critic.selected", { title: best.title, total: num(best.totalScore, 1) }) : out.selectionReason || "";
+}
+
+$("mode-json").addEventListener("change", showMode);
+$("mode-form").addEventListener("change", showMode);
+$("add-idea").addEventListener("click", addIdeaForm);
+$("ideas-file").addEventListener("change", async () => {
+  const file = $("ideas-file").files[0];
+  if (file) { $("ideas-json").value = await file.text(); $("file-name").textContent = file.name; }
+});
+
+$("form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("status").classList.remove("error");
+  let ideas;
+  try {
+    ideas = mode() === "form" ? ideasFromForms() : ideasFromJson();
+    if (!ideas.length) throw new Error(t("critic.no_ideas"));
+  } catch (error) {
+    $("status").textContent = error.message;
+    $("status").classList.add("error");
+    return;
+  }
+  const market = Math.max(0, Math.min(100, Number($("market-weight").value) || 0));
+  const body = { ideas, weights: `${market}:${100 - market}`, samples: Number($("samples").value) || 1 };
+  $("evaluate").disabled = true;
+  showQueued(ideas);
+  $("status").textContent = t("critic.running");
+  try {
+    const answer = await MAGI.postJson("evaluate/stream", body, { "Accept": "text/event-stream" });
+    if (!answer.ok) throw new Error(await MAGI.failure(answer));
+    await MAGI.stream(answer, (kind, data) => {
+      if (kind === "ideaJudging") setStatus(data.ideaId, "judging");
+      else if (kind === "ideaJudged") {
+        setStatus(data.ideaId, data.status);
+        $("overall").replaceChildren(MAGI.bar(data.done / data.total));
+        $("status").textContent = t("critic.done_of", { done: data.done, total: data.total });
+      } else if (kind === "result") {
+        render(data);
+        $("status").textContent = t("critic.done");
+        return false;
+      } else if (kind === "error") {
+        throw new Error(data.message || data.error);
+      }
+      return true;
+    });
+  } catch (error) {
+    $("status").textContent = error.message;
+    $("status").classList.add("error");
+  } finally {
+    $("evaluate").disabled = false;
+  }
+});
+
+MAGI.start().then(showMode);

@@ -1,0 +1,180 @@
+// What every page shares (home, council, critic, café, research): labels in the visitor's language,
+// the API key kept in the tab, data calls that send it, event streams read with fetch, and elements
+// built from text only (model output and user input are never parsed as HTML).
+"use strict";
+
+const MAGI = (() => {
+  const KEY_ITEM = "magi.key";
+  const LANG_ITEM = "magi.lang";
+  let labels = {};
+  let catalogue = { systems: [] };
+
+  // Japanese unless the browser prefers English (or the visitor chose it with the header's button).
+  function pickLanguage() {
+    const chosen = localStorage.getItem(LANG_ITEM);
+    if (chosen === "ja" || chosen === "en") return chosen;
+    for (const tag of navigator.languages || [navigator.language || ""]) {
+      const lower = String(tag).toLowerCase();
+      if (lower.startsWith("ja")) return "ja";
+      if (lower.startsWith("en")) return "en";
+    }
+    return "ja";
+  }
+  const lang = pickLanguage();
+  const locale = lang === "ja" ? "ja-JP" : "en-US";
+
+  function t(key, vars) {
+    let said = Object.prototype.hasOwnProperty.call(labels, key) ? labels[key] : key;
+    for (const [name, value] of Object.entries(vars || {})) said = said.split("{" + name + "}").join(String(value));
+    return said;
+  }
+
+  // Labels go into elements that name them: data-t (text), data-t-placeholder, data-t-aria, data-t-title.
+  function apply(root) {
+    for (const e of root.querySelectorAll("[data-t]")) e.textContent = t(e.dataset.t);
+    for (const e of root.querySelectorAll("[data-t-placeholder]")) e.placeholder = t(e.dataset.tPlaceholder);
+    for (const e of root.querySelectorAll("[data-t-aria]")) e.setAttribute("aria-label", t(e.dataset.tAria));
+    const title = document.querySelector("[data-t-title]");
+    if (title) document.title = t(title.dataset.tTitle);
+  }
+
+  async function start() {
+    const answer = await fetch("static/labels.json");
+    catalogue = await answer.json();
+    labels = catalogue.labels[lang] || catalogue.labels.ja;
+    document.documentElement.lang = lang;
+    apply(document);
+    mountLanguageButton();
+    mountKeyBox();
+    return catalogue;
+  }
+
+  function mountLanguageButton() {
+    const nav = document.querySelector("header.top nav");
+    if (!nav) return;
+    const button = el("button", t("common.other_language"), "lang");
+    button.type = "button";
+    button.addEventListener("click", () => { localStorage.setItem(LANG_ITEM, lang === "ja" ? "en" : "ja"); location.reload(); });
+    nav.append(button);
+  }
+
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+
+  function num(value, digits = 0) {
+    if (value === null || value === undefined || Number.isNaN(Number(value))) return "—";
+    return new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }).format(value);
+  }
+
+  function percent(value) {
+    return new Intl.NumberFormat(locale, { style: "percent", maximumFractionDigits: 0 }).format(value);
+  }
+
+  // The key box: shown on the first 401, the key kept in this tab only (sessionStorage).
+  let keyBox = null;
+  const keyListeners = [];
+  function mountKeyBox() {
+    const slot = document.getElementById("keybox");
+    if (!slot) return;
+    keyBox = slot;
+    slot.classList.add("keybox");
+    slot.hidden = true;
+    const input = el("input");
+    input.id = "apikey"; input.type = "password"; input.autocomplete = "off"; input.placeholder = t("common.key_placeholder");
+    const label = el("label", t("common.key_label"));
+    label.htmlFor = "apikey";
+    const save = el("button", t("common.key_save"));
+    save.type = "button"; save.id = "savekey";
+    const row = el("div", null, "row");
+    row.append(input, save);
+    slot.replaceChildren(el("h2", t("common.key_title")), el("div", t("common.key_help"), "muted"), label, row);
+    const store = () => {
+      sessionStorage.setItem(KEY_ITEM, input.value.trim());
+      input.value = "";
+      slot.hidden = true;
+      slot.classList.remove("shown");
+      for (const listener of keyListeners) listener();
+    };
+    save.addEventListener("click", store);
+    input.addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); store(); } });
+  }
+  function onKey(listener) { keyListeners.push(listener); }
+
+  function authHeaders() {
+    const key = sessionStorage.getItem(KEY_ITEM);
+    return key ? { "Authorization": "Bearer " + key } : {};
+  }
+
+  // Every data call goes through here: the page is open, the data is not.
+  async function call(path, options = {}) {
+    const headers = Object.assign({}, options.headers || {}, authHeaders());
+    const answer = await fetch(path, Object.assign({}, options, { headers }));
+    if (answer.status === 401) {
+      if (keyBox) { keyBox.hidden = false; keyBox.classList.add("shown"); document.getElementById("apikey").focus(); }
+      throw new Error(sessionStorage.getItem(KEY_ITEM) ? t("common.key_wrong") : t("common.key_needed"));
+    }
+    return answer;
+  }
+
+  // What went wrong, said for a person: the service's error text, or the HTTP status.
+  async function failure(answer) {
+    let said = "";
+    try { said = (await answer.json()).error || ""; } catch (error) { said = ""; }
+    return t("common.failed_status", { status: answer.status }) + (said ? ": " + said : "");
+  }
+
+  function postJson(path, body, headers = {}) {
+    return call(path, { method: "POST", headers: Object.assign({ "Content-Type": "application/json" }, headers), body: JSON.stringify(body) });
+  }
+
+  // Server-Sent Events over fetch (EventSource can neither POST nor send the key): onEvent(kind, data).
+  async function stream(answer, onEvent) {
+    const reader = answer.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, cut).split("\n");
+        buffer = buffer.slice(cut + 2);
+        const kind = (frame.find((l) => l.startsWith("event:")) || "").slice(6).trim();
+        const data = frame.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+        if (!kind || !data) continue;
+        if (onEvent(kind, JSON.parse(data)) === false) { reader.cancel(); return; }
+      }
+    }
+  }
+
+  // The copy, then "copied" in the status element ``note`` for a moment (the buttons keep their names).
+  async function copyText(text, note) {
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch (error) {
+      const area = el("textarea");
+      area.value = text;
+      document.body.append(area);
+      area.select();
+      document.execCommand("copy");
+      area.remove();
+    }
+    note.textContent = t("common.copied");
+    setTimeout(() => { note.textContent = ""; }, 2000);
+  }
+
+  function bar(fraction, cls) {
+    const outer = el("div", null, "bar" + (cls ? " " + cls : ""));
+    const inner = el("span");
+    inner.style.width = Math.max(0, Math.min(100, fraction * 100)) + "%";
+    outer.append(inner);
+    return outer;
+  }
+
+  return { lang, locale, t, start, el, num, percent, call, postJson, failure, stream, copyText, bar, onKey, catalogue: () => catalogue };
+})();
