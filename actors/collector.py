@@ -13,10 +13,12 @@ from collections import Counter
 from datetime import date
 
 from actors.collection import Collected, CollectionStats, SourceFailure
+from actors.metrics import CACHE_HITS, PAGES
 from actors.nlp_pool import BATCH_CHARS, NlpPool
 from core.runtime import current_node_id
 from core.settings import Settings
 from core.store import open_store
+from core.telemetry.tracing import span
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
 from scrapers.errors import ExtractionError, FetchError
@@ -113,10 +115,13 @@ class Collector:
         cached = self._pages.get(url)
         if cached is not None:
             self._stats.page_cache_hits += 1
+            PAGES.inc(outcome="cached")
+            CACHE_HITS.inc(cache="page")
             return self._register(Collected(url=url, page=cached, from_cache=True))
         self._fetch_counts[url] += 1
         try:
-            fetched = await (await self._get_fetcher()).fetch(url)
+            with span("fetch", origin="collector"):
+                fetched = await (await self._get_fetcher()).fetch(url)
             if fetched.origin == "local":
                 self._corpus_reads[current_node_id()] += 1
             page = await asyncio.to_thread(extract_page, fetched.text, url=url, content_type=fetched.content_type)
@@ -125,6 +130,7 @@ class Collector:
         except ExtractionError as exc:
             return self._failed(url, SourceFailure(url=url, stage="extract", kind="no_text", message=str(exc)))
         page.lang = resolve_lang(page.text, page.lang or lang_hint)
+        PAGES.inc(outcome="fetched")
         self._pages.put(page, final_url=fetched.final_url, status=fetched.status)
         return self._register(Collected(url=url, page=page))
 
@@ -135,6 +141,7 @@ class Collector:
 
     def _failed(self, url: str, failure: SourceFailure) -> Collected:
         self._stats.failures_by_kind[failure.kind] = self._stats.failures_by_kind.get(failure.kind, 0) + 1
+        PAGES.inc(outcome=failure.kind)
         return Collected(url=url, failure=failure)
 
     async def _analysis(self, item: AnalysisInput) -> TextAnalysis:
@@ -146,6 +153,7 @@ class Collector:
             cached = self._analyses.get_many([key])
             if key in cached:
                 self._stats.analysis_cache_hits += 1
+                CACHE_HITS.inc(cache="analysis")
                 future.set_result(cached[key])
             else:
                 self._queue.append((key, item, future))

@@ -44,6 +44,7 @@ from core.llm.base import LLMClient, LLMRequest, Message
 from core.llm.streaming import StreamEnd, TextDelta, chunks, stream
 from core.llm.tools import ToolLoopLimitError, run_tools
 from core.settings import Settings
+from core.telemetry.tracing import span
 from sessions.models import HistoryEntry
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,8 @@ class _Recorder:
 
         async def call(argument: BaseModel) -> str:
             try:
-                output = await tool.run(argument, self.ctx)
+                with span("tool.call", tool=name):
+                    output = await tool.run(argument, self.ctx)
             except Exception as exc:
                 self.events.put_nowait(
                     ToolFinished(name=name, label=tool_label(name), ok=False, summary=first_line(exc))

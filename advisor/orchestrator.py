@@ -27,6 +27,7 @@ from advisor.events import (
     ModeSelected,
     TurnDone,
 )
+from advisor.metrics import TURNS, count_event
 from advisor.modes import Detection, detect
 from advisor.policy import Mode, modes
 from advisor.settings import AdvisorSettings
@@ -179,6 +180,7 @@ class Orchestrator:
             if isinstance(event, AgentResult):
                 result = event
                 continue
+            count_event(event)
             if isinstance(event, FileMade):
                 # Listed in the session before it is announced: a client fetches a file as soon as it
                 # hears of it (the chat page does), and the file endpoint serves only listed files.
@@ -206,6 +208,7 @@ class Orchestrator:
                 compress_until=compression.until if compression else None,
             ),
         )
+        TURNS.inc(mode=mode)
         yield TurnDone(mode=mode, text=text, files=result.files)
 
 

@@ -21,10 +21,13 @@ import argparse
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from core.runtime import ray_runtime
 from core.settings import Settings, load_settings
+from core.telemetry import request_scope
 from magi.models import Deliberation
 from magi.protocol import deliberate
 from magi.scripted import LATENCY_ENV
@@ -54,10 +57,17 @@ def phases(d: Deliberation) -> dict[str, int]:
     return found
 
 
+@asynccontextmanager
+async def as_request() -> AsyncIterator[None]:
+    with request_scope():
+        yield
+
+
 async def measure(latency: float, rounds: int) -> dict[str, Any]:
     os.environ[LATENCY_ENV] = str(latency)  # before Ray starts: its workers inherit it
     config = settings(rounds, "off")
-    async with ray_runtime(config) as runtime:
+    # under one request id, as `magi council` runs: the id and its context go with every sage call
+    async with ray_runtime(config) as runtime, as_request():
         await deliberate("warm-up", settings(0, "off"), runtime, seed=0)  # the sages start here, once
         parallel = await deliberate(QUESTION, config, runtime, seed=1)
         sequential = await deliberate(QUESTION, config, runtime, seed=1, sequential=True)

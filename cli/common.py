@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, get_args
 
 from core.settings import Settings, load_settings
+from core.telemetry.settings import LoggingSettings
 
 
 def shared_options() -> argparse.ArgumentParser:
@@ -25,6 +26,13 @@ def shared_options() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="settings file (default: $MAGI_CONFIG or ./magi.yaml)",
     )
+    log_format = LoggingSettings.model_fields["format"]
+    parent.add_argument(
+        "--log-format",
+        choices=list(get_args(log_format.annotation)),
+        default=argparse.SUPPRESS,
+        help=f"log lines on stderr: {log_format.description} (default: logging.format in magi.yaml, text)",
+    )
     parent.add_argument(
         "-v",
         "--verbose",
@@ -37,9 +45,11 @@ def shared_options() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Effective settings: file < environment < ``--format`` (a command applies its own options after)."""
-    return load_settings(
-        getattr(args, "config", None), {"output_format": getattr(args, "format", None)}, origin="command-line flag"
-    )
+    overrides = {
+        "output_format": getattr(args, "format", None),
+        "logging": {"format": getattr(args, "log_format", None)},
+    }
+    return load_settings(getattr(args, "config", None), overrides, origin="command-line flag")
 
 
 def emit(settings: Settings, data: dict[str, Any], markdown: str) -> None:

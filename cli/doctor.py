@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
         description="Show effective settings and check Ray, the store, GiNZA, search and the LLM.",
     )
     parser.add_argument("--llm", action="store_true", help="also send one tiny request through the LLM provider")
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="print the live figures of the Ray cluster at ADDRESS (its nodes' metrics, ray_magi_*)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -216,10 +222,33 @@ def _guarded(name: str, probe: Callable[[], Check]) -> Check:
         return Check(name, "fail", first_line(exc), "see the message; magi doctor --format json shows all settings")
 
 
+def live_figures(settings: Settings, address: str) -> int:
+    """``--cluster``: every magi metric of the cluster's nodes, summed, one line per label set."""
+    from core.runtime import start_ray, stop_ray
+    from core.telemetry.scrape import cluster_metric_urls, scrape
+
+    start_ray(settings, address=address)
+    try:
+        urls = cluster_metric_urls()
+        figures = scrape(urls)
+    finally:
+        stop_ray()
+    lines = [f"# magi doctor --cluster {address}", "", f"nodes read: {len(urls)}", ""]
+    for (family, labels), value in sorted(figures.items()):
+        shown = ", ".join(f"{k}={v}" for k, v in labels if k != "system")
+        lines.append(f"- {family}{' {' + shown + '}' if shown else ''}: {value:,.4g}")
+    if not figures:
+        lines.append("no magi metrics yet (no traffic since the nodes started, or no metrics port)")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from core.llm import require_llm
 
     settings = settings_from(args)
+    if args.cluster:
+        return live_figures(settings, args.cluster)
     if args.llm:  # fail fast, before the slower checks, when the asked-for LLM is not configured
         require_llm(settings.llm, "magi doctor --llm")
     checks = [
@@ -260,6 +289,7 @@ __all__ = [
     "check_searxng",
     "check_store",
     "check_system_packages",
+    "live_figures",
     "register",
     "run",
 ]

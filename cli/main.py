@@ -13,6 +13,8 @@ from cli import advisor, council, critic, doctor, kb, research, route, serve, to
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
+from core.telemetry import configure_tracing, request_scope, setup_logging
+from core.telemetry.logs import LogFormat
 from core.validation import printable
 
 COMMANDS = (research, doctor, serve, council, critic, route, advisor, tool, kb)
@@ -44,21 +46,33 @@ def build_parser(argv: Sequence[str] | None = None) -> MagiParser:
     return parser
 
 
+def log_format(args: argparse.Namespace) -> LogFormat:
+    """``--log-format``, else ``logging.format`` from the settings (text when they cannot be read yet:
+    the command itself will then report what is wrong with them); traces start here when
+    ``telemetry.otlp_endpoint`` is set."""
+    try:
+        from cli.common import settings_from
+        from core.telemetry.settings import LoggingSettings, TelemetrySettings
+
+        settings = settings_from(args)
+    except MagiError:
+        return "json" if getattr(args, "log_format", None) == "json" else "text"
+    configure_tracing(TelemetrySettings.of(settings).otlp_endpoint)
+    return LoggingSettings.of(settings).format
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
     # Without -v only errors are logged: failures also reach the result, the summary and the bars.
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.ERROR,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging(logging.INFO if verbose else logging.ERROR, log_format(args))
     if not args.command:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.handler(args))
+        with request_scope():  # one id for everything the command does, in every actor it calls
+            return int(args.handler(args))
     except MagiError as exc:
         sys.stderr.write(f"magi {args.command}: error: {printable(first_line(exc))}\n")
         return exc.exit_code
@@ -82,5 +96,6 @@ __all__ = [
     "COMMANDS",
     "MagiParser",
     "build_parser",
+    "log_format",
     "main",
 ]

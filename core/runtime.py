@@ -7,6 +7,10 @@ timeout, ``kill``, ``close``. The in-process runtime gives the same semantics wi
 the caller's event loop, so protocol logic is tested without Ray and runs unchanged on a cluster.
 
 Inside an agent, another agent's handle is used the same way: ``await handle.call(Collector.collect, urls)``.
+
+A call to a Ray actor carries the caller's request id and trace context (core/telemetry/context.py):
+actors are started from :func:`contextual` subclasses whose one extra method runs the called method
+inside that context, so log lines, events, rows and spans of the work carry the id on any node.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, over
 from core.errors import RuntimeSetupError
 from core.events import Event, EventSink, parse_event
 from core.settings import Settings
+from core.telemetry.context import adopted, carried
+from core.telemetry.tracing import span
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -89,10 +95,42 @@ class Handle(Generic[T]):
         return f"Handle({self.name or type(self.target).__name__}, remote={self.remote})"
 
 
+CONTEXT_CALL = "magi_call_in_context"  # the method every actor started by a runtime has (see contextual)
+_CONTEXTUAL: dict[type[Any], type[Any]] = {}
+
+
+def _sync_in_context(self: Any, context: dict[str, Any], method: str, *args: Any, **kwargs: Any) -> Any:
+    with adopted(context), span("actor.call", agent=type(self).__name__, method=method):
+        return getattr(self, method)(*args, **kwargs)
+
+
+async def _async_in_context(self: Any, context: dict[str, Any], method: str, *args: Any, **kwargs: Any) -> Any:
+    with adopted(context), span("actor.call", agent=type(self).__name__, method=method):
+        result = getattr(self, method)(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+
+def contextual(cls: type[T]) -> type[T]:
+    """``cls`` with :data:`CONTEXT_CALL`, which runs a method in the caller's carried context: async
+    when ``cls`` has async methods (Ray then makes it an async actor anyway), else sync, so adding it
+    never changes how Ray runs the actor's methods. Made once per class."""
+    found = _CONTEXTUAL.get(cls)
+    if found is None:
+        is_async = any(inspect.iscoroutinefunction(getattr(cls, n, None)) for n in dir(cls) if not n.startswith("__"))
+        call = _async_in_context if is_async else _sync_in_context
+        found = type(cls.__name__, (cls,), {CONTEXT_CALL: call, "__module__": cls.__module__, "__doc__": cls.__doc__})
+        _CONTEXTUAL[cls] = found
+    return found
+
+
 def _ray_call(actor: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call[Any]:
     import ray
 
-    ref = getattr(actor, method).remote(*args, **kwargs)
+    context = carried()
+    if context is None:
+        ref = getattr(actor, method).remote(*args, **kwargs)
+    else:
+        ref = getattr(actor, CONTEXT_CALL).remote(context, method, *args, **kwargs)
     # Not recursive: calls this one made into shared actors (a run's collector) serve other callers too.
     return Call(asyncio.wrap_future(ref.future()), lambda: ray.cancel(ref, force=False, recursive=False))
 
@@ -101,11 +139,12 @@ def _local_call(target: Any, method: str, args: tuple[Any, ...], kwargs: dict[st
     bound = getattr(target, method)
 
     async def run() -> Any:
-        if inspect.iscoroutinefunction(bound):
-            return await bound(*args, **kwargs)
-        # A sync method is blocking work (a model, a parser): off the loop, as in its own Ray process.
-        result = await asyncio.to_thread(bound, *args, **kwargs)
-        return await result if inspect.isawaitable(result) else result
+        with span("actor.call", agent=type(target).__name__, method=method):
+            if inspect.iscoroutinefunction(bound):
+                return await bound(*args, **kwargs)
+            # A sync method is blocking work (a model, a parser): off the loop, as in its own Ray process.
+            result = await asyncio.to_thread(bound, *args, **kwargs)
+            return await result if inspect.isawaitable(result) else result
 
     task = asyncio.ensure_future(run())
 
@@ -319,7 +358,7 @@ class RayRuntime:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
         if max_concurrency is not None:
             options["max_concurrency"] = max_concurrency
-        actor = self._ray.remote(cls).options(**options).remote(*args, **kwargs)
+        actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
         return Handle(actor, remote=True, name=name)
 
     async def get_or_create(
@@ -339,7 +378,7 @@ class RayRuntime:
         options: dict[str, Any] = {"name": name, "namespace": namespace, "get_if_exists": True, "num_cpus": num_cpus}
         if detached:
             options["lifetime"] = "detached"
-        actor = self._ray.remote(cls).options(**options).remote(*args, **kwargs)
+        actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
         handle: Handle[T] = Handle(actor, remote=True, name=name)
         if detached:
             _RESIDENT[cached] = handle
@@ -571,6 +610,7 @@ async def maybe_await(value: Awaitable[T] | T) -> T:
 
 
 __all__ = [
+    "CONTEXT_CALL",
     "DEFAULT_NAMESPACE",
     "LOOPBACK_ONLY_ENV",
     "Call",
@@ -581,6 +621,7 @@ __all__ = [
     "Runtime",
     "code_fingerprint",
     "code_root",
+    "contextual",
     "current_node_id",
     "gather_calls",
     "keep_ray_on_loopback",

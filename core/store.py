@@ -30,6 +30,7 @@ from sqlalchemy.engine import URL, Connection, Engine, Row, make_url
 
 from core.errors import ConfigError, first_line
 from core.masking import masked
+from core.telemetry.tracing import span
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -257,7 +258,7 @@ class Store:
         On SQLite it starts with ``BEGIN IMMEDIATE``, so concurrent writers serialise; on
         PostgreSQL it is READ COMMITTED, so a read-modify-write must lock what it reads.
         """
-        with self.engine.begin() as conn:
+        with span("store.transaction", dialect=self.dialect), self.engine.begin() as conn:
             yield conn
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> Sequence[AnyRow]:

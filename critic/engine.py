@@ -37,6 +37,7 @@ from critic import repository
 from critic.cache import cache_key
 from critic.errors import CriticError
 from critic.events import EvaluationCompleted, EvaluationStarted, IdeaJudged, IdeaJudging, IdeaStatus
+from critic.metrics import CACHE_HITS, EVALUATIONS, OVER_BUDGET
 from critic.models import (
     BusinessIdea,
     CriticInput,
@@ -242,6 +243,9 @@ class _Progress:
 
     def judged(self, idea_id: str, status: IdeaStatus) -> None:
         self.done += 1
+        EVALUATIONS.inc(status=status)
+        if status == "cached":
+            CACHE_HITS.inc()
         percent = round(100 * self.done / max(1, self.total), 1)
         self.sink.emit(
             IdeaJudged(
@@ -395,6 +399,7 @@ async def evaluate_ideas(
         elif best.total_score == runner_up.total_score:
             reason += "; tie broken by synergy, then market, then spread, then id"
     over = [e.idea_id for e in ordered if e.tokens > section.token_budget]
+    OVER_BUDGET.inc(len(over))
     return CriticOutput(
         selected_idea=chosen,
         evaluations=ordered,

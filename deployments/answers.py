@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from core.errors import first_line
 from core.events import Event, StreamFailed, event_frame, json_frame
+from core.telemetry.context import request_id_field
 from core.validation import printable
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def error_answer(
     """``{"error": message, **extra}`` with ``status``; ``loc`` (``("body", "query")``) adds the
     validation-style ``detail`` naming the field."""
     text = printable(message)
-    body: dict[str, Any] = {"error": text, **extra}
+    body: dict[str, Any] = {"error": text, **extra, **request_id_field()}
     if loc is not None:
         body["detail"] = [{"loc": list(loc), "msg": text.removeprefix("invalid request: "), "type": "value_error"}]
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))

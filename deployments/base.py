@@ -20,28 +20,33 @@ An app module writes::
 
 What comes with it: API keys and the body cap (deployments/security.py, before any route), a 422 that
 names each bad field (deployments/validation.py), error answers without server paths
-(deployments/answers.py), ``GET /healthz`` answering one part per readiness check and 503 when one
+(deployments/answers.py), a request id, a span and request metrics on every request
+(deployments/telemetry.py), ``GET /healthz`` answering one part per readiness check and 503 when one
 fails, Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
 caller's identity for what it owns (:meth:`AppService.caller`), Server-Sent Events streamed with
 ``event_stream`` (deployments/answers.py, frames from core/events.py), and Serve's logging config
-(``serve.log_level``, ``serve.log_format``, ``serve.access_log``) also for the project's own loggers,
-so every line carries the replica and the request id.
+(``logging.level``, ``logging.format``, ``serve.access_log``) also for the project's own loggers, in
+the project's format (core/telemetry/logs.py), so every line carries the replica and the request id.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from core.settings import Settings, load_settings
+from core.telemetry.logs import dress_handlers
+from core.telemetry.settings import LoggingSettings, TelemetrySettings
+from core.telemetry.tracing import configure_tracing
 from deployments.pages import add_pages
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
+from deployments.telemetry import RequestTelemetry
 from deployments.validation import answer_invalid_requests
 from sessions.ids import owner_of_bearer
 
@@ -74,6 +79,7 @@ def http_api(
     page_paths = add_pages(api, pages or {})
     api.state.guard = guard(api, open_paths=(*open_paths, *page_paths))
     answer_invalid_requests(api)
+    api.add_middleware(RequestTelemetry)  # added last: outermost, so the guard's refusals carry the id too
     # Registered as the base class's method: Serve's ingress turns it into a route of each replica.
     api.add_api_route("/healthz", AppService.healthz, methods=["GET"], summary="Readiness, one part per need")
     return api
@@ -95,7 +101,8 @@ class AppService:
         # What this app needs to serve (store, LLM, warm workers), set by the app's constructor.
         self.checks: Sequence[Check] = ()
         guard_of(self.http_api).configure(settings)
-        route_logs_through_serve()
+        route_logs_through_serve(LoggingSettings.of(settings).format)
+        configure_tracing(TelemetrySettings.of(settings).otlp_endpoint)
 
     def caller(self, request: Request) -> str:
         """Who is calling, for what they own (sessions, files): their API key's fingerprint, or the one
@@ -135,14 +142,17 @@ def service(api: FastAPI, *, name: str, max_ongoing_requests: int, **options: An
 def logging_config(settings: Settings) -> dict[str, Any]:
     """Serve's ``logging_config`` of every app's deployment, from the ``serve`` settings."""
     section = ServeSettings.of(settings)
+    logs = LoggingSettings.of(settings)
     return {
-        "log_level": section.log_level,
-        "encoding": section.log_format.upper(),
+        "log_level": logs.level,
+        "encoding": logs.format.upper(),
         "enable_access_log": section.access_log,
+        # JSON lines name their logger too (text lines keep Serve's own layout)
+        "additional_log_standard_attrs": ["name"] if logs.format == "json" else [],
     }
 
 
-def route_logs_through_serve() -> None:
+def route_logs_through_serve(fmt: Literal["text", "json"] = "text") -> None:
     """Send the project's log lines (``research.engine``, ``critic.engine`` ...) through the handlers
     Serve configured for this replica, at its level: one format, the replica's log file, the request
     id of the request being served. A replica is a process of its own, so its root logger is ours."""
@@ -150,6 +160,7 @@ def route_logs_through_serve() -> None:
     if not serve_logger.handlers:  # not in a replica (a unit test): leave logging as it is
         return
     root = logging.getLogger()
+    dress_handlers(list(serve_logger.handlers), fmt, serve_logger.level or logging.INFO)
     for handler in serve_logger.handlers:
         if handler not in root.handlers:
             root.addHandler(handler)

@@ -42,6 +42,7 @@ from core.errors import ConfigError, MagiError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
 from core.settings import Settings
+from core.telemetry import adopted, carried
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
 from deployments.autoscaling import RUNNING_METRIC, WAITING_METRIC, autoscaling_config, replica_env
@@ -53,6 +54,7 @@ from research import run_queue, runs
 from research.charts import ChartRef, render_png
 from research.engine import preflight, validate_topic
 from research.errors import LeaseLost, ResearchError
+from research.metrics import QUEUE_DEPTH
 from research.settings import RESEARCH_OPTIONS
 
 if TYPE_CHECKING:
@@ -152,6 +154,7 @@ class ResearchService(AppService):
         self._wakeup = asyncio.Event()  # a POST on this replica: look for work now, not at the next poll
         self._running: str | None = None
         self._waiting_seen = 0  # runs waiting in the store at the last look (the autoscaling metric)
+        self._submitted: dict[str, dict[str, Any] | None] = {}  # the context each waiting run was submitted in
         self._worker: asyncio.Task[None] | None = None
         self._pool: NlpPool | None = None  # the NLP pool, started by the first run and kept for the next
         self._ensure_worker()
@@ -159,7 +162,16 @@ class ResearchService(AppService):
             store_check(self._store),
             task_check("runner", lambda: self._worker, started_lazily=True),
             Check("nlp", self._nlp_pool_alive, hint="the NLP workers died; the next run starts new ones"),
+            Check("queue", self._queue_room, hint="the queue of waiting runs is full; retry later"),
         ]
+
+    async def _queue_room(self) -> str:
+        """Room for one more run in the cluster's queue (full, a POST answers 429)."""
+        waiting = await asyncio.to_thread(run_queue.waiting_count, self._store)
+        size = self._max_waiting
+        if waiting >= size:
+            raise NotReady(f"{waiting} of {size} places taken")
+        return f"{waiting} of {size} places taken"
 
     async def _nlp_pool_alive(self) -> str:
         """The NLP pool kept warm between runs still has workers (a run drops the ones that fail)."""
@@ -188,6 +200,7 @@ class ResearchService(AppService):
             if failed:
                 log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
             self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
+            QUEUE_DEPTH.set(self._waiting_seen)
             if claimed is None:
                 self._wakeup.clear()
                 with contextlib.suppress(TimeoutError):
@@ -209,7 +222,10 @@ class ResearchService(AppService):
             message = f"cannot run again: {first_line(exc)}"
             runs.finish_failed(self._store, claimed.run_id, message, owner=self._lease.owner)
             return
-        task = asyncio.get_running_loop().create_task(self._execute(claimed.run_id, claimed.topic, settings))
+        # in the context of the request that submitted it (its id and trace; its id when another replica took it)
+        stored = {"request_id": await asyncio.to_thread(runs.request_id_of, self._store, claimed.run_id)}
+        with adopted(self._submitted.pop(claimed.run_id, None) or stored):
+            task = asyncio.get_running_loop().create_task(self._execute(claimed.run_id, claimed.topic, settings))
         while not task.done():
             await asyncio.wait({task}, timeout=self._lease.renew_every_s)
             if task.done():
@@ -285,6 +301,7 @@ class ResearchService(AppService):
         position = run_queue.accept(self._store, run_id, body.topic, request, self._max_waiting)  # stored first
         if position is None:  # other POSTs filled the queue while this one was checked
             return self._too_many()
+        self._submitted[run_id] = carried()  # the run goes on in this context (id, trace) when it runs here
         self._wakeup.set()
         return JSONResponse(
             {"runId": run_id, "status": "accepted", "queuePosition": position, "links": _links(run_id)},
@@ -333,6 +350,7 @@ class ResearchService(AppService):
             "error": without_server_paths(run.error) if run.error else None,
             "queuePosition": run_queue.queue_position(self._store, run_id),
             "links": _links(run_id),
+            "requestId": run.request_id,
             "result": None,
             "partial": None,
         }

@@ -43,6 +43,7 @@ from deployments.validation import field_check
 from router.answers import unavailable_answer
 from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, check_query, shared_router
 from router.events import RouteDecided
+from router.metrics import count_route
 from router.settings import ROUTER_OPTIONS, RouterSettings
 from sessions.gateway import Admission, SessionHost
 from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
@@ -150,6 +151,7 @@ class RouterService(AppService):
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
             outcome = TurnOutcome.of(shared_router(section.confidence_threshold).route(query), None, query)
+        count_route(outcome.result)
         if DECISIONS.enabled:
             DECISIONS.emit(RouteDecided.of(outcome.result, body.session_id))
         return outcome

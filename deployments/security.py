@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from core.settings import Settings
+from core.telemetry.context import request_id_field
 from core.validation import MAX_JSON_DEPTH, json_shape_problem
 
 Scope = MutableMapping[str, Any]
@@ -114,7 +115,7 @@ class KeyCheck:
 
 
 async def _answer(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    body = json.dumps({"error": message}).encode()
+    body = json.dumps({"error": message, **request_id_field()}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -284,7 +285,9 @@ def too_many(message: str, retry_after_s: int) -> Any:
     """The 429 answer of a per-client limit, with Retry-After."""
     from fastapi.responses import JSONResponse
 
-    return JSONResponse({"error": message}, status_code=429, headers={"Retry-After": str(retry_after_s)})
+    return JSONResponse(
+        {"error": message, **request_id_field()}, status_code=429, headers={"Retry-After": str(retry_after_s)}
+    )
 
 
 def _is_html(start: Message) -> bool:

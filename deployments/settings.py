@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -50,12 +50,6 @@ class ServeSettings(Section):
         le=3600.0,
         description="Lease of a research replica on the run it runs, renewed every third of it; a run "
         "whose replica stopped renewing is taken over by another after this long.",
-    )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
-        "INFO", description="Log level of every app's replicas (Ray Serve's logging config)."
-    )
-    log_format: Literal["text", "json"] = Field(
-        "text", description="Replica log lines as text or as one JSON object each (for a log collector)."
     )
     access_log: bool = Field(True, description="Log one line per HTTP request (method, path, status, time).")
 

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from core.errors import MagiError
+from core.telemetry.context import request_id_field
 from core.validation import printable
 
 T = TypeVar("T")
@@ -38,7 +39,8 @@ def invalid_request(exc: RequestValidationError) -> JSONResponse:
         msg = printable(str(err["msg"]))
         problems.append(f"{'.'.join(str(p) for p in loc if p != 'body') or 'body'}: {msg}")
         detail.append({"loc": loc, "msg": msg, "type": err["type"]})
-    return JSONResponse({"error": "invalid request: " + "; ".join(problems), "detail": detail}, status_code=422)
+    body = {"error": "invalid request: " + "; ".join(problems), "detail": detail, **request_id_field()}
+    return JSONResponse(body, status_code=422)
 
 
 class BodyError(ValueError):

@@ -31,6 +31,8 @@ from typing import Any, Literal
 from core.errors import InputError, MagiError, RuntimeSetupError
 from core.files import atomic_write_text, ensure_writable_dir, remove_stale_temp_files
 from core.settings import Settings, load_settings
+from core.telemetry import configure_tracing, request_scope, setup_logging
+from core.telemetry.settings import LoggingSettings, TelemetrySettings
 from core.validation import clean_text
 from research.settings import RESEARCH_OPTIONS
 
@@ -278,7 +280,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_for(args)
         if in_ray_job():
             settings = store_outside_working_dir(settings, args.out.absolute(), Path.cwd())
-        return asyncio.run(drive(topics, args.out.absolute(), settings, args.concurrency))
+        logs = LoggingSettings.of(settings)
+        setup_logging(logs.level, logs.format)  # the job logs as the cluster's services do
+        configure_tracing(TelemetrySettings.of(settings).otlp_endpoint)
+        with request_scope():  # one id for the whole batch, in every run's row, log line and span
+            return asyncio.run(drive(topics, args.out.absolute(), settings, args.concurrency))
     except MagiError as exc:
         sys.stderr.write(f"research_batch: error: {str(exc).splitlines()[0]}\n")
         return exc.exit_code

@@ -46,6 +46,7 @@ from magi.events import (
     StanceShown,
     phase_progress,
 )
+from magi.metrics import DELIBERATIONS, PHASE_SECONDS, SAGE_FAILURES, UNARGUED_FLIPS
 from magi.models import (
     SAGES,
     ConformityEntry,
@@ -265,6 +266,7 @@ class _State:
     ) -> dict[SageName, dict[str, Any]]:
         """One phase's calls in parallel; the valid outputs by sage (failures recorded)."""
         sages = list(prompts)
+        started = time.perf_counter()
         if self.sequential:  # the baseline of benchmarks/magi_speedup.py: one sage after the other
             outcomes = []
             for s in sages:
@@ -274,6 +276,7 @@ class _State:
         else:
             calls = [self.seats.call(s, Sage.ask, phase, prompts[s]) for s in sages]
             outcomes = await self.runtime.gather(calls, self.settings.timeout_s)
+        PHASE_SECONDS.observe(time.perf_counter() - started, phase=phase)
         answers: dict[SageName, dict[str, Any]] = {}
         for sage, outcome in zip(sages, outcomes, strict=True):
             if outcome.timed_out:
@@ -310,6 +313,7 @@ class _State:
     def fail(self, sage: SageName, phase: Phase, round: int | None, kind: FailureKind, message: str) -> None:
         logging.getLogger(__name__).warning("sage %s failed in %s: %s", sage.display, phase, message)
         self.failures.append(Failure(sage=sage, phase=phase, round=round, kind=kind, message=message))
+        SAGE_FAILURES.inc(phase=phase, kind=kind)
 
 
 def _stance_of(output: Mapping[str, Any] | None) -> StanceShown | None:
@@ -479,6 +483,7 @@ async def deliberate(
         finals: dict[SageName, Vote | None] = {s: (Vote.model_validate(raw[s]) if s in raw else None) for s in SAGES}
         decision, reason = tally(finals, cfg.threshold, weighted=cfg.weighted, quorum=cfg.quorum)
         state.emit(CouncilDecided(decision=decision_name(decision), progress=100.0))
+        DELIBERATIONS.inc(decision=decision_name(decision))
         transcripts = await seats.close()
     finally:
         await seats.close()  # after a failure or a cancel too (a no-op after the one above)
@@ -499,43 +504,50 @@ async def deliberate(
         output_tokens=sum(u.output_tokens for u in usage),
         cost_usd="unknown" if unknown else round(sum(float(u.cost_usd) for u in usage), 8),
     )
-    return Deliberation(
-        id=record_id(seed, question),
-        reproducible=given is not None,
-        question=question,
-        language=language,
-        seed=seed,
-        threshold=cfg.threshold,
-        weighted=cfg.weighted,
-        anonymous=cfg.anonymous,
-        rounds_requested=cfg.rounds,
-        rounds_run=len(rounds),
-        stopped_early=stopped,
-        llm_calls_saved=saved,
-        decision=decision_name(decision),
-        decision_reason=reason,
-        split=is_split(finals, decision),
-        exit_code=exit_code(decision),
-        votes=votes,
-        conditions=merge_conditions(finals),
-        dissent=_dissent(decision, finals),
-        thinking=[ThinkingEntry(sage=s, output=thinking[s]) for s in SAGES if s in thinking],
-        debate=rounds,
-        conformity=[conformity(s, blind.get(s), finals[s], turns_of[s], thinking.get(s)) for s in SAGES],
-        failures=state.failures,
-        usage=usage,
-        usage_total=total,
-        sages=_sage_models(usage),
-        timings=timings,
-        context=state.context,
-        peer_order={
-            s.value: [
-                PeerView(label=state.labels[s][p], sage=p) for p in peer_order(s, seed, shuffle=cfg.shuffle_peers)
-            ]
-            for s in SAGES
-        },
-        transcripts=transcripts,
+    return _count_flips(
+        Deliberation(
+            id=record_id(seed, question),
+            reproducible=given is not None,
+            question=question,
+            language=language,
+            seed=seed,
+            threshold=cfg.threshold,
+            weighted=cfg.weighted,
+            anonymous=cfg.anonymous,
+            rounds_requested=cfg.rounds,
+            rounds_run=len(rounds),
+            stopped_early=stopped,
+            llm_calls_saved=saved,
+            decision=decision_name(decision),
+            decision_reason=reason,
+            split=is_split(finals, decision),
+            exit_code=exit_code(decision),
+            votes=votes,
+            conditions=merge_conditions(finals),
+            dissent=_dissent(decision, finals),
+            thinking=[ThinkingEntry(sage=s, output=thinking[s]) for s in SAGES if s in thinking],
+            debate=rounds,
+            conformity=[conformity(s, blind.get(s), finals[s], turns_of[s], thinking.get(s)) for s in SAGES],
+            failures=state.failures,
+            usage=usage,
+            usage_total=total,
+            sages=_sage_models(usage),
+            timings=timings,
+            context=state.context,
+            peer_order={
+                s.value: [
+                    PeerView(label=state.labels[s][p], sage=p) for p in peer_order(s, seed, shuffle=cfg.shuffle_peers)
+                ]
+                for s in SAGES
+            },
+            transcripts=transcripts,
+        )
     )
+
+
+def _count_flips(deliberation: Deliberation) -> Deliberation:
+    UNARGUED_FLIPS.inc(sum(1 for c in deliberation.conformity if c.flagged))
+    return deliberation
 
 
 __all__ = [

@@ -13,6 +13,7 @@ out, before it is killed.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
@@ -33,6 +34,7 @@ from nlp.glossary import cross_language_query
 from research.answering import PageToRank, select_findings
 from research.events import StageProgress
 from research.llm_agent import AGENT_ROLE, PageForReading, failure, plan, read_notes, write_report
+from research.metrics import STAGE_SECONDS
 from research.models import (
     AgentBrief,
     AgentReport,
@@ -60,6 +62,8 @@ PREFERRED_BONUS, COVERED_PENALTY = 0.5, 0.6  # ranking: preferred source types u
 MAX_FOCUS_QUERIES = 4
 MAX_LLM_PAGES = 6  # pages whose best passages the model reads for notes
 SIDE_QUERY_WEIGHT = 0.5  # hits of modifier, focus and cross-language queries count half an own sub-question's
+
+log = logging.getLogger(__name__)
 
 
 class CollectorSearch:
@@ -100,9 +104,14 @@ class ResearchAgent:
         self._run_id = run_id
         self._started = time.perf_counter()
         self._snapshot = AgentSnapshot(agent_id=agent_id, iteration=1)
+        self._stage_started = self._started
         self._decisions: list[str] = []  # why it searched and kept what it did, for the transparency report
 
     def _progress(self, stage: str, done: int, total: int) -> None:
+        if done == 0 or stage != self._snapshot.stage:
+            self._stage_started = time.perf_counter()
+        elif done >= total:
+            STAGE_SECONDS.observe(time.perf_counter() - self._stage_started, stage=stage)
         self._snapshot.stage, self._snapshot.stage_done, self._snapshot.stage_total = stage, done, total
         if self._events is not None:
             self._events.emit(
@@ -126,6 +135,7 @@ class ResearchAgent:
         self._snapshot = AgentSnapshot(agent_id=self.agent_id, iteration=brief.iteration)
         self._decisions = []
         started = self._started = time.perf_counter()
+        log.info("agent %d starts iteration %d of run %s", self.agent_id, brief.iteration, self._run_id)
         meter = UsageMeter()
         llm = make_llm(self.settings.llm, role=AGENT_ROLE, meter=meter)
         planned: list[str] = []

@@ -59,6 +59,7 @@ from research.evidence import SourceDocument, build_evidence
 from research.iteration import IterationContext, initial_context, next_context, should_stop_early
 from research.labels import report_language
 from research.llm_agent import combine_usage
+from research.metrics import AGENT_FAILURES
 from research.models import AgentReport, AgentSnapshot, SourceReference
 from research.reliability import reliability_for
 from research.report import render_final_report
@@ -273,6 +274,7 @@ class _Run:
         if snapshot is not None:
             stage = f"{snapshot.stage} {snapshot.stage_done}/{snapshot.stage_total}"
         message = first_line(cause)
+        AGENT_FAILURES.inc(stage=(stage or "starting").split()[0])
         if outcome.timed_out:
             message = f"timed out after {self.agent_timeout_s:g} s in stage {stage or 'starting'}"
         log.warning(

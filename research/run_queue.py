@@ -26,8 +26,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.store import Store
+from core.telemetry.context import current_request_id
 from research import runs
 from research.events import ResearchRequeued
+from research.metrics import RUNS
 
 QUEUE_LOCK_KEY = 0x71756575  # "queu": the advisory lock that makes PostgreSQL's queue bound exact
 CANDIDATES = 8  # waiting or orphaned runs one claim looks at (others may take some meanwhile)
@@ -79,16 +81,18 @@ def accept(store: Store, run_id: str, topic: str, request: dict[str, Any], max_w
             return None
         conn.execute(
             sa.text(
-                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
-                "VALUES (:run_id, :topic, 'accepted', :at, :request, 0)"
+                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts, request_id) "
+                "VALUES (:run_id, :topic, 'accepted', :at, :request, 0, :request_id)"
             ),
             {
                 "run_id": run_id,
                 "topic": topic,
                 "at": datetime.now(UTC).isoformat(),
                 "request": json.dumps(request, ensure_ascii=False),
+                "request_id": current_request_id(),  # one id finds the run, its logs and its trace
             },
         )
+        RUNS.inc(state="accepted")
         return waiting + 1
 
 

@@ -18,8 +18,10 @@ from sqlalchemy.engine import Connection
 
 from core.events import Event
 from core.store import Store, register_migration
+from core.telemetry.context import current_request_id
 from research.errors import LeaseLost
 from research.events import ResearchFailed
+from research.metrics import RUNS
 from research.result import ConsensusResearchResult
 
 
@@ -37,6 +39,11 @@ register_migration(
 )
 
 
+# The request that started a run (core/telemetry/context.py), so one id finds the run, its logs and trace.
+# A component of its own: its migrations never collide with the run table's.
+register_migration("research_request_ids", 1, "ALTER TABLE research_runs ADD COLUMN request_id TEXT;")
+
+
 def record_started(
     store: Store, run_id: str, topic: str, *, status: str = "running", request: dict[str, Any] | None = None
 ) -> None:
@@ -45,8 +52,8 @@ def record_started(
     with store.transaction() as conn:
         conn.execute(
             sa.text(
-                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts) "
-                "VALUES (:run_id, :topic, :status, :at, :request, :attempts)"
+                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts, request_id) "
+                "VALUES (:run_id, :topic, :status, :at, :request, :attempts, :request_id)"
             ),
             {
                 "run_id": run_id,
@@ -55,8 +62,10 @@ def record_started(
                 "at": _now(),
                 "request": json.dumps(request, ensure_ascii=False) if request else None,
                 "attempts": int(status == "running"),
+                "request_id": current_request_id(),
             },
         )
+    RUNS.inc(state=status)
 
 
 register_migration(  # the lease of the replica that runs it (research/run_queue.py)
@@ -97,6 +106,7 @@ class RunRecord:
     completed_at: str | None
     error: str | None
     result_json: str | None
+    request_id: str | None = None  # the request that started it (an HTTP request, a command, a batch job)
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,7 @@ def finish_completed(store: Store, result: ConsensusResearchResult, event: Event
         )
         if cur.rowcount == 1:  # a run already declared failed (interrupted) stays failed
             _append(conn, result.run_id, event)
+            RUNS.inc(state="completed")
         return cur.rowcount == 1
 
 
@@ -235,12 +246,19 @@ def fail_in(
     )
     if cur.rowcount == 1:
         _append(conn, run_id, event or ResearchFailed(run_id=run_id, error=error))
+        RUNS.inc(state="failed")
     return cur.rowcount == 1
+
+
+def request_id_of(store: Store, run_id: str) -> str | None:
+    """The request that started the run (its work is done under that id, also after a requeue)."""
+    rows = store.query("SELECT request_id FROM research_runs WHERE run_id=:run_id", {"run_id": run_id})
+    return str(rows[0][0]) if rows and rows[0][0] else None
 
 
 def load_run(store: Store, run_id: str) -> RunRecord | None:
     rows = store.query(
-        "SELECT run_id, topic, status, started_at, completed_at, error, result_json "
+        "SELECT run_id, topic, status, started_at, completed_at, error, result_json, request_id "
         "FROM research_runs WHERE run_id=:run_id",
         {"run_id": run_id},
     )
@@ -288,4 +306,5 @@ __all__ = [
     "load_run",
     "mark_running",
     "record_started",
+    "request_id_of",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from core.settings import load_settings
 from router.conversation import check_query, shared_router
+from router.metrics import count_route
 from router.models import RouteResult
 from router.settings import ROUTER_OPTIONS, RouterSettings
 
@@ -21,7 +22,9 @@ def route(
     """The RouteResult of one query; a bad query is an InputError, a bad option a ConfigError naming it."""
     section = ROUTER_OPTIONS.section(RouterSettings, load_settings(config), ROUTER_OPTIONS.from_keywords(options))
     text = check_query(query, section.max_query_chars)
-    return shared_router(section.confidence_threshold).route(text, previous_request_type)
+    result = shared_router(section.confidence_threshold).route(text, previous_request_type)
+    count_route(result)
+    return result
 
 
 __all__ = ["route"]

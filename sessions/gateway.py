@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from sessions.metrics import ACTIVATIONS, ACTIVE, PASSIVATIONS
 from sessions.models import SessionPolicy, SessionState
 from sessions.store import SessionRepository, admit_session, read_session, update_session
 
@@ -155,6 +156,7 @@ class SessionHost:
         if activation is None:
             activation = self._active[session_id] = _Activation()
             self.activations += 1
+            ACTIVATIONS.inc()
         else:
             self._active.move_to_end(session_id)
         activation.users += 1
@@ -179,6 +181,9 @@ class SessionHost:
                 continue
             del self._active[session_id]
             gone += 1
+        if gone:
+            PASSIVATIONS.inc(gone)
+        ACTIVE.set(len(self._active))
         return gone
 
 

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 
 from core.store import Store, register_migration
 from sessions.ids import SessionNotFoundError, TooManySessionsError
+from sessions.metrics import CONFLICTS
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 
 log = logging.getLogger(__name__)
@@ -234,6 +235,7 @@ def update_session(
         state.revision = (stored.revision if stored is not None else 0) + 1
         if repo.save(state, stored):
             return value, state
+        CONFLICTS.inc()
         stored = repo.load(session_id)
     raise RuntimeError(f"session {session_id}: {MAX_CONFLICT_RETRIES} writers in a row got there first; retry")
 

@@ -10,11 +10,13 @@ imported only when a role uses them (each costs ~1 s per process).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, LLMNotConfiguredError
+from core.llm import metrics as llm_metrics
 from core.llm.base import LLMClient, LLMRequest, LLMResponse
 from core.llm.cost import UsageMeter
 from core.llm.limiter import LimitedClient
@@ -83,23 +85,29 @@ class RoleRouter:
                 client = self._clients[resolved.endpoint] = build_provider(self.llm, resolved.endpoint)
         return client
 
-    def _route(self, request: LLMRequest) -> tuple[LLMClient, LLMRequest, str]:
+    def _route(self, request: LLMRequest) -> tuple[LLMClient, LLMRequest, str, str]:
         resolved = resolve_role(self.llm, request.role or self.role)
         client = self.provider_for(resolved.role)
         assert resolved.endpoint is not None
-        return client, apply_resolved(resolved, request), resolved.endpoint.label
+        return client, apply_resolved(resolved, request), resolved.endpoint.label, resolved.role
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        client, routed, label = self._route(request)
-        response = await client.complete(routed)
+        client, routed, label, role = self._route(request)
+        model, started = routed.model or self.llm.model, time.perf_counter()
+        with llm_metrics.observed_call(role, model):
+            response = await client.complete(routed)
+        llm_metrics.record_response(role, model, response, time.perf_counter() - started)
         return response.model_copy(update={"provider": label})
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        client, routed, label = self._route(request)
-        async for event in stream(client, routed):
-            if isinstance(event, StreamEnd):
-                event = StreamEnd(event.response.model_copy(update={"provider": label}))
-            yield event
+        client, routed, label, role = self._route(request)
+        model, started = routed.model or self.llm.model, time.perf_counter()
+        with llm_metrics.observed_call(role, model):
+            async for event in stream(client, routed):
+                if isinstance(event, StreamEnd):
+                    llm_metrics.record_response(role, model, event.response, time.perf_counter() - started)
+                    event = StreamEnd(event.response.model_copy(update={"provider": label}))
+                yield event
 
 
 def provider_of(client: LLMClient) -> LLMClient:

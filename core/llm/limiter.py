@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from core.errors import LLMError
 from core.llm.base import LLMClient, LLMRequest, LLMResponse
+from core.llm.metrics import PAUSES, PERMITS_IN_USE, WAITERS
 from core.llm.streaming import StreamEvent, stream
 
 ACTOR_NAME = "magi-llm-limiter"
@@ -319,7 +320,9 @@ def shared_limiter(permits: int) -> Limiter:
 async def lease(limiter: Limiter) -> AsyncIterator[str]:
     """Hold one permit for the block: renewed while it runs, given back however it ends."""
     lease_id = uuid.uuid4().hex
-    await limiter.acquire(lease_id)
+    with WAITERS.tracking():
+        await limiter.acquire(lease_id)
+    PERMITS_IN_USE.add(1)
 
     async def heartbeat() -> None:
         while True:
@@ -332,6 +335,7 @@ async def lease(limiter: Limiter) -> AsyncIterator[str]:
             yield lease_id
     except LLMError as exc:
         if exc.status_code in PAUSE_STATUSES and exc.retry_after_s:
+            PAUSES.inc()
             in_force = limiter.pause(exc.retry_after_s)
             if in_force is not None:
                 await in_force  # the pause holds before this caller reports the error
@@ -339,6 +343,7 @@ async def lease(limiter: Limiter) -> AsyncIterator[str]:
     finally:
         beat.cancel()
         limiter.release(lease_id)
+        PERMITS_IN_USE.add(-1)
 
 
 class LimitedClient:

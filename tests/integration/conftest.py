@@ -13,10 +13,18 @@ SYSTEM_NAMESPACES = frozenset({"serve"})  # Ray Serve's controller and proxies: 
 
 
 def start_local_ray() -> None:
-    """The session's single-node Ray; also used to bring it back after a module ran its own cluster."""
+    """The session's single-node Ray; also used to bring it back after a module ran its own cluster.
+    Its metrics page (``metrics_url``) is what Prometheus would scrape (the telemetry test reads it)."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from tests.ports import free_port
+
+    port = free_port()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _metrics_export_port=port)
+    METRICS["url"] = f"http://127.0.0.1:{port}/metrics"
+
+
+METRICS: dict[str, str] = {}  # "url": the session Ray's Prometheus page
 
 
 @contextmanager

@@ -54,7 +54,10 @@ def test_keys_guard_every_route_but_healthz_and_open_pages(app: Any) -> None:
     client, _, _ = app
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY}):
         refused = client.post("/echo", json={"count": 1}, headers=headers)
-        assert refused.status_code == 401 and refused.json() == {"error": UNAUTHORIZED}
+        assert refused.status_code == 401 and refused.json() == {
+            "error": UNAUTHORIZED,
+            "requestId": refused.headers["x-request-id"],
+        }
     assert client.get("/openapi.json").status_code == 401
     assert client.get("/page").status_code == 200 and client.get("/healthz").status_code == 200
     assert client.post("/echo", json={"count": 2}, headers=AUTH).json()["count"] == 2

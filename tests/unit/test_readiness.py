@@ -114,5 +114,10 @@ async def test_serves_probe_fails_only_on_what_a_restart_repairs() -> None:
 
 
 def test_the_logging_config_comes_from_the_serve_settings() -> None:
-    settings = load_settings(None, {"serve": {"log_level": "WARNING", "log_format": "json", "access_log": False}})
-    assert logging_config(settings) == {"log_level": "WARNING", "encoding": "JSON", "enable_access_log": False}
+    settings = load_settings(None, {"logging": {"level": "WARNING", "format": "json"}, "serve": {"access_log": False}})
+    assert logging_config(settings) == {
+        "log_level": "WARNING",
+        "encoding": "JSON",
+        "enable_access_log": False,
+        "additional_log_standard_attrs": ["name"],
+    }
