@@ -135,7 +135,7 @@ async def test_a_majority_failure_is_retried_once_then_reported_with_partial_res
         events = ListSink()
         try:
             with pytest.raises(ResearchError, match="2 of 3 agents failed twice") as caught:
-                await run_research(TOPIC, _settings(tmp_path, url, agent_timeout_s=30), runtime, events)
+                await run_research(TOPIC, _settings(tmp_path, url, agent_timeout_s=15), runtime, events)
         finally:
             await runtime.close()
     partial = caught.value.partial
