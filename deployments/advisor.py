@@ -129,7 +129,7 @@ class AdvisorService(AppService):
         from core.resources import data_path
         from core.storage import open_artifacts
         from core.store import open_store
-        from sessions.gateway import Admission, SessionHost
+        from sessions.gateway import SessionHost
         from sessions.settings import SessionsSettings
         from sessions.store import SessionRepository
 
@@ -139,13 +139,8 @@ class AdvisorService(AppService):
         self._section = AdvisorSettings.of(settings)
         self._policy = self._section.session_policy()
         store = open_store(settings)
-        limits = SessionsSettings.of(settings)
-        self._sessions = SessionHost(
-            SessionRepository(store),
-            self._policy,
-            admission=Admission(SESSION_NAMESPACE, limits.max_per_client),
-            max_active=limits.max_active,
-            idle_s=limits.idle_s,
+        self._sessions = SessionHost.bounded(
+            SessionRepository(store), self._policy, SESSION_NAMESPACE, SessionsSettings.of(settings)
         )
         self._passivation = asyncio.get_event_loop().create_task(self._sessions.passivate_forever())
         self._artifacts = open_artifacts(settings)

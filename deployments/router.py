@@ -45,7 +45,7 @@ from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, che
 from router.events import RouteDecided
 from router.metrics import count_route
 from router.settings import ROUTER_OPTIONS, RouterSettings
-from sessions.gateway import Admission, SessionHost
+from sessions.gateway import SessionHost
 from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
 from sessions.settings import SessionsSettings
 from sessions.store import SessionRepository
@@ -94,13 +94,8 @@ class RouterService(AppService):
         self._section = RouterSettings.of(settings)
         self._policy = self._section.session_policy()
         store = open_store(settings)
-        sessions = SessionsSettings.of(settings)
-        self._sessions = SessionHost(
-            SessionRepository(store),
-            self._policy,
-            admission=Admission(SESSION_NAMESPACE, sessions.max_per_client),
-            max_active=sessions.max_active,
-            idle_s=sessions.idle_s,
+        self._sessions = SessionHost.bounded(
+            SessionRepository(store), self._policy, SESSION_NAMESPACE, SessionsSettings.of(settings)
         )
         self._passivation = asyncio.get_event_loop().create_task(self._sessions.passivate_forever())
         shared_router(self._section.confidence_threshold).route("warm up")  # rules and tokenizer loaded now

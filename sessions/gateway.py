@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 from sessions.metrics import ACTIVATIONS, ACTIVE, PASSIVATIONS
 from sessions.models import SessionPolicy, SessionState
+from sessions.settings import SessionsSettings
 from sessions.store import SessionRepository, admit_session, read_session, update_session
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,19 @@ class SessionHost:
         self._clock = clock
         self._active: OrderedDict[str, _Activation] = OrderedDict()  # least recently used first
         self.activations = 0  # sessions activated from the store (a figure for tests and benchmarks)
+
+    @classmethod
+    def bounded(
+        cls, repo: SessionRepository, policy: SessionPolicy, namespace: str, limits: SessionsSettings
+    ) -> SessionHost:
+        """The host of a Serve replica: one system's sessions, bounded as the ``sessions:`` section says."""
+        return cls(
+            repo,
+            policy,
+            admission=Admission(namespace, limits.max_per_client),
+            max_active=limits.max_active,
+            idle_s=limits.idle_s,
+        )
 
     def __len__(self) -> int:
         return len(self._active)

@@ -1,7 +1,8 @@
-"""Shared test setup: isolated settings, and the `network` marker gate."""
+"""Shared test setup: isolated settings and logging, and the `network` marker gate."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """No test sees the developer's MAGI_*/ANTHROPIC_* variables or ./magi.yaml; data goes to tmp."""
+    """No test sees the developer's MAGI_*/ANTHROPIC_* variables or ./magi.yaml, nor the logging set-up
+    of a test before it; data goes to tmp."""
     for name in list(os.environ):
         if name.startswith(("MAGI_", "ANTHROPIC_")) and name != "MAGI_NETWORK_TESTS":
             monkeypatch.delenv(name, raising=False)
@@ -39,4 +41,11 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     data_dir = tmp_path / "magi-data"
     monkeypatch.setenv("MAGI_DATA_DIR", str(data_dir))
     monkeypatch.chdir(tmp_path)
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
     yield data_dir
+    # A command run in the test process (the CLI's logging set-up) leaves its level and handler on the
+    # root logger; later tests would see that level, and that handler's scrubbed messages.
+    root.setLevel(level)
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
