@@ -237,11 +237,10 @@ def exported_names() -> dict[str, Metric]:
 
 def load_all_metrics() -> dict[str, Metric]:
     """Import every part's metrics module (registered under the ``magi.metrics`` entry-point group, as
-    settings sections are, so core names no system) and return the registry."""
+    settings sections are, so this module names none of them, core's LLM metrics included) and return the registry."""
     import importlib
     from importlib.metadata import entry_points
 
-    importlib.import_module("core.llm.metrics")  # core's own
     for point in entry_points(group=METRICS_GROUP):
         importlib.import_module(point.value)
     return dict(REGISTRY)
