@@ -98,9 +98,12 @@ def session_update(rounds: int, history_limit: int = 200) -> dict[str, Any]:
 
 
 def echo_app() -> Any:
-    """A FastAPI app on Serve that validates the same body and returns it: Serve's own cost."""
+    """A FastAPI app on Serve that validates the same body and returns it: Serve's own cost. Deployed as
+    the router is (its code on the replica's main loop: deployments/base.py), so the two differ only
+    in what their handlers do."""
     from ray import serve
 
+    from deployments.base import main_loop_actor_options
     from deployments.router import RouteBody
 
     api = FastAPI()
@@ -111,7 +114,9 @@ def echo_app() -> Any:
 
     api.add_api_route("/route", echo, methods=["POST"])
 
-    @serve.deployment(name="Echo", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256)
+    @serve.deployment(
+        name="Echo", num_replicas=1, ray_actor_options=main_loop_actor_options(), max_ongoing_requests=256
+    )
     @serve.ingress(api)
     class Echo:
         """Serve's own cost: the ingress above is the whole app."""
@@ -123,6 +128,7 @@ def stateless_app() -> Any:
     """The same routing in a Serve app without sessions: how much of the router's cost is the session."""
     from ray import serve
 
+    from deployments.base import main_loop_actor_options
     from deployments.router import RouteBody
     from router.conversation import shared_router
 
@@ -136,7 +142,9 @@ def stateless_app() -> Any:
 
     api.add_api_route("/route", route, methods=["POST"])
 
-    @serve.deployment(name="Stateless", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256)
+    @serve.deployment(
+        name="Stateless", num_replicas=1, ray_actor_options=main_loop_actor_options(), max_ongoing_requests=256
+    )
     @serve.ingress(api)
     class Stateless:
         """Routing without sessions: the ingress above is the whole app."""

@@ -43,7 +43,7 @@ async def router_on_off(levels: list[int], counts: list[int], rounds: int, sessi
 
     from core.settings import load_settings
     from deployments.affinity import affinity_options
-    from deployments.base import bind
+    from deployments.base import bind, main_loop_actor_options
     from deployments.router import APP_NAME, RouterService
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -52,7 +52,7 @@ async def router_on_off(levels: list[int], counts: list[int], rounds: int, sessi
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         for side, enabled in (("on", "true"), ("off", "false")):
-            options = {"num_cpus": 0, "runtime_env": {"env_vars": {ENV: enabled}}}
+            options = main_loop_actor_options({ENV: enabled})  # as the router app deploys it, plus the switch
             app = bind(RouterService, settings, ray_actor_options=options, **affinity_options())
             serve.run(app, name=f"{APP_NAME}_{side}", route_prefix=f"/{side}")
         serve.run(router_load.echo_app(), name="echo", route_prefix="/echo")
