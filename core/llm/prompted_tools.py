@@ -11,7 +11,8 @@ The model decodes under each tool's schema with its maps written as lists of nam
 the JSON schema itself would cost a small model most of its context); the calls it writes get their
 maps back before the tool validates them against its own, unchanged schema. A forced turn
 (``tool_choice: required``) asks for exactly one call: the least the caller needs, and the most a
-small model can close reliably.
+small model can close reliably. The requirement, which changes after the first turn, ends the
+prompt: the tools' part stays a prefix the server's prompt cache reuses on every turn.
 """
 
 from __future__ import annotations

@@ -143,4 +143,6 @@ def test_prompted_tools_decode_entry_lists_and_hand_the_tool_its_maps() -> None:
     (call,), text, output = plan.parse(written, lambda: "c1")
     assert (call.name, call.arguments, text, output) == ("costs", {"items": {"m": {"amount": 4}}}, "", None)
     free = _plan(None)
+    tools_part = plan.system[: plan.system.index("- other: Another.")]  # a server's prompt cache keeps it
+    assert free.system.startswith(tools_part) and plan.system.endswith("Call exactly one tool now.")
     assert free.schema["anyOf"][0]["properties"]["tool_calls"]["maxItems"] > 1  # unforced turns may call several
