@@ -14,6 +14,7 @@ import sys
 import uuid
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 from cli.common import emit, settings_from
 from research.settings import RESEARCH_OPTIONS
@@ -90,7 +91,6 @@ async def research(args: argparse.Namespace) -> int:
         raise InputError(f"{reason}; the result is kept with run {run_id} in the store") from exc
     runs.finish_completed(store, result, terminal)
     entities = result.entities
-    ja_entities = [e.text for e in entities if e.lang == "ja"][:10]
     check = result.citation_check
     summary = {
         "runId": result.run_id,
@@ -112,37 +112,72 @@ async def research(args: argparse.Namespace) -> int:
         "llmQuotesDropped": result.llm_quotes_dropped,
         "warnings": result.warnings,
     }
-    usage = result.usage
-    emit(
-        settings,
-        summary,
-        "\n".join(
-            [
-                f"# Research: {result.metadata.topic}",
-                "",
-                f"- report: {md_path}",
-                f"- result: {json_path}",
-                f"- transparency: {md_path.parent / 'transparency.md'}",
-                f"- {len(result.iterations)} iteration(s), {len(result.sources)} sources, "
-                f"{len(result.claims)} verified claims, {len(result.disputed)} disputed figures, "
-                f"{len(entities)} entities ({', '.join(ja_entities)})",
-                f"- citations: {check.passed} of {check.checked} passed verification",
-                f"- final score {result.final_score.overall_score:.3f}; {result.iterations[-1].selection_reason}",
-                *[f"- agent {f.agent_id} (iteration {f.iteration}) failed: {f.error}" for f in result.agent_failures],
-                f"- LLM: {usage.calls} call(s), {usage.input_tokens} input / {usage.output_tokens} output tokens, "
-                f"cost {usage.cost_text()}"
-                if usage
-                else "- LLM: none configured (extractive summary)",
-                f"- {result.total_duration_ms / 1000:.1f} s, run {result.run_id}",
-                *[f"- warning: {warning}" for warning in result.warnings],
-            ]
-        ),
-    )
+    emit(settings, summary, terminal_summary(result, md_path, json_path))
     return 0
+
+
+def terminal_summary(result: Any, md_path: Path, json_path: Path) -> str:
+    """What a person reads in the terminal after a run, in the report's language (the topic's): where the
+    files are, what was found, how far to trust it; the transparency report holds the reasons."""
+    from core.messages import catalogue, format_number
+    from research.labels import report_language
+
+    lang = report_language(result.metadata.topic)
+    c = catalogue("research")
+
+    def line(key: str, **fields: object) -> str:
+        return c.text(key, lang, **fields)
+
+    def score(value: float) -> str:
+        return format_number(value, lang, 2)
+
+    final, usage = result.final_score, result.usage
+    examples = [e.text for e in result.entities if e.lang == lang][:8]
+    lines = [
+        line("cli.title", topic=result.metadata.topic),
+        "",
+        line("cli.report", path=md_path),
+        line("cli.result", path=json_path),
+        line("cli.transparency", path=md_path.parent / "transparency.md"),
+        line(
+            "cli.counts",
+            iterations=len(result.iterations),
+            sources=format_number(len(result.sources), lang),
+            claims=format_number(len(result.claims), lang),
+            disputed=format_number(len(result.disputed), lang),
+            entities=format_number(len(result.entities), lang),
+            examples=f" ({', '.join(examples)})" if examples else "",
+        ),
+        line("cli.citations", passed=result.citation_check.passed, checked=result.citation_check.checked),
+        line(
+            "cli.score",
+            overall=score(final.overall_score),
+            consistency=score(final.consistency_score),
+            reliability=score(final.source_reliability_score),
+            coverage=score(final.coverage_score),
+        ),
+        *[
+            line("cli.failed", agent=f.agent_id + 1, iteration=f.iteration, error=f.error)
+            for f in result.agent_failures
+        ],
+        line(
+            "cli.llm",
+            calls=format_number(usage.calls, lang),
+            input=format_number(usage.input_tokens, lang),
+            output=format_number(usage.output_tokens, lang),
+            cost=usage.cost_text(),
+        )
+        if usage
+        else line("cli.no_llm"),
+        line("cli.time", seconds=format_number(result.total_duration_ms / 1000, lang, 1)),
+        *[line("cli.warning", text=warning) for warning in result.warnings],
+    ]
+    return "\n".join(lines)
 
 
 __all__ = [
     "register",
     "research",
     "run",
+    "terminal_summary",
 ]

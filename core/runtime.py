@@ -31,6 +31,7 @@ from core.errors import RuntimeSetupError
 from core.events import Event, EventSink, parse_event
 from core.settings import Settings
 from core.telemetry.context import adopted, carried
+from core.telemetry.metrics import export_now
 from core.telemetry.tracing import span
 
 log = logging.getLogger(__name__)
@@ -99,15 +100,23 @@ CONTEXT_CALL = "magi_call_in_context"  # the method every actor started by a run
 _CONTEXTUAL: dict[type[Any], type[Any]] = {}
 
 
+# Each call ends by handing its metrics to Ray (core/telemetry/metrics.py batches them): an actor the
+# runtime kills after its last call (a research agent, a timed-out critic worker) loses none.
 def _sync_in_context(self: Any, context: dict[str, Any], method: str, *args: Any, **kwargs: Any) -> Any:
-    with adopted(context), span("actor.call", agent=type(self).__name__, method=method):
-        return getattr(self, method)(*args, **kwargs)
+    try:
+        with adopted(context), span("actor.call", agent=type(self).__name__, method=method):
+            return getattr(self, method)(*args, **kwargs)
+    finally:
+        export_now()
 
 
 async def _async_in_context(self: Any, context: dict[str, Any], method: str, *args: Any, **kwargs: Any) -> Any:
-    with adopted(context), span("actor.call", agent=type(self).__name__, method=method):
-        result = getattr(self, method)(*args, **kwargs)
-        return await result if inspect.isawaitable(result) else result
+    try:
+        with adopted(context), span("actor.call", agent=type(self).__name__, method=method):
+            result = getattr(self, method)(*args, **kwargs)
+            return await result if inspect.isawaitable(result) else result
+    finally:
+        export_now()
 
 
 def contextual(cls: type[T]) -> type[T]:

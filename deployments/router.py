@@ -51,7 +51,7 @@ from sessions.settings import SessionsSettings
 from sessions.store import SessionRepository
 
 log = logging.getLogger(__name__)
-DECISIONS = LogSink(logging.getLogger("router.decisions"))  # one JSON line per routed question
+DECISIONS = LogSink(logging.getLogger("router.decisions"))  # one JSON line per routed question (router.decision_log)
 APP_NAME = "router"
 ROUTE_PREFIX = "/router"
 
@@ -147,7 +147,7 @@ class RouterService(AppService):
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
             outcome = TurnOutcome.of(shared_router(section.confidence_threshold).route(query), None, query)
         count_route(outcome.result)
-        if DECISIONS.enabled:
+        if self._section.decision_log and DECISIONS.enabled:
             DECISIONS.emit(RouteDecided.of(outcome.result, body.session_id))
         return outcome
 

@@ -8,10 +8,16 @@ A system declares its metrics once, next to its code::
     RUNS.inc(state="done")
 
 which names the family ``magi_research_runs`` (Ray exports it to Prometheus as
-``ray_magi_research_runs_total``) and labels every sample with ``system="research"``. Inside a Ray
-worker or driver each sample also goes to ``ray.util.metrics`` (made on first use, so a module can
-declare its metrics before ``ray.init``); every process keeps its own running totals in memory, so a
-unit test asserts on ``RUNS.value(state="done")`` without Ray, and ``magi doctor`` can show them.
+``ray_magi_research_runs_total``) and labels every sample with ``system="research"``. Every process
+keeps its own running totals in memory, so a unit test asserts on ``RUNS.value(state="done")``
+without Ray, and ``magi doctor`` can show them.
+
+Inside a Ray worker or driver the samples also go to ``ray.util.metrics`` (made on first use, so a
+module can declare its metrics before ``ray.init``), in batches: a sample recorded on a request's path
+only updates this process's figures, and one background thread per process hands what accumulated to
+Ray every :data:`EXPORT_INTERVAL_S` (and at exit). Ray's own call releases and retakes the GIL, which
+on a busy replica cost a request up to a thread switch interval per sample; Ray exports to Prometheus
+every few seconds anyway, so the batch delays nothing an operator sees.
 
 Labels are categories (system, app, role, phase, state, outcome ...), never user data or ids: a value
 is cut to :data:`MAX_LABEL_CHARS` and a label not declared is an error, so a cardinality explosion
@@ -20,6 +26,7 @@ cannot slip in.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import threading
@@ -32,6 +39,7 @@ from typing import Any, Literal
 PREFIX = "magi_"
 RAY_PREFIX = "ray_"  # what Ray's exporter puts before every application metric
 MAX_LABEL_CHARS = 64
+EXPORT_INTERVAL_S = 1.0  # how often accumulated samples are handed to Ray (see the module docstring)
 DEFAULT_BUCKETS_S = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 180.0, 600.0)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # telemetry.enabled, read from the environment at import: every process of a cluster, before any settings
@@ -54,6 +62,9 @@ class Metric:
     _counts: dict[LabelKey, int] = field(default_factory=dict, repr=False)
     _ray: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Samples not yet handed to Ray: a counter's increments summed, a gauge's last value, a histogram's
+    # observations, by label set.
+    _pending: dict[LabelKey, Any] = field(default_factory=dict, repr=False)
 
     @property
     def exported_name(self) -> str:
@@ -74,20 +85,41 @@ class Metric:
         if not ENABLED:
             return
         key = tuple(sorted(tags.items()))
+        to_ray = _ray_running()
         with self._lock:
             if add:
                 self._values[key] = self._values.get(key, 0.0) + value
                 self._counts[key] = self._counts.get(key, 0) + 1
             else:
                 self._values[key] = value
+            if to_ray:
+                if self.kind == "histogram":
+                    self._pending.setdefault(key, []).append(value)
+                elif add:
+                    self._pending[key] = self._pending.get(key, 0.0) + value
+                else:
+                    self._pending[key] = value
+        if to_ray:
+            _EXPORTER.ensure_started()
+
+    def export(self) -> None:
+        """Hand the samples accumulated since the last call to Ray (the exporter thread calls this)."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return
         twin = self._twin()
-        if twin is not None:
+        if twin is None:
+            return
+        for key, value in pending.items():
+            tags = dict(key)
             if self.kind == "counter":
                 twin.inc(value, tags=tags)
             elif self.kind == "gauge":
                 twin.set(value, tags=tags)
             else:
-                twin.observe(value, tags=tags)
+                for observed in value:
+                    twin.observe(observed, tags=tags)
 
     def _twin(self) -> Any:
         """The ``ray.util.metrics`` object, made once Ray runs in this process (else None)."""
@@ -180,6 +212,43 @@ class Histogram(Metric):
 REGISTRY: dict[str, Metric] = {}
 
 
+class _Exporter:
+    """The one thread per process that hands accumulated samples to Ray (and does so once more at exit)."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._lock = threading.Lock()
+
+    def ensure_started(self) -> None:
+        if self._started:
+            return
+        with self._lock:
+            if self._started:
+                return
+            threading.Thread(target=self._run, name="magi-metrics-export", daemon=True).start()
+            atexit.register(export_now)
+            self._started = True
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(EXPORT_INTERVAL_S)
+            export_now()
+
+
+_EXPORTER = _Exporter()
+
+
+def export_now() -> None:
+    """Hand every metric's accumulated samples to Ray now (the exporter's tick; a process about to end)."""
+    if not _ray_running():
+        return
+    for metric in list(REGISTRY.values()):
+        try:
+            metric.export()
+        except Exception:  # Ray shutting down under us: the figures stay in this process's totals
+            return
+
+
 class MetricSet:
     """The metrics of one system (``system`` label and ``magi_<system>_`` name prefix)."""
 
@@ -251,6 +320,7 @@ METRICS_GROUP = "magi.metrics"
 __all__ = [
     "DEFAULT_BUCKETS_S",
     "ENABLED",
+    "EXPORT_INTERVAL_S",
     "MAX_LABEL_CHARS",
     "METRICS_GROUP",
     "PREFIX",
@@ -261,6 +331,7 @@ __all__ = [
     "Histogram",
     "Metric",
     "MetricSet",
+    "export_now",
     "exported_names",
     "load_all_metrics",
 ]

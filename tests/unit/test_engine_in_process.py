@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli.research import terminal_summary
 from core.events import ListSink
 from core.messages import catalogue, leaks
 from core.runtime import InProcessRuntime
@@ -99,6 +101,14 @@ def _check_report_languages(result: Any) -> None:
     assert "### 反復1（採用した報告: エージェント" in report and "— 確信度 0." in report
     labels_only = "\n".join(line for line in report.splitlines() if line.startswith(("#", "- 実行", "- 最終スコア")))
     assert leaks(labels_only, catalogue("research")) == []
+    # The terminal summary of `magi research`: Japanese, no report or run id, the scores and counts.
+    terminal = terminal_summary(result, Path("out/report.md"), Path("out/result.json"))
+    assert terminal.startswith("# 調査: ") and "- 報告書: out/report.md" in terminal
+    assert f"引用の検証: {result.citation_check.checked}件中{result.citation_check.passed}件が一致" in terminal
+    assert "最終スコア 0." in terminal and result.run_id not in terminal
+    assert all(r.report_id not in terminal for it in result.iterations for r in it.agent_reports)
+    prose = re.sub(r"out/\S+", "", terminal.replace(result.metadata.topic, ""))  # the topic and paths are the user's
+    assert leaks(prose, catalogue("research")) == []
     english = result.model_copy(update={"metadata": result.metadata.model_copy(update={"topic": "SME pass-through"})})
     text = render_final_report(english)
     assert [line for line in text.splitlines() if line.startswith("## ")][:3] == [
