@@ -5,6 +5,14 @@ JSON-schema decoding, so its calls are well formed even when the model is small.
 The conversation is rewritten for such a server: earlier tool calls become the JSON the model would
 have written, and tool results come back as user text inside ``<tool_result>`` blocks, marked as
 data. The wording lives in ``data/llm/prompted_tools.md``.
+
+The model decodes under each tool's schema with its maps written as lists of named entries
+(``core.llm.schema_maps``), and reads that schema as a short signature (``core.llm.schema_text``:
+the JSON schema itself would cost a small model most of its context); the calls it writes get their
+maps back before the tool validates them against its own, unchanged schema. A forced turn
+(``tool_choice: required``) asks for exactly one call: the least the caller needs, and the most a
+small model can close reliably. The requirement, which changes after the first turn, ends the
+prompt: the tools' part stays a prefix the server's prompt cache reuses on every turn.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from functools import cache
 from typing import Any
 
 from core.llm.base import LLMRequest, Message, TextPart, ToolCallPart, ToolResultPart
+from core.llm.schema_maps import lists_as_maps, maps_as_lists
+from core.llm.schema_text import signature
 from core.resources import data_path
 
 ANSWER_KEY = "answer"
@@ -43,16 +53,19 @@ class PromptedTools:
     def __init__(self, request: LLMRequest) -> None:
         self.request = request
         self.names = [t.name for t in request.tools]
+        self.schemas = {t.name: t.input_schema for t in request.tools}  # the tools' own, to restore their maps
+        self.decoded = {t.name: maps_as_lists(t.input_schema) for t in request.tools}
         defs: dict[str, Any] = {}
         call_items = [
             {
                 "type": "object",
-                "properties": {"name": {"type": "string", "enum": [t.name]}, "arguments": _hoist(t.input_schema, defs)},
+                "properties": {"name": {"type": "string", "enum": [name]}, "arguments": _hoist(schema, defs)},
                 "required": ["name", "arguments"],
             }
-            for t in request.tools
+            for name, schema in self.decoded.items()
         ]
-        array = {"type": "array", "minItems": 1, "maxItems": MAX_CALLS_PER_TURN, "items": {"anyOf": call_items}}
+        most = 1 if request.tool_choice == "required" else MAX_CALLS_PER_TURN
+        array = {"type": "array", "minItems": 1, "maxItems": most, "items": {"anyOf": call_items}}
         calls = {"type": "object", "properties": {CALLS_KEY: array}, "required": [CALLS_KEY]}
         answer_schema = _hoist(request.output_schema, defs) if request.output_schema else {"type": "string"}
         answer = {"type": "object", "properties": {ANSWER_KEY: answer_schema}, "required": [ANSWER_KEY]}
@@ -62,11 +75,10 @@ class PromptedTools:
     @property
     def system(self) -> str:
         listed = "\n".join(
-            f"- {t.name}: {t.description}\n  arguments: {json.dumps(t.input_schema, ensure_ascii=False)}"
-            for t in self.request.tools
+            f"- {t.name}: {t.description}\n  arguments: {signature(self.decoded[t.name])}" for t in self.request.tools
         )
         requirement = (
-            "Call at least one tool now." if self.request.tool_choice == "required" else "Call a tool when it helps."
+            "Call exactly one tool now." if self.request.tool_choice == "required" else "Call a tool when it helps."
         )
         body = instructions().replace("{requirement}", requirement).replace("{tools}", listed)
         return f"{self.request.system}\n\n{body}" if self.request.system else body
@@ -106,7 +118,7 @@ class PromptedTools:
         if not isinstance(value, dict):
             return [], text, None
         calls = [
-            ToolCallPart(id=new_id(), name=str(c.get("name", "")), arguments=c.get("arguments") or {})
+            ToolCallPart(id=new_id(), name=str(c.get("name", "")), arguments=self._arguments(c))
             for c in value.get(CALLS_KEY) or []
             if isinstance(c, dict) and isinstance(c.get("arguments", {}), dict)
         ]
@@ -116,6 +128,13 @@ class PromptedTools:
         if self.request.output_schema is not None and isinstance(answer, dict):
             return [], json.dumps(answer, ensure_ascii=False), answer
         return [], answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False), None
+
+    def _arguments(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments with the maps its tool's schema asks for (the model wrote entry lists)."""
+        arguments = call.get("arguments") or {}
+        schema = self.schemas.get(str(call.get("name", "")))
+        restored: dict[str, Any] = lists_as_maps(arguments, schema) if schema is not None else arguments
+        return restored
 
 
 __all__ = ["ANSWER_KEY", "CALLS_KEY", "MAX_CALLS_PER_TURN", "PromptedTools", "instructions"]

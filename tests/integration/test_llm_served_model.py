@@ -70,12 +70,6 @@ async def test_critic_evaluates_two_ideas(served_model: ServedModel, tmp_path: P
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=False,
-    reason="SmolLM2-135M sometimes picks generate_chart, whose nested arguments outgrow the turn's token "
-    "budget, so its call is cut off; any other failure (an exception) still fails the test",
-)
 async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_path: Path) -> None:
     from advisor.orchestrator import Orchestrator
     from advisor.settings import AdvisorSettings
@@ -83,7 +77,8 @@ async def test_advisor_mode2_turn_calls_a_tool(served_model: ServedModel, tmp_pa
     from sessions.gateway import SessionHost
     from sessions.store import SessionRepository
 
-    llm = served_model.llm_settings(roles={"advisor.mode2": {"params": {"require_tool": True, "max_tokens": 1024}}})
+    # the agent's own token budget (2000): the longest forced call of its six tools (a document) needs ~1400
+    llm = served_model.llm_settings(roles={"advisor.mode2": {"params": {"require_tool": True}}})
     settings = load_settings(
         overrides={"data_dir": tmp_path, "llm": llm, "advisor": {"max_tool_turns": 2}, "search": {"provider": "local"}}
     )

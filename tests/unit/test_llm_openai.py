@@ -208,6 +208,27 @@ async def test_prompted_tools_describe_the_tools_and_parse_the_json_answer() -> 
     assert '<tool_result name="weather" status="ok">\nrain\n</tool_result>' in body["messages"][3]["content"]
 
 
+async def test_prompted_map_arguments_travel_as_capped_entry_lists_and_come_back_as_maps() -> None:
+    costs = ToolSpec(
+        name="costs",
+        description="Cost impact.",
+        input_schema={
+            "type": "object",
+            "properties": {"changes": {"type": "object", "additionalProperties": {"type": "number"}}},
+            "required": ["changes"],
+        },
+    )
+    written = {"tool_calls": [{"name": "costs", "arguments": {"changes": [{"name": "material", "value": 0.2}]}}]}
+    server = FakeServer(completion(json.dumps(written)))
+    client = client_for(server, tool_calling="prompted", schema_max_items=3)
+    response = await client.complete(request(tools=[costs], tool_choice="required"))
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("costs", {"changes": {"material": 0.2}})]
+    calls = server.bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["tool_calls"]
+    assert calls["maxItems"] == 1  # a forced turn: one call
+    changes = calls["items"]["anyOf"][0]["properties"]["arguments"]["properties"]["changes"]
+    assert (changes["type"], changes["maxItems"]) == ("array", 3)  # the decoder's cap holds for map entries
+
+
 async def test_prompted_answer_and_an_answer_cut_by_max_tokens() -> None:
     server = FakeServer(completion('{"answer": "sunny"}'), completion('{"answer": "it is sun', finish="length"))
     client = client_for(server, tool_calling="prompted")
