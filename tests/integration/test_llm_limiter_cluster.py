@@ -155,6 +155,11 @@ def test_a_crashed_limiter_is_restarted_and_callers_carry_on(three_nodes: Cluste
     assert ray.get(actors[0].ask.remote(["before"])) == ["done before"]
     limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
     ray.kill(limiter, no_restart=False)  # a crash: Ray restarts the actor
+    # ray.kill only sends the kill: a call sent at once may still be served by the old book (one grant
+    # short on the new one, a flake under load). The callers ask once the fresh book answers.
+    restart_by = time.monotonic() + 30
+    while ray.get(limiter.state.remote())["granted"] and time.monotonic() < restart_by:
+        time.sleep(0.1)
     answers = ray.get([a.ask.remote([f"after-crash-{i}"]) for i, a in enumerate(actors)])
     assert answers == [[f"done after-crash-{i}"] for i in range(NODES)]
     # Releases are fire-and-forget from the callers' processes: the last one may reach the limiter
