@@ -146,7 +146,7 @@ def terminal_summary(result: Any, md_path: Path, json_path: Path) -> str:
             claims=format_number(len(result.claims), lang),
             disputed=format_number(len(result.disputed), lang),
             entities=format_number(len(result.entities), lang),
-            examples=f" ({', '.join(examples)})" if examples else "",
+            examples=line("cli.examples", items=("、" if lang == "ja" else ", ").join(examples)) if examples else "",
         ),
         line("cli.citations", passed=result.citation_check.passed, checked=result.citation_check.checked),
         line(
