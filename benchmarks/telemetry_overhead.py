@@ -6,7 +6,9 @@ is recorded and no request context is carried into actor calls.
 1. Router (the ``router_load.py`` traffic): one local Ray and one Serve host two router apps, identical
    but for the replica's environment (``MAGI_TELEMETRY_ENABLED`` true in one, false in the other), and
    the echo app. At each concurrency the three take turns in ``--rounds`` rounds, so a slow spell of
-   the machine falls on both sides alike. Reported: p50 of each, and on/off p50 ratios (target <= 1.05).
+   the machine falls on both sides alike. Reported: p50 of each, and on/off p50 ratios (target <= 1.05);
+   then, from Ray's Prometheus endpoint, the requests each side counted (the on side: all it was
+   sent; the off side: none, proof that the switch took in its replica).
 2. Council (``magi_speedup.py``): run as its own process (its own local Ray) alternately with
    telemetry on and off, ``--pairs`` times; the council's overall deliberation time, best of the
    pairs, on/off ratio (target <= 1.05).
