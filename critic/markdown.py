@@ -103,13 +103,12 @@ def _idea(e: IdeaEvaluation, p: _Page) -> list[str]:
     lines = [heading, ""]
     if e.reasons:
         lines += [p.t("idea.reasons"), ""] + [f"- {r}" for r in e.reasons] + [""]
-    market = p.t(
-        "idea.market",
-        score=_points(m.score, lang),
-        size=_points(m.size, lang),
-        growth=_points(m.growth, lang),
-        profitability=_points(m.profitability, lang),
-    )
+
+    def scored(key: str, **figures: float | None) -> str:
+        """The message ``key`` with each of ``figures`` written as points."""
+        return p.t(key, **{name: _points(value, lang) for name, value in figures.items()})
+
+    market = scored("idea.market", score=m.score, size=m.size, growth=m.growth, profitability=m.profitability)
     if m.profit_rule:
         market += p.t("idea.profit_rule")
     lines += [market + (f" — {m.reasoning}" if m.reasoning else ""), ""]
@@ -127,13 +126,7 @@ def _idea(e: IdeaEvaluation, p: _Page) -> list[str]:
     v = s.verification
     lines += [
         "",
-        p.t(
-            "idea.verification",
-            logic=_points(v.logic, lang),
-            feasibility=_points(v.feasibility, lang),
-            uniqueness=_points(v.uniqueness, lang),
-            scale=_points(v.scale, lang),
-        ),
+        scored("idea.verification", logic=v.logic, feasibility=v.feasibility, uniqueness=v.uniqueness, scale=v.scale),
     ]
     if v.hard_to_copy:
         lines += ["", p.t("idea.hard_to_copy", text=v.hard_to_copy)]

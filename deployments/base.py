@@ -75,10 +75,15 @@ DEPLOYMENT_DEFAULTS: dict[str, Any] = {
 MAIN_LOOP_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}
 
 
+def actor_options_with_env(env: dict[str, str]) -> dict[str, Any]:
+    """The default ``ray_actor_options`` of a replica, with ``env`` in its environment."""
+    return {**DEPLOYMENT_DEFAULTS["ray_actor_options"], "runtime_env": {"env_vars": env}}
+
+
 def main_loop_actor_options(env: dict[str, str] | None = None) -> dict[str, Any]:
     """``ray_actor_options`` of a replica whose code runs on Serve's main loop (see :data:`MAIN_LOOP_ENV`),
     with ``env`` added to its environment."""
-    return {**DEPLOYMENT_DEFAULTS["ray_actor_options"], "runtime_env": {"env_vars": {**MAIN_LOOP_ENV, **(env or {})}}}
+    return actor_options_with_env({**MAIN_LOOP_ENV, **(env or {})})
 
 
 S = TypeVar("S", bound="AppService")
@@ -220,6 +225,7 @@ __all__ = [
     "MAIN_LOOP_ENV",
     "SERVE_LOGGER",
     "AppService",
+    "actor_options_with_env",
     "bind",
     "binder",
     "builder",

@@ -46,7 +46,7 @@ from core.telemetry import adopted, carried
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
 from deployments.autoscaling import RUNNING_METRIC, WAITING_METRIC, autoscaling_config, replica_env
-from deployments.base import DEPLOYMENT_DEFAULTS, AppService, bind, builder, http_api, service
+from deployments.base import AppService, actor_options_with_env, bind, builder, http_api, service
 from deployments.readiness import Check, NotReady, store_check, task_check
 from deployments.settings import ServeSettings, corpus_roots
 from deployments.validation import field_check
@@ -411,7 +411,7 @@ def build_app(settings: Settings) -> Application:
     """
     section = ServeSettings.of(settings)
     scaling = autoscaling_config(section.min_replicas, section.max_replicas, section.target_queued_runs)
-    actor = {**DEPLOYMENT_DEFAULTS["ray_actor_options"], "runtime_env": {"env_vars": replica_env()}}
+    actor = actor_options_with_env(replica_env())
     return bind(ResearchService, settings, num_replicas="auto", autoscaling_config=scaling, ray_actor_options=actor)
 
 

@@ -103,8 +103,7 @@ async function send() {
     remember("assistant", body.answer, body.route);
     $("status").textContent = "";
   } catch (error) {
-    $("status").textContent = error.message;
-    $("status").classList.add("error");
+    MAGI.showError(error);
   } finally {
     $("send").disabled = false;
     $("query").focus();

@@ -240,8 +240,7 @@ $("form").addEventListener("submit", async (event) => {
       return true;
     });
   } catch (error) {
-    $("status").textContent = error.message;
-    $("status").classList.add("error");
+    MAGI.showError(error);
   } finally {
     setBusy(false);
     $("ask").disabled = false;

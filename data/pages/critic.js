@@ -193,8 +193,7 @@ $("form").addEventListener("submit", async (event) => {
     ideas = mode() === "form" ? ideasFromForms() : ideasFromJson();
     if (!ideas.length) throw new Error(t("critic.no_ideas"));
   } catch (error) {
-    $("status").textContent = error.message;
-    $("status").classList.add("error");
+    MAGI.showError(error);
     return;
   }
   const market = Math.max(0, Math.min(100, Number($("market-weight").value) || 0));
@@ -221,8 +220,7 @@ $("form").addEventListener("submit", async (event) => {
       return true;
     });
   } catch (error) {
-    $("status").textContent = error.message;
-    $("status").classList.add("error");
+    MAGI.showError(error);
   } finally {
     $("evaluate").disabled = false;
   }

@@ -127,6 +127,13 @@ const MAGI = (() => {
     return t("common.failed_status", { status: answer.status }) + (said ? ": " + said : "");
   }
 
+  // A failure shown in the page's status line, marked as an error.
+  function showError(error) {
+    const status = document.getElementById("status");
+    status.textContent = error.message;
+    status.classList.add("error");
+  }
+
   function postJson(path, body, headers = {}) {
     return call(path, { method: "POST", headers: Object.assign({ "Content-Type": "application/json" }, headers), body: JSON.stringify(body) });
   }
@@ -176,5 +183,5 @@ const MAGI = (() => {
     return outer;
   }
 
-  return { lang, locale, t, start, el, num, percent, call, postJson, failure, stream, copyText, bar, onKey, catalogue: () => catalogue };
+  return { lang, locale, t, start, el, num, percent, call, postJson, failure, showError, stream, copyText, bar, onKey, catalogue: () => catalogue };
 })();
