@@ -23,8 +23,13 @@ Printed as JSON, for each half that ran, overall and per set:
 ``--check`` runs no research: it verifies that every expected fact is on its holding page (all its
 terms in the page's text), so a question cannot expect what the document does not say.
 
+``--served-model`` runs the agents with an LLM: the bundled small model (SmolLM2-135M, English only)
+served by llama.cpp on a loopback port, every role pointed at it; the rows then count the LLM calls.
+Its quality is not the target: the run shows that the LLM path answers documentation questions end
+to end, and how far a model this small falls below the offline engine.
+
 Usage: .venv/bin/python benchmarks/research_eval.py [--split dev|test|all] [--set NAME] [--limit N]
-       [--agents 3] [--iterations 3] [--verbose] [--check]
+       [--agents 3] [--iterations 3] [--verbose] [--check] [--served-model]
 """
 
 from __future__ import annotations
@@ -111,10 +116,43 @@ def check_facts(spec: dict[str, Any], corpus: Path) -> list[str]:
     return problems
 
 
+def served_model_config(folder: Path) -> tuple[Any, Path]:
+    """Load the bundled small model on llama.cpp and write the ``magi.yaml`` that points every LLM role
+    at it (tools in the prompt, arrays and strings capped for its decoder, no retries). Returns the model
+    (keep it alive while the runs last) and the file."""
+    from core.llm.local_model import LocalModel, ModelConfig
+
+    model = LocalModel(ModelConfig(context_tokens=8192, parallel=3, threads=1))
+    config = {
+        "llm": {
+            "provider": "openai",
+            "base_url": model.base_url,
+            "model": model.name,
+            "tool_calling": "prompted",
+            "max_retries": 0,
+            "timeout_s": 900,
+            "schema_max_items": 2,
+            "schema_max_string_chars": 48,
+        },
+        "research": {"agent_timeout_s": 1800},
+    }
+    path = folder / "magi.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return model, path
+
+
 def run_question(
-    question: str, corpus: Path, out: Path, data_dir: Path, agents: int, iterations: int
+    question: str,
+    corpus: Path,
+    out: Path,
+    data_dir: Path,
+    agents: int,
+    iterations: int,
+    config: Path | None = None,
 ) -> dict[str, Any]:
     env = {**os.environ, "MAGI_DATA_DIR": str(data_dir)}
+    if config is not None:
+        env["MAGI_CONFIG"] = str(config)
     command = [
         sys.executable, "-m", "cli.main", "research", question, "--corpus", str(corpus), "--out", str(out),
         "--format", "json", "--no-progress", "--agents", str(agents), "--iterations", str(iterations),
@@ -165,7 +203,7 @@ def score_question(result: dict[str, Any], item: dict[str, Any]) -> dict[str, An
         "laterIterations": len(later),
         "iterationsAdding": len(adding),
         "answer": result["executiveSummary"]["text"].splitlines()[:3],
-    }
+    } | ({"llmCalls": result["usage"]["calls"]} if result.get("usage") else {})
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -203,15 +241,20 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--verbose", action="store_true", help="print every question's row")
     parser.add_argument("--check", action="store_true", help="only check that each fact is on its page")
+    parser.add_argument("--served-model", action="store_true", help="LLM agents on the bundled small model")
     args = parser.parse_args()
     splits = SPLITS if args.split == "all" else (args.split,)
     report: dict[str, Any] = {"split": args.split, "agents": args.agents, "iterations": args.iterations}
+    if args.served_model:
+        report["llm"] = "smollm2-135m-instruct on llama.cpp (loopback)"
     rows_by_set: dict[str, list[dict[str, Any]]] = {}
     seconds: dict[str, float] = {}
     problems: list[str] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="magi-eval-") as tmp:
         scratch = Path(tmp)
+        # the model (when asked for) stays loaded while this block runs
+        _model, config = served_model_config(scratch) if args.served_model else (None, None)
         for spec in load_sets(args.only, splits):
             corpus = build_corpus(spec, scratch / "corpora")
             questions = spec["questions"][: args.limit or None]
@@ -223,7 +266,9 @@ def main() -> None:
             set_started = time.perf_counter()
             for n, item in enumerate(questions):
                 out = scratch / "out" / spec["name"] / str(n)
-                result = run_question(item["question"], corpus, out, scratch / "data", args.agents, args.iterations)
+                result = run_question(
+                    item["question"], corpus, out, scratch / "data", args.agents, args.iterations, config
+                )
                 rows.append(score_question(result, item))
             rows_by_set[spec["name"]] = rows
             seconds[spec["name"]] = round(time.perf_counter() - set_started, 1)
@@ -235,6 +280,8 @@ def main() -> None:
     every = [r for rows in rows_by_set.values() for r in rows]
     report["all"] = summarise(every) | {"seconds": round(time.perf_counter() - started, 1)}
     report["setSeconds"] = seconds
+    if args.served_model:
+        report["all"]["llmCalls"] = sum(r.get("llmCalls", 0) for r in every)
     if args.verbose:
         report["rows"] = rows_by_set
     print(json.dumps(report, ensure_ascii=False, indent=2))

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 HEADING_CHARS = 100
-LEAD_IN_BLOCKS = 4  # how far back (in blocks) a list lead-in still introduces the block
+LEAD_IN_BLOCKS = 4  # how far back (in prose blocks) a list lead-in still introduces the block
 _BLOCK_BREAK = re.compile(r"\n[ \t\u3000]*\n")
 _END = re.compile(r"[.!?。！？;；、,，]$|[.!?。！？][\"'”’)）」』]$")
 _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
@@ -33,7 +33,9 @@ _NOT_HEADING = re.compile(
     r"|^\d{4}\s*(?:年|[-/.]\d)|^(?:発行日|投稿日|更新日|公開日|掲載日|published|posted|updated)\b|\d{1,2}:\d{2}",
     re.IGNORECASE,
 )
-_FIGURE_ONLY = re.compile(r"^[\d\s.,%()+\-–~〜/]*(?:[^\W\d_]{0,12})?$")
+# a lone figure with its unit ("256 MB", "2.4 GHz", "30 日"), which is a table cell; a numbered title
+# ("2. 価格転嫁の現状", "1.6. リリースライフサイクル": the number ends with a period) is none
+_FIGURE_ONLY = re.compile(r"^(?=.*\d)(?!\d{1,3}(?:\.\d{1,3})*\.\s)[\d\s.,%()+\-–~〜/]*(?:[^\W\d_]{0,12})?$")
 _NUMBERING = re.compile(r"^(?:(?:Chapter|Section|Appendix|第)\s*)?(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?(?:章|節)?\s+")
 # A sentence that names its subject only by pointing back at the previous one.
 _ANAPHOR_EN = re.compile(
@@ -42,6 +44,13 @@ _ANAPHOR_EN = re.compile(
     re.IGNORECASE,
 )
 _ANAPHOR_JA = re.compile(r"^(?:この|その|同(?![じ様])|これ|それ|当該|本(?:設定|項目|パラメータ|オプション))")
+# ... or later in the sentence: "... so this shouldn't be longer than 60 characters", "keep its length".
+_ANAPHOR_EN_INSIDE = re.compile(
+    r"\b(?:its|their)\b|\b(?:this|it|they|these)\s+(?:is|are|was|were|must|should|can|cannot|may|might|will"
+    r"|would|has|have|does|do|needs?|shouldn't|mustn't|can't|won't|doesn't|don't)\b",
+    re.IGNORECASE,
+)
+MAX_ANTECEDENT_SENTENCES = 3  # how far back a chain of "It ... It ..." sentences is followed
 # What a previous sentence is about: an identifier, "the X directive", or a Japanese topic (XXは).
 _IDENTIFIER = re.compile(
     r"(?<![\w/.:-])(?:\w+(?:::\w+)+|[A-Za-z]+[a-z0-9]*[A-Z][A-Za-z0-9]*|[A-Za-z]\w*_\w+|[\w.-]*/[\w./-]+|[%@][A-Za-z]\w*)(?!\w)"
@@ -50,6 +59,16 @@ _NAMED_EN = re.compile(
     r"\b[Tt]he ([\w./-]+ (?:directive|parameter|option|field|variable|setting|command|package|file))\b"
 )
 _TOPIC_JA = re.compile(r"^([^、。\s]{2,30}?)(?:は|では|には)")
+# Plain English: the first "the ..." noun phrase ("You should choose the upstream version to ..."),
+# at most two words, up to a function word or verb form that cannot be part of a name.
+_THE_PHRASE = re.compile(r"\b[Tt]he\s+([A-Za-z][\w-]*(?:\s+[a-z][\w-]*)?)")  # two words: a third is often the verb
+_NOT_IN_PHRASE_WORDS = (
+    "of to in on for with by at from as into than and or but so that which who whom whose when where if not "
+    "is are was were be been being must should can could may might will would shall has have had does do did "
+    "same following other first next last above below such one"
+)
+_NOT_IN_PHRASE = frozenset(_NOT_IN_PHRASE_WORDS.split())
+_HAS_LETTER = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,40 +148,66 @@ class PageContext:
         return out
 
     def lead_in(self, offset: int) -> str:
-        """The nearest earlier block of the same section ending with a colon ("The delays are:")."""
+        """The nearest earlier block of the same section ending with a colon ("The delays are:"), at most
+        :data:`LEAD_IN_BLOCKS` prose blocks back; the rows of a table or list it introduces (``key: value``
+        records) do not count, so its tenth row still has it. A block of several sentences is a paragraph
+        of its own, not an item, and has none."""
         at = self._block_index(offset)
-        for i in range(at - 1, max(-1, at - 1 - LEAD_IN_BLOCKS), -1):
+        own = self.blocks[at].text if self.blocks else ""
+        if not _RECORD.match(own) and len(_sentences(own)) > 1:
+            return ""  # a paragraph of its own, not an item of the list a lead-in introduces
+        prose = 0
+        for i in range(at - 1, -1, -1):
             block = self.blocks[i].text
             if is_heading(block):
                 return ""
             if _LEAD_IN.search(block):  # "... Here are the recommended delays:": its last sentence leads in
                 last = _last_sentence(block)
                 return last.rstrip(":：").strip() if len(last) <= 2 * HEADING_CHARS else ""
+            if not _RECORD.match(block):
+                prose += 1
+                if prose == LEAD_IN_BLOCKS:
+                    return ""
         return ""
 
     def antecedent(self, sentence: str, offset: int) -> str:
-        """What an anaphoric sentence ("This parameter ...", 「この設定は…」) points back at: the subject
-        of the sentence before it in the same block, else ""."""
-        if not (_ANAPHOR_EN.match(sentence) or _ANAPHOR_JA.match(sentence)):
+        """What an anaphoric sentence ("This parameter ...", "... so this shouldn't ...", 「この設定は…」)
+        points back at: the subject of the nearest sentence before it in the same block that names one,
+        following a chain of anaphoric sentences ("It must ... It is ...") at most
+        :data:`MAX_ANTECEDENT_SENTENCES` back; else ""."""
+        if not is_anaphoric(sentence):
             return ""
         block = self.blocks[self._block_index(offset)] if self.blocks else None
         if block is None:
             return ""
-        before = self.text[block.start : offset].strip()
-        if not before:
-            return ""
-        return subject_of(_last_sentence(before))
+        before = [s for s in _sentences(self.text[block.start : offset]) if _HAS_LETTER.search(s)]
+        for previous in reversed(before[-MAX_ANTECEDENT_SENTENCES:]):
+            anaphoric = is_anaphoric(previous)
+            subject = named_subject(previous) if anaphoric else subject_of(previous)
+            if subject or not anaphoric:
+                return subject
+        return ""
+
+
+def is_anaphoric(sentence: str) -> bool:
+    """Whether a sentence names its subject only by pointing back: it starts with "This ...", "It ...",
+    「この…」, or, naming nothing itself, says "its ..." or "this must ..." later on."""
+    if _ANAPHOR_EN.match(sentence) or _ANAPHOR_JA.match(sentence):
+        return True
+    return bool(_ANAPHOR_EN_INSIDE.search(sentence)) and not named_subject(sentence)
+
+
+def _sentences(text: str) -> list[str]:
+    return [p for p in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text.strip()) if p.strip()]
 
 
 def _last_sentence(text: str) -> str:
-    parts = re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text.strip())
-    parts = [p for p in parts if p.strip()]
+    parts = _sentences(text)
     return parts[-1] if parts else ""
 
 
-def subject_of(sentence: str) -> str:
-    """The thing a sentence is about, when it names one plainly: an identifier, "the X directive",
-    a Japanese topic (XXは); else ""."""
+def named_subject(sentence: str) -> str:
+    """The thing a sentence names plainly: an identifier, "the X directive", a Japanese topic (XXは); else ""."""
     named = _NAMED_EN.search(sentence)
     if named:
         return named.group(1)
@@ -171,6 +216,23 @@ def subject_of(sentence: str) -> str:
         return ident.group(0)
     topic = _TOPIC_JA.match(sentence)
     return topic.group(1) if topic else ""
+
+
+def subject_of(sentence: str) -> str:
+    """The thing a sentence is about: :func:`named_subject`, else its first "the ..." noun phrase
+    ("Line 12 is the short description." -> "short description"); else ""."""
+    named = named_subject(sentence)
+    if named:
+        return named
+    for match in _THE_PHRASE.finditer(sentence):
+        words: list[str] = []
+        for word in match.group(1).split():
+            if word.lower() in _NOT_IN_PHRASE:
+                break
+            words.append(word)
+        if words:
+            return " ".join(words)
+    return ""
 
 
 def claim_context(page: PageContext, sentence: str, offset: int) -> str:
@@ -189,6 +251,8 @@ __all__ = [
     "blocks_of",
     "claim_context",
     "clean_heading",
+    "is_anaphoric",
     "is_heading",
+    "named_subject",
     "subject_of",
 ]

@@ -9,11 +9,14 @@ A sentence is ranked by how well it answers, not by how many words it shares wit
   reference documentation the section about ``LimitRequestFields`` answers a question about request
   header fields even where a sentence says only "The default value is 100 as distributed";
 * **page level**: how much of the question's entities and rarest terms the page title holds;
-* **form**: the prior trust in the claim's form (:func:`research.retrieval.claim_confidence`);
+* **form**: the prior trust in the claim's form (:func:`research.retrieval.claim_confidence`), at least
+  that of a sentence with a figure when it states what the question asks (a length for "how long");
+* **answers**: a sentence that states none of what the question asks (:func:`research.question.answers`:
+  no duration for "how long", no reason for "why") is worth :data:`NOT_ANSWERING` of its score;
 * **noise** (:mod:`research.noise`): survey methodology, navigation, captions, version history and
   headings rank last, whatever their words.
 
-``score = (W_CLAIM·claim + W_SECTION·section + W_TITLE·title + W_ATTRIBUTE·attributes) × form × noise``,
+``score = (W_CLAIM·claim + W_SECTION·section + W_TITLE·title + W_ATTRIBUTE·attributes) × form × answers × noise``,
 each part in 0..1 (``claim`` may exceed 1 by the exact-entity bonus). Besides the analysed claims
 (sentences with figures, dates or names), the sentences of the best-matching sections are candidates
 too: "Which characters must not appear in a file name?" is answered by a sentence without a figure.
@@ -32,7 +35,7 @@ from nlp.context import PageContext, claim_context, is_heading
 from nlp.findings import split_sentences
 from research.models import Finding
 from research.noise import noise_factor
-from research.question import Question, answered_share
+from research.question import Question, answered_share, answers, asked_about
 from research.retrieval import EXACT_BONUS, claim_confidence, question_terms
 from scrapers.search.bm25 import BM25Index
 
@@ -40,6 +43,8 @@ W_CLAIM, W_SECTION, W_TITLE, W_ATTRIBUTE = 0.45, 0.35, 0.1, 0.3
 TOP_SECTIONS = 3  # sections of the pages read whose every sentence is a candidate
 MIN_SECTION_RELEVANCE = 0.5  # of the best section's score, for those sentences
 SENTENCE_CONFIDENCE = 0.6  # prior of a sentence that is no analysed claim (no figure, date or name)
+ANSWERING_FORM = 0.8  # prior of a sentence stating what the question asks, as of one with a figure
+NOT_ANSWERING = 0.85  # weight of a sentence that states none of what the question asks (no length for "how long")
 MAX_SENTENCE_CHARS = 400
 PREFERRED_BONUS, KNOWN_WEIGHT = 0.2, 0.5
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
@@ -138,16 +143,21 @@ class _Draft:
 
 
 def _section_relevance(
-    contexts: Sequence[PageContext], drafts: Sequence[_Draft], question: Question, tokens: _Tokens
+    pages: Sequence[PageToRank],
+    contexts: Sequence[PageContext],
+    drafts: Sequence[_Draft],
+    question: Question,
+    tokens: _Tokens,
 ) -> tuple[list[tuple[int, str, int, int]], list[float], dict[int, int]]:
     """BM25 over the sections of every page read. A section reads as its heading (twice: a heading says
-    what a section is about) and the claims in it, so only the claims are tokenised, never whole pages.
+    what a section is about) and all its text: the one sentence that names a rare term of the question
+    ("This part comes from the abiname setting ...") may carry no figure and so be no analysed claim.
     Returns (page, heading, start, end) per section, each section's relevance (0..1) and, per draft,
     its section."""
     spans: list[tuple[int, str, int, int]] = []
     for n, context in enumerate(contexts):
         spans += [(n, heading, start, end) for heading, start, end in context.sections()]
-    docs = [[*tokens(heading), *tokens(heading)] for _, heading, _, _ in spans]
+    docs = [[*tokens(heading), *tokens(heading), *tokens(pages[n].text[start:end])] for n, heading, start, end in spans]
     first_of: dict[int, int] = {}
     for i, (n, *_rest) in enumerate(spans):
         first_of.setdefault(n, i)
@@ -159,9 +169,8 @@ def _section_relevance(
         while i + 1 < len(spans) and spans[i + 1][0] == draft.page and spans[i + 1][2] <= draft.offset:
             i += 1
         of_draft[d] = i
-        docs[i] += draft.tokens
     index = BM25Index(docs)
-    return spans, _scaled(index.scores(answer_tokens(question.text)), len(docs)), of_draft
+    return spans, _scaled(index.scores(answer_tokens(asked_about(question.text))), len(docs)), of_draft
 
 
 def _section_sentences(page: PageToRank, start: int, end: int, taken: set[tuple[int, int]]) -> list[tuple[str, int]]:
@@ -187,7 +196,7 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
         for n, page in enumerate(pages)
         for c in sorted(page.claims, key=lambda c: c.start)
     ]
-    spans, section_rel, of_draft = _section_relevance(contexts, drafts, question, tokens)
+    spans, section_rel, of_draft = _section_relevance(pages, contexts, drafts, question, tokens)
     # sentences of the best sections that are no analysed claim (no figure, date or name) join in
     order = sorted(range(len(spans)), key=lambda i: (-section_rel[i], i))
     best = [i for i in order[:TOP_SECTIONS] if section_rel[i] >= MIN_SECTION_RELEVANCE]
@@ -202,7 +211,7 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
     index = BM25Index([[*tokens(d.context), *d.tokens] for d in drafts])
     claim_rel = [0.0] * len(drafts)
     for query in queries or [question.text]:
-        for i, value in enumerate(_scaled(index.scores(answer_tokens(query)), len(drafts))):
+        for i, value in enumerate(_scaled(index.scores(answer_tokens(asked_about(query))), len(drafts))):
             claim_rel[i] = max(claim_rel[i], value)
     titles = [_title_share(question, page.title) for page in pages]
     ranked: list[Ranked] = []
@@ -220,15 +229,19 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
             form = claim_confidence(structured, bool(d.claim.values), parsed=d.claim.parsed)
         else:
             form = SENTENCE_CONFIDENCE
+        answering = answers(question, read)
+        if answering and parts["attributes"] > 0:
+            form = max(form, ANSWERING_FORM)  # "keep its length within 8 characters" states what is asked
         noise = noise_factor(d.text, question)
         parts["form"], parts["noise"] = form, noise
+        parts["answers"] = 1.0 if answering else NOT_ANSWERING
         weighted = (
             W_CLAIM * parts["claim"]
             + W_SECTION * parts["section"]
             + W_TITLE * parts["title"]
             + W_ATTRIBUTE * parts["attributes"]
         )
-        score = weighted * form * noise
+        score = weighted * form * noise * parts["answers"]
         if parts["claim"] <= 0 and parts["section"] <= 0:
             score = 0.0  # nothing of the question in the sentence or its section
         ranked.append(
@@ -289,8 +302,10 @@ def select_findings(
 
 
 __all__ = [
+    "ANSWERING_FORM",
     "KNOWN_WEIGHT",
     "MAX_SENTENCE_CHARS",
+    "NOT_ANSWERING",
     "PREFERRED_BONUS",
     "SENTENCE_CONFIDENCE",
     "TOP_SECTIONS",

@@ -33,6 +33,15 @@ _CLAUSES = re.compile(
     re.IGNORECASE,
 )
 
+# English question words that say what is asked, not what the question is about: "How long may the short
+# description be?" is about no long thing, "How many characters ..." about nothing many.
+_ASKING_WORDS = re.compile(r"\bhow\s+(?:long|many|much|large|big|small|often|old|far|soon|high|low)\b", re.IGNORECASE)
+
+
+def asked_about(text: str) -> str:
+    """The question without its asking words ("How long may X be?" -> " may X be?"), for matching words."""
+    return _ASKING_WORDS.sub(" ", text)
+
 
 class AttributeSpec(BaseModel):
     """One ``attributes:`` entry: when a question asks it and how a sentence states it."""
@@ -102,7 +111,7 @@ def parse_question(text: str) -> Question:
         text=text,
         lang=detect_language(text),
         entities=tuple(dict.fromkeys(identifiers(folded))),
-        terms=tuple(question_terms(folded)),
+        terms=tuple(question_terms(asked_about(folded))),
         attributes=asked,
         clauses=clauses or (folded,),
     )
@@ -139,6 +148,7 @@ __all__ = [
     "Question",
     "answered_share",
     "answers",
+    "asked_about",
     "parse_question",
     "stated_attributes",
 ]

@@ -101,3 +101,39 @@ def test_a_docbook_sidebar_note_is_text_a_link_sidebar_is_navigation() -> None:
     text = extract_page(html, url="https://docs.example/lifecycle.html").text
     assert "2014 年 6 月に始まりました" in text
     assert "Chapter one" not in text and "戻る" not in text and "次へ" not in text
+
+
+def test_an_antecedent_is_followed_back_through_a_chain_of_pronouns() -> None:
+    text = (
+        "Package names\n\nYou should choose the upstream version to consist only of alphanumerics. "
+        "It must start with a digit. It is good idea to keep its length within 8 characters."
+    )
+    sentence = "It is good idea to keep its length within 8 characters."
+    assert claim_context(PageContext(text), sentence, at(text, sentence)) == "Package names › upstream version"
+
+
+def test_a_pronoun_later_in_the_sentence_points_back_too() -> None:
+    text = (
+        "Line 12 is the short description. "
+        "Terminals are 80 columns wide so this shouldn't be longer than 60 characters."
+    )
+    sentence = text.split(". ", 1)[1]
+    assert PageContext(text).antecedent(sentence, at(text, sentence)) == "short description"
+    plain = "Line 12 is the short description. Terminals are 80 columns wide."
+    assert PageContext(plain).antecedent("Terminals are 80 columns wide.", at(plain, "Terminals")) == ""
+
+
+def test_subject_of_plain_english_is_its_first_noun_phrase() -> None:
+    assert subject_of("Line 12 is the short description.") == "short description"
+    assert subject_of("If the upstream source comes as a tarball, use it.") == "upstream source"
+    assert subject_of("The same holds for the package name.") == "package name"
+
+
+def test_a_lead_in_reaches_every_row_of_its_table_but_not_the_paragraph_after() -> None:
+    rows = "\n\n".join(f"Section: {n}; Description: part {n}" for n in range(1, 10))
+    text = f"Manual pages\n\nHere's a short list of manual page sections:\n\n{rows}\n\nIt ends here. Really."
+    page = PageContext(text)
+    assert claim_context(page, "Section: 8", at(text, "Section: 8")) == (
+        "Manual pages › Here's a short list of manual page sections"
+    )
+    assert page.lead_in(at(text, "It ends here")) == ""

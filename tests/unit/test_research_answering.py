@@ -158,3 +158,30 @@ def test_on_the_bundled_corpus_survey_method_and_bylines_are_no_findings(bundled
     ranked = rank_answers(question, bundled_pages, [question.text])
     method = [r for r in ranked if noise_kind(r.text, question) == "survey methodology"]
     assert method and max(r.score for r in method) < ranked[len(ranked) // 4].score  # ranked last
+
+
+def test_question_words_are_not_what_a_question_is_about() -> None:
+    q = parse_question("How long may the short package description in debian/control be?")
+    assert "long" not in q.terms and {"short", "description"} <= set(q.terms)
+    assert "version" not in parse_question("How long should the upstream version string be kept?").attributes
+    assert "version" in parse_question("Which debhelper version must Build-Depends list?").attributes
+    assert "when" not in parse_question("Which format is used when a version has to be invented?").attributes
+    assert "when" in parse_question("When must mass bug filing be announced?").attributes
+
+
+def test_the_sentence_stating_what_is_asked_outranks_its_neighbours() -> None:
+    """ "its length" is the upstream version's (two sentences back), "long" of the question is no
+    subject, and a sentence stating a length answers "how long" though its figure has no known unit."""
+    text = """Package name and version
+
+The package name must consist only of lower case letters. It is a good idea to keep its length within 30 characters.
+
+You should choose the upstream version to consist only of alphanumerics. It must start with a digit. \
+It is good idea to keep its length within 8 characters if possible.
+
+If you need to invent a version string, use the YYYYMMDD format such as 20110429 as upstream version."""
+    pages = _pages(("https://docs.example/first.html", "First steps", text))
+    question = parse_question("How long should the upstream version string of a Debian package be kept?")
+    best = rank_answers(question, pages, [question.text])[0]
+    assert best.text == "It is good idea to keep its length within 8 characters if possible."
+    assert best.context == "Package name and version › upstream version" and best.parts["form"] == 0.8
