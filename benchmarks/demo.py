@@ -4,13 +4,20 @@ Runs the real CLI twice on a fresh data directory: cold (nothing cached) and war
 analysis caches filled by the first run), and reports the ratio. Memory is the peak resident
 size of the CLI's whole process tree (driver, Ray's GCS and raylet, every actor), sampled from
 /proc every 0.2 s: ``/usr/bin/time -v`` only reports the largest single process.
-Usage: .venv/bin/python benchmarks/demo.py
+
+``--baseline DIR`` also runs the same demo from another checkout (``git worktree add DIR COMMIT``),
+with this venv, in turns with this one (``--rounds`` pairs, cold then warm each), and reports the
+median research time of each and their ratio (this / baseline): the engine's own time
+(``durationMs``), without the process and Ray start-up both pay alike.
+Usage: .venv/bin/python benchmarks/demo.py [--baseline DIR [--rounds 3]]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,8 +48,13 @@ def tree_rss_mb(root: int) -> float:
     return total / 1e6
 
 
-def run_demo(data_dir: Path, out: Path) -> dict[str, float]:
-    env = {**os.environ, "MAGI_DATA_DIR": str(data_dir)}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_demo(data_dir: Path, out: Path, tree: Path = ROOT) -> dict[str, float]:
+    """One ``magi research`` of the demo topic, its code taken from ``tree`` (the working directory
+    comes first on the module path, so ``-m cli.main`` imports that checkout)."""
+    env = {**os.environ, "MAGI_DATA_DIR": str(data_dir), "PYTHONPATH": str(tree)}
     command = [
         sys.executable,
         "-m",
@@ -56,7 +68,7 @@ def run_demo(data_dir: Path, out: Path) -> dict[str, float]:
         "--no-progress",
     ]
     started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0.0
     while process.poll() is None:
         peak = max(peak, tree_rss_mb(process.pid))
@@ -73,21 +85,45 @@ def run_demo(data_dir: Path, out: Path) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def cold_and_warm(tree: Path, scratch: Path) -> dict[str, dict[str, float]]:
+    """The demo twice on one fresh data directory: nothing cached, then pages and analyses cached."""
+    return {
+        "cold": run_demo(scratch / "data", scratch / "cold", tree),
+        "warm": run_demo(scratch / "data", scratch / "warm", tree),
+    }
+
+
+def compare(baseline: Path, rounds: int) -> dict[str, object]:
+    """This checkout and ``baseline`` in turns; medians of the engine's time and their ratios."""
+    runs: dict[str, list[dict[str, dict[str, float]]]] = {"this": [], "baseline": []}
     with tempfile.TemporaryDirectory() as tmp:
-        cold = run_demo(Path(tmp) / "data", Path(tmp) / "cold")
-        warm = run_demo(Path(tmp) / "data", Path(tmp) / "warm")
-    print(
-        json.dumps(
-            {
-                "cold": cold,
-                "warm": warm,
-                "cpus": os.cpu_count(),
-                "warm_speedup_vs_cold": round(cold["wall_s"] / warm["wall_s"], 2),
-            },
-            indent=2,
-        )
-    )
+        for n in range(rounds):
+            for name, tree in (("this", ROOT), ("baseline", baseline.resolve())):
+                runs[name].append(cold_and_warm(tree, Path(tmp) / f"{name}-{n}"))
+
+    def median(name: str, phase: str) -> float:
+        return round(statistics.median(r[phase]["engine_s"] for r in runs[name]), 2)
+
+    report: dict[str, object] = {"rounds": rounds, "baseline": str(baseline), "cpus": os.cpu_count()}
+    for phase in ("cold", "warm"):
+        this, base = median("this", phase), median("baseline", phase)
+        report[phase] = {"this_engine_s": this, "baseline_engine_s": base, "ratio": round(this / base, 3)}
+    report["runs"] = runs
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="a checkout of the commit to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if args.baseline:
+        print(json.dumps(compare(args.baseline, args.rounds), indent=2))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        both = cold_and_warm(ROOT, Path(tmp))
+    speedup = round(both["cold"]["wall_s"] / both["warm"]["wall_s"], 2)
+    print(json.dumps({**both, "cpus": os.cpu_count(), "warm_speedup_vs_cold": speedup}, indent=2))
 
 
 if __name__ == "__main__":
