@@ -6,10 +6,11 @@ size of the CLI's whole process tree (driver, Ray's GCS and raylet, every actor)
 /proc every 0.2 s: ``/usr/bin/time -v`` only reports the largest single process.
 
 ``--baseline DIR`` also runs the same demo from another checkout (``git worktree add DIR COMMIT``),
-with this venv, in turns with this one (``--rounds`` pairs, cold then warm each), and reports the
+with ``--baseline-python`` (default this venv's; a checkout whose settings or entry points differ
+needs its own install: a copy of this venv with ``pip install --no-deps -e DIR``), in turns with this one (``--rounds`` pairs, cold then warm each), and reports the
 median research time of each and their ratio (this / baseline): the engine's own time
 (``durationMs``), without the process and Ray start-up both pay alike.
-Usage: .venv/bin/python benchmarks/demo.py [--baseline DIR [--rounds 3]]
+Usage: .venv/bin/python benchmarks/demo.py [--baseline DIR [--baseline-python PY] [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -51,12 +52,12 @@ def tree_rss_mb(root: int) -> float:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_demo(data_dir: Path, out: Path, tree: Path = ROOT) -> dict[str, float]:
+def run_demo(data_dir: Path, out: Path, tree: Path = ROOT, python: str = sys.executable) -> dict[str, float]:
     """One ``magi research`` of the demo topic, its code taken from ``tree`` (the working directory
     comes first on the module path, so ``-m cli.main`` imports that checkout)."""
     env = {**os.environ, "MAGI_DATA_DIR": str(data_dir), "PYTHONPATH": str(tree)}
     command = [
-        sys.executable,
+        python,
         "-m",
         "cli.main",
         "research",
@@ -85,21 +86,21 @@ def run_demo(data_dir: Path, out: Path, tree: Path = ROOT) -> dict[str, float]:
     }
 
 
-def cold_and_warm(tree: Path, scratch: Path) -> dict[str, dict[str, float]]:
+def cold_and_warm(tree: Path, scratch: Path, python: str = sys.executable) -> dict[str, dict[str, float]]:
     """The demo twice on one fresh data directory: nothing cached, then pages and analyses cached."""
     return {
-        "cold": run_demo(scratch / "data", scratch / "cold", tree),
-        "warm": run_demo(scratch / "data", scratch / "warm", tree),
+        "cold": run_demo(scratch / "data", scratch / "cold", tree, python),
+        "warm": run_demo(scratch / "data", scratch / "warm", tree, python),
     }
 
 
-def compare(baseline: Path, rounds: int) -> dict[str, object]:
+def compare(baseline: Path, python: str, rounds: int) -> dict[str, object]:
     """This checkout and ``baseline`` in turns; medians of the engine's time and their ratios."""
     runs: dict[str, list[dict[str, dict[str, float]]]] = {"this": [], "baseline": []}
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(rounds):
-            for name, tree in (("this", ROOT), ("baseline", baseline.resolve())):
-                runs[name].append(cold_and_warm(tree, Path(tmp) / f"{name}-{n}"))
+            for name, tree, exe in (("this", ROOT, sys.executable), ("baseline", baseline.resolve(), python)):
+                runs[name].append(cold_and_warm(tree, Path(tmp) / f"{name}-{n}", exe))
 
     def median(name: str, phase: str) -> float:
         return round(statistics.median(r[phase]["engine_s"] for r in runs[name]), 2)
@@ -115,10 +116,11 @@ def compare(baseline: Path, rounds: int) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="a checkout of the commit to compare with")
+    parser.add_argument("--baseline-python", default=sys.executable, help="the Python that runs the baseline")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if args.baseline:
-        print(json.dumps(compare(args.baseline, args.rounds), indent=2))
+        print(json.dumps(compare(args.baseline, args.baseline_python, args.rounds), indent=2))
         return
     with tempfile.TemporaryDirectory() as tmp:
         both = cold_and_warm(ROOT, Path(tmp))

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {"config": args.config} if getattr(args, "config", None) else {}
     apps = [(app, app.builder()) for app in config.applications]  # import errors before Ray starts
     owned = not ray.is_initialized() and not (args.address or settings.ray.address)
-    start_ray(settings, address=args.address)
+    start_ray(settings, address=args.address, serve=True)
     try:
         try:
             serve.start(http_options={"host": host, "port": port})
