@@ -5,11 +5,12 @@ analysis caches filled by the first run), and reports the ratio. Memory is the p
 size of the CLI's whole process tree (driver, Ray's GCS and raylet, every actor), sampled from
 /proc every 0.2 s: ``/usr/bin/time -v`` only reports the largest single process.
 
-``--baseline DIR`` also runs the same demo from another checkout (``git worktree add DIR COMMIT``),
-with ``--baseline-python`` (default this venv's; a checkout whose settings or entry points differ
-needs its own install: a copy of this venv with ``pip install --no-deps -e DIR``), in turns with this one (``--rounds`` pairs, cold then warm each), and reports the
-median research time of each and their ratio (this / baseline): the engine's own time
-(``durationMs``), without the process and Ray start-up both pay alike.
+``--baseline DIR`` also runs the same demo from another checkout (``git worktree add DIR COMMIT``)
+with ``--baseline-python`` (default: this venv's; a checkout whose settings or entry points differ
+needs its own install, e.g. a copy of this venv with ``pip install --no-deps -e DIR``), in turns
+with this one (``--rounds`` pairs, cold then warm each), and reports the median research time of
+each and their ratio (this / baseline): the engine's own time (``durationMs``), without the process
+and Ray start-up both pay alike.
 Usage: .venv/bin/python benchmarks/demo.py [--baseline DIR [--baseline-python PY] [--rounds 3]]
 """
 
