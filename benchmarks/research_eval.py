@@ -118,24 +118,12 @@ def check_facts(spec: dict[str, Any], corpus: Path) -> list[str]:
 
 def served_model_config(folder: Path) -> tuple[Any, Path]:
     """Load the bundled small model on llama.cpp and write the ``magi.yaml`` that points every LLM role
-    at it (tools in the prompt, arrays and strings capped for its decoder, no retries). Returns the model
-    (keep it alive while the runs last) and the file."""
+    at it (:meth:`LocalModel.llm_settings`). Returns the model (keep it alive while the runs last) and
+    the file."""
     from core.llm.local_model import LocalModel, ModelConfig
 
     model = LocalModel(ModelConfig(context_tokens=8192, parallel=3, threads=1))
-    config = {
-        "llm": {
-            "provider": "openai",
-            "base_url": model.base_url,
-            "model": model.name,
-            "tool_calling": "prompted",
-            "max_retries": 0,
-            "timeout_s": 900,
-            "schema_max_items": 2,
-            "schema_max_string_chars": 48,
-        },
-        "research": {"agent_timeout_s": 1800},
-    }
+    config = {"llm": model.llm_settings(), "research": {"agent_timeout_s": 1800}}
     path = folder / "magi.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return model, path

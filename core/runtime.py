@@ -576,12 +576,11 @@ def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = T
                 if quiet:
                     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
                 keep_ray_on_loopback()
-                hook = {"worker_process_setup_hook": "core.runtime.loopback_worker_hook"}
                 ray.init(
                     address="local",
                     num_cpus=local_cpus(settings),
                     include_dashboard=False,
-                    runtime_env=hook if serve else None,
+                    runtime_env={"worker_process_setup_hook": "core.runtime.loopback_worker_hook"} if serve else None,
                     **common,
                 )
     except ray.exceptions.AuthenticationError as exc:

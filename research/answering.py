@@ -35,7 +35,7 @@ from nlp.context import PageContext, claim_context, is_heading
 from nlp.findings import split_sentences
 from research.models import Finding
 from research.noise import noise_factor
-from research.question import Question, answered_share, answers, asked_about
+from research.question import Question, answer_fit, asked_about
 from research.retrieval import EXACT_BONUS, claim_confidence, question_terms
 from scrapers.search.bm25 import BM25Index
 
@@ -222,14 +222,13 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
             "claim": claim_rel[i] + exact,
             "section": section_rel[of_draft[i]] if i in of_draft else 0.0,
             "title": titles[d.page],
-            "attributes": answered_share(question, read),
         }
+        answering, parts["attributes"] = answer_fit(question, read)
         if d.claim is not None:
             structured = bool(d.claim.values and d.claim.subject and d.claim.attribute)
             form = claim_confidence(structured, bool(d.claim.values), parsed=d.claim.parsed)
         else:
             form = SENTENCE_CONFIDENCE
-        answering = answers(question, read)
         if answering and parts["attributes"] > 0:
             form = max(form, ANSWERING_FORM)  # "keep its length within 8 characters" states what is asked
         noise = noise_factor(d.text, question)

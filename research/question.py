@@ -123,22 +123,28 @@ def stated_attributes(text: str, wanted: tuple[str, ...] | None = None) -> set[s
     return {a.name for a in _attributes() if (wanted is None or a.name in wanted) and a.stated.search(folded)}
 
 
+def answer_fit(question: Question, text: str) -> tuple[bool, float]:
+    """How a sentence (with its context) answers the question, from one reading of its attributes:
+    whether it gives what is asked (:func:`answers`) and the share of asked attributes it states
+    (:func:`answered_share`)."""
+    if not question.attributes:
+        return True, 0.0
+    stated = stated_attributes(text, question.attributes)
+    role = {a.name: a.role for a in _attributes()}
+    wanted = [a for a in question.attributes if role[a] == "asks"] or question.attributes
+    return any(a in stated for a in wanted), len(stated) / len(question.attributes)
+
+
 def answered_share(question: Question, text: str) -> float:
     """Share of the question's asked attributes that the text states (0 when it asks none)."""
-    if not question.attributes:
-        return 0.0
-    return len(stated_attributes(text, question.attributes)) / len(question.attributes)
+    return answer_fit(question, text)[1]
 
 
 def answers(question: Question, text: str) -> bool:
     """Whether a sentence (with its context) gives what the question asks: one of its asked ``asks``
     attributes (a date for "when", a duration for "how long") when it has any, else one of its
     ``qualifies`` attributes (a default); any sentence when the question asks no attribute."""
-    if not question.attributes:
-        return True
-    role = {a.name: a.role for a in _attributes()}
-    wanted = tuple(a for a in question.attributes if role[a] == "asks") or question.attributes
-    return bool(stated_attributes(text, wanted))
+    return answer_fit(question, text)[0]
 
 
 __all__ = [
@@ -146,6 +152,7 @@ __all__ = [
     "AttributeFile",
     "AttributeSpec",
     "Question",
+    "answer_fit",
     "answered_share",
     "answers",
     "asked_about",

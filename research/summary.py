@@ -49,7 +49,7 @@ from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
 from research.answering import names_entity, text_relevance
 from research.evidence import EvidencedClaim
-from research.question import Question, answered_share, answers, parse_question
+from research.question import Question, answer_fit, answered_share, answers, parse_question
 from research.retrieval import EXACT_BONUS
 
 log = logging.getLogger(__name__)
@@ -161,9 +161,7 @@ def _answer_for(question: Question, verified: Sequence[EvidencedClaim]) -> Evide
         return None
     # a claim that states what is asked (a default, a size) answers before one that only matches words
     fits = [
-        (answers(question, _read(c)), answered_share(question, _read(c)))
-        if w >= MIN_ANSWER_SHARE * top
-        else (False, -1.0)
+        answer_fit(question, _read(c)) if w >= MIN_ANSWER_SHARE * top else (False, -1.0)
         for c, w in zip(verified, weights, strict=True)
     ]
     best = max(range(len(verified)), key=lambda i: (fits[i], weights[i], -i))

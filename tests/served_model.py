@@ -42,17 +42,7 @@ class ServedModel:
 
     def llm_settings(self, **extra: Any) -> dict[str, Any]:
         """The ``llm`` section that points every role at this model."""
-        return {
-            "provider": "openai",
-            "base_url": self.base_url,
-            "model": MODEL_NAME,
-            "tool_calling": "prompted",
-            "max_retries": 0,
-            "timeout_s": 900,
-            "schema_max_items": 2,
-            "schema_max_string_chars": 48,
-            **extra,
-        }
+        return self.model.llm_settings(**extra)
 
 
 def start_served_model() -> ServedModel:

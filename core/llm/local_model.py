@@ -89,6 +89,22 @@ class LocalModel:
         """llama.cpp's own OpenAI-compatible HTTP server on loopback (a free port, in this process)."""
         return f"{self._server.listening_address}/v1"
 
+    def llm_settings(self, **extra: Any) -> dict[str, Any]:
+        """The ``llm`` settings section that points every role at this model over its loopback port:
+        tools in the prompt (a small model's chat template has none), arrays and strings capped for
+        the decoder so answers close within their token budgets, no retries; ``extra`` on top."""
+        return {
+            "provider": "openai",
+            "base_url": self.base_url,
+            "model": self.name,
+            "tool_calling": "prompted",
+            "max_retries": 0,
+            "timeout_s": 900,
+            "schema_max_items": 2,
+            "schema_max_string_chars": 48,
+            **extra,
+        }
+
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """One chat completion (blocking): the OpenAI response body, or ``{"error": {...}}``."""
         result: dict[str, Any] = self._server.handle_chat_completions(self._own(body, stream=False))
