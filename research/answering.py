@@ -20,6 +20,10 @@ A sentence is ranked by how well it answers, not by how many words it shares wit
 each part in 0..1 (``claim`` may exceed 1 by the exact-entity bonus). Besides the analysed claims
 (sentences with figures, dates or names), the sentences of the best-matching sections are candidates
 too: "Which characters must not appear in a file name?" is answered by a sentence without a figure.
+So are the sentences of any other section that state the form of the asked answer (a path for "which
+file", a command for "which command") and share at least :data:`MIN_SHARED_TERMS` of its words: "...
+list the contents of an initramfs using the command lsinitramfs" sits in a section that shares few words
+with "Which command shows the files packed inside an initramfs image?".
 """
 
 from __future__ import annotations
@@ -35,13 +39,14 @@ from nlp.context import PageContext, claim_context, is_heading
 from nlp.findings import split_sentences
 from research.models import Finding
 from research.noise import noise_factor
-from research.question import Question, answer_fit, asked_about
+from research.question import Question, answer_fit, asked_about, asked_forms, stated_attributes
 from research.retrieval import EXACT_BONUS, claim_confidence, question_terms
 from scrapers.search.bm25 import BM25Index
 
 W_CLAIM, W_SECTION, W_TITLE, W_ATTRIBUTE = 0.45, 0.35, 0.1, 0.3
 TOP_SECTIONS = 3  # sections of the pages read whose every sentence is a candidate
 MIN_SECTION_RELEVANCE = 0.5  # of the best section's score, for those sentences
+MIN_SHARED_TERMS = 2  # question words a sentence of another section (with its heading) must hold to join
 SENTENCE_CONFIDENCE = 0.6  # prior of a sentence that is no analysed claim (no figure, date or name)
 ANSWERING_FORM = 0.8  # prior of a sentence stating what the question asks, as of one with a figure
 NOT_ANSWERING = 0.85  # weight of a sentence that states none of what the question asks (no length for "how long")
@@ -186,6 +191,25 @@ def _section_sentences(page: PageToRank, start: int, end: int, taken: set[tuple[
     return out
 
 
+def _stating_sentences(
+    question: Question, page: PageToRank, span: tuple[int, str, int, int], taken: set[tuple[int, int]], tokens: _Tokens
+) -> list[tuple[str, int]]:
+    """Sentences of a section that state the form of the asked answer and share question words (see
+    the module docstring); none when the question asks no form."""
+    forms = asked_forms(question)
+    if not forms:
+        return []
+    _n, heading, start, end = span
+    terms = set(question.terms)
+    heading_terms = terms & set(tokens(heading))
+    return [
+        (text, offset)
+        for text, offset in _section_sentences(page, start, end, taken)
+        if len(heading_terms | (terms & set(tokens(text)))) >= min(MIN_SHARED_TERMS, len(terms))
+        and stated_attributes(text, forms)
+    ]
+
+
 def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Sequence[str]) -> list[Ranked]:
     """Every candidate sentence of the pages, scored (see the module docstring), best first; ties keep
     reading order, so the result does not depend on anything but the input."""
@@ -200,10 +224,15 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
     # sentences of the best sections that are no analysed claim (no figure, date or name) join in
     order = sorted(range(len(spans)), key=lambda i: (-section_rel[i], i))
     best = [i for i in order[:TOP_SECTIONS] if section_rel[i] >= MIN_SECTION_RELEVANCE]
-    for i in sorted(best):
-        n, _heading, start, end = spans[i]
-        taken = {(c.start, c.end) for c in pages[n].claims}
-        for text, offset in _section_sentences(pages[n], start, end, taken):
+    taken_on = [{(c.start, c.end) for c in page.claims} for page in pages]
+    for i, span in enumerate(spans):
+        n, _heading, start, end = span
+        taken = taken_on[n]
+        if i in best:
+            joining = _section_sentences(pages[n], start, end, taken)
+        else:
+            joining = _stating_sentences(question, pages[n], span, taken, tokens)
+        for text, offset in joining:
             of_draft[len(drafts)] = i
             drafts.append(_Draft(n, text, offset, None, claim_context(contexts[n], text, offset), tokens(text)))
     if not drafts:
@@ -304,6 +333,7 @@ __all__ = [
     "ANSWERING_FORM",
     "KNOWN_WEIGHT",
     "MAX_SENTENCE_CHARS",
+    "MIN_SHARED_TERMS",
     "NOT_ANSWERING",
     "PREFERRED_BONUS",
     "SENTENCE_CONFIDENCE",

@@ -130,9 +130,14 @@ def answer_fit(question: Question, text: str) -> tuple[bool, float]:
     if not question.attributes:
         return True, 0.0
     stated = stated_attributes(text, question.attributes)
-    role = {a.name: a.role for a in _attributes()}
-    wanted = [a for a in question.attributes if role[a] == "asks"] or question.attributes
+    wanted = asked_forms(question) or question.attributes
     return any(a in stated for a in wanted), len(stated) / len(question.attributes)
+
+
+def asked_forms(question: Question) -> tuple[str, ...]:
+    """The question's asked ``asks`` attributes: the form its answer takes (a path, a duration)."""
+    role = {a.name: a.role for a in _attributes()}
+    return tuple(a for a in question.attributes if role[a] == "asks")
 
 
 def answered_share(question: Question, text: str) -> float:
@@ -156,6 +161,7 @@ __all__ = [
     "answered_share",
     "answers",
     "asked_about",
+    "asked_forms",
     "parse_question",
     "stated_attributes",
 ]

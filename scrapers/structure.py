@@ -9,7 +9,9 @@ whitespace inside it collapsed (a line break inside a paragraph is not a sentenc
 What is not prose is left out: navigation (``<nav>``, headers, footers, sidebars, breadcrumbs, tables
 of contents, DocBook nav bars), code listings (``<pre>``, ``<code>`` blocks, screens, program
 listings) and log dumps (lines mostly made of numbers and identifiers). Inline ``<code>`` inside a
-sentence stays: it is part of the sentence.
+sentence stays: it is part of the sentence. So does a one-line listing that ends a sentence the text
+left open ("... list the contents using the command" + ``<pre>$ lsinitramfs /boot/initrd.img</pre>``):
+without it the sentence names nothing.
 
 Blocks are rendered one per line with a blank line between them, so sentence segmentation and
 chunking see the page's own boundaries.
@@ -54,6 +56,9 @@ _PAIR = re.compile(r"^([^:;。.!?]{1,30}): (?=\S)")
 _FOOTNOTE_MARK = re.compile(r"\s?\[\d{1,3}\]")  # DocBook footnote references: "tools.[94]"
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 _JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+_OPEN_END = re.compile(r"[\w:：)]$")  # a paragraph that stops mid-sentence or introduces what follows
+_PROMPT = re.compile(r"^(?:[$#%>]|\S+[$#])\s+")  # a shell prompt before a command: "$ ", "root# "
+MAX_INLINE_LISTING_CHARS = 120
 MAX_CELL_CHARS = 400
 MAX_KEY_CHARS, MAX_KEY_VALUE_ROWS = 30, 10  # a key-value table read as one record (see _Reader.key_value_table)
 
@@ -136,7 +141,10 @@ class _Reader:
         tag = el.tag.lower()
         if tag in _HEADINGS or tag in ("table", "dl", "ul", "ol"):
             self.group_key = ""
-        if tag in _DROP_TAGS or _is_furniture(el) or _is_code(el):
+        if tag in _DROP_TAGS or _is_furniture(el):
+            return
+        if _is_code(el):
+            self.listing(el)
             return
         if tag in _HEADINGS:
             text = _inline_text(el)
@@ -182,12 +190,29 @@ class _Reader:
             if child.tag in _BLOCK_TAGS:
                 flush()
                 self.walk(child)
-            elif child.tag in _DROP_TAGS or _is_furniture(child) or _is_code(child):
+            elif child.tag in _DROP_TAGS or _is_furniture(child):
+                pass
+            elif _is_code(child) and child.tag not in ("code", "samp"):  # a listing, not inline code
+                flush()
+                self.listing(child)
+            elif _is_code(child):
                 pass
             else:
                 run.append(child.text_content())
             run.append(child.tail or "")
         flush()
+
+    def listing(self, el: etree._Element) -> None:
+        """A code listing is left out, unless it is one short line that completes the paragraph just
+        read (see the module docstring): then it joins that paragraph."""
+        lines = [line.strip() for line in el.text_content().splitlines() if line.strip()]
+        if len(lines) != 1 or not self.blocks or self.blocks[-1].kind not in ("paragraph", "item"):
+            return
+        command = _PROMPT.sub("", _squash(lines[0]))
+        last = self.blocks[-1]
+        if command and len(command) <= MAX_INLINE_LISTING_CHARS and _OPEN_END.search(last.text):
+            self.blocks[-1] = Block(last.kind, f"{last.text} {command}", last.section, last.level)
+        self.group_key = ""
 
     def table(self, table: etree._Element) -> None:
         caption = table.find("caption")

@@ -42,6 +42,25 @@ def test_structure_keeps_records_and_drops_navigation_code_and_permalinks() -> N
     ]
 
 
+
+def test_a_one_line_listing_completes_the_sentence_it_ends() -> None:
+    """A command shown on its own line after "... or the command" is part of that sentence; a listing
+    after a finished sentence, or of several lines, is not."""
+    page = """<html><body><div class="body"><p>List the contents with the command</p>
+<pre class="screen"><code class="prompt">$</code> lsinitramfs /boot/initrd.img</pre>
+<p>Add this line to the file:</p><pre>Dav On</pre>
+<p>It will unpack the archive.</p><pre>$ ls</pre>
+<p>Enable it with:</p><pre>a2enmod dav
+a2enmod dav_fs</pre></div></body></html>"""
+    root = parse_html(page)
+    assert root is not None
+    assert [b.text for b in html_blocks(root)] == [
+        "List the contents with the command lsinitramfs /boot/initrd.img",
+        "Add this line to the file: Dav On",
+        "It will unpack the archive.",
+        "Enable it with:",
+    ]
+
 def test_extract_page_takes_the_date_from_metadata_only() -> None:
     page = extract_page(PAGE, url="file:///options.html")  # a decoded str with an XML declaration
     assert page.published == "2024-05-02" and page.lang == "en" and page.title == "Options"

@@ -185,3 +185,31 @@ If you need to invent a version string, use the YYYYMMDD format such as 20110429
     best = rank_answers(question, pages, [question.text])[0]
     assert best.text == "It is good idea to keep its length within 8 characters if possible."
     assert best.context == "Package name and version › upstream version" and best.parts["form"] == 0.8
+
+
+def test_which_file_and_which_command_ask_for_a_path_and_a_program() -> None:
+    assert parse_question("Which file lists the terminals on which root may log in?").attributes == ("path",)
+    assert parse_question("ダウンロードしたパッケージはどのディレクトリに保存されますか").attributes == ("path",)
+    assert "path" not in parse_question("Which file permissions should a setuid program have?").attributes
+    assert parse_question("Which command shows the files inside an initramfs?").attributes == ("command",)
+    assert "path" in stated_attributes("you need to change /etc/mkinitrd/mkinitrd.conf and set DELAY")
+    assert "path" not in stated_attributes("See https://example.org/doc for details.")
+    assert "command" in stated_attributes("or the command lsinitramfs /boot/initrd.img")
+
+
+def test_a_sentence_stating_the_asked_form_joins_from_a_weak_section() -> None:
+    """The section that answers shares few words with the question; its sentence naming a command joins
+    the candidates all the same, and outranks the sentences of the better-matching section."""
+    text = """Regenerating the image
+
+The image file of the kernel package is regenerated when files change. Packed files are shown in the log.
+
+Examining the contents
+
+Occasionally it is useful to examine the contents. It is also possible to list the contents of an initramfs \
+using the command lsinitramfs /boot/initrd.img"""
+    pages = _pages(("https://docs.example/initramfs.html", "The initramfs", text))
+    question = parse_question("Which command shows the files packed inside an initramfs image?")
+    ranked = rank_answers(question, pages, [question.text])
+    assert ranked[0].text.endswith("using the command lsinitramfs /boot/initrd.img")
+    assert "Occasionally it is useful to examine the contents." not in {r.text for r in ranked}
