@@ -25,6 +25,7 @@ _BLOCK_BREAK = re.compile(r"\n[ \t\u3000]*\n")
 _END = re.compile(r"[.!?。！？;；、,，]$|[.!?。！？][\"'”’)）」』]$")
 _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
 _LEAD_IN = re.compile(r"[:：]$")
+_TERM = re.compile(r"^([^:;\n。.]{1,40}): (?=\S)")  # "/tmp: ..." : a definition's term
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}|[\u3040-\u30ff\u4e00-\u9fff]")
 # a link note ("→ https://..."), a URL, a caption ("Table 3.2 ...", 「図 1.4 …」) is no section heading
 # nor is a byline or dateline ("2024年12月5日 取材班", "発行日:2023年2月20日 …", "… 2025年2月4日 08:02")
@@ -170,6 +171,13 @@ class PageContext:
                     return ""
         return ""
 
+    def term(self, offset: int) -> str:
+        """The term a definition block defines ("/tmp: Programs keep temporary data here. 40-100MB is
+        usually enough."), for its sentences after the first: they are about the term, named once."""
+        block = self.blocks[self._block_index(offset)] if self.blocks else None
+        found = _TERM.match(block.text) if block else None
+        return found.group(1) if block and found and offset >= block.start + found.end() + 1 else ""
+
     def antecedent(self, sentence: str, offset: int) -> str:
         """What an anaphoric sentence ("This parameter ...", "... so this shouldn't ...", 「この設定は…」)
         points back at: the subject of the nearest sentence before it in the same block that names one,
@@ -236,10 +244,10 @@ def subject_of(sentence: str) -> str:
 
 
 def claim_context(page: PageContext, sentence: str, offset: int) -> str:
-    """The context a claim's document gives it, most general first: heading › lead-in › antecedent.
-    Parts the sentence already contains are left out."""
+    """The context a claim's document gives it, most general first: heading › lead-in › defined term ›
+    antecedent. Parts the sentence already contains are left out."""
     parts: list[str] = []
-    for part in (page.heading(offset), page.lead_in(offset), page.antecedent(sentence, offset)):
+    for part in (page.heading(offset), page.lead_in(offset), page.term(offset), page.antecedent(sentence, offset)):
         if part and part not in sentence and all(part not in p for p in parts):
             parts.append(part)
     return " › ".join(parts)

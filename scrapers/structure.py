@@ -59,6 +59,8 @@ _JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _OPEN_END = re.compile(r"[\w:：)]$")  # a paragraph that stops mid-sentence or introduces what follows
 _PROMPT = re.compile(r"^(?:[$#%>]|\S+[$#])\s+")  # a shell prompt before a command: "$ ", "root# "
 MAX_INLINE_LISTING_CHARS = 120
+MAX_FIELD_VALUE_WORDS = 4  # of a "key: value" paragraph that opens a record of fields (see _Reader.add)
+_SENTENCE_END = re.compile(r"[.。!?！？]$")
 MAX_CELL_CHARS = 400
 MAX_KEY_CHARS, MAX_KEY_VALUE_ROWS = 30, 10  # a key-value table read as one record (see _Reader.key_value_table)
 
@@ -132,7 +134,11 @@ class _Reader:
             last = self.blocks[-1]  # "Option: X" / "Default: 8" / "Description: ..." paragraphs: one record
             self.blocks[-1] = Block("record", f"{last.text}; {text}", last.section, last.level)
             return
-        self.group_key = pair.group(1) if pair else ""
+        # a record starts at a field whose value is a name ("Option: Aptitude::UI::Styles"), not a
+        # sentence: "/var: <a paragraph on /var>", "/tmp: <one on /tmp>" are terms with their definitions
+        value = text[pair.end() :] if pair else ""
+        names_a_value = len(value.split()) <= MAX_FIELD_VALUE_WORDS and not _SENTENCE_END.search(value)
+        self.group_key = pair.group(1) if pair and names_a_value else ""
         self.blocks.append(Block(kind, text, self.section, level))
 
     def walk(self, el: etree._Element) -> None:

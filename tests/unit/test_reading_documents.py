@@ -42,7 +42,6 @@ def test_structure_keeps_records_and_drops_navigation_code_and_permalinks() -> N
     ]
 
 
-
 def test_a_one_line_listing_completes_the_sentence_it_ends() -> None:
     """A command shown on its own line after "... or the command" is part of that sentence; a listing
     after a finished sentence, or of several lines, is not."""
@@ -60,6 +59,7 @@ a2enmod dav_fs</pre></div></body></html>"""
         "It will unpack the archive.",
         "Enable it with:",
     ]
+
 
 def test_extract_page_takes_the_date_from_metadata_only() -> None:
     page = extract_page(PAGE, url="file:///options.html")  # a decoded str with an XML declaration
