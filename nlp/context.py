@@ -152,11 +152,13 @@ class PageContext:
         """The nearest earlier block of the same section ending with a colon ("The delays are:"), at most
         :data:`LEAD_IN_BLOCKS` prose blocks back; the rows of a table or list it introduces (``key: value``
         records) do not count, so its tenth row still has it. A block of several sentences is a paragraph
-        of its own, not an item, and has none."""
+        of its own, not an item, and has none; nor has a record with prose between it and the lead-in
+        (the lead-in's own list was a code listing, left out; this record is of a later list)."""
         at = self._block_index(offset)
         own = self.blocks[at].text if self.blocks else ""
         if not _RECORD.match(own) and len(_sentences(own)) > 1:
             return ""  # a paragraph of its own, not an item of the list a lead-in introduces
+        in_list = bool(_RECORD.match(own))
         prose = 0
         for i in range(at - 1, -1, -1):
             block = self.blocks[i].text
@@ -167,7 +169,7 @@ class PageContext:
                 return last.rstrip(":：").strip() if len(last) <= 2 * HEADING_CHARS else ""
             if not _RECORD.match(block):
                 prose += 1
-                if prose == LEAD_IN_BLOCKS:
+                if prose == LEAD_IN_BLOCKS or in_list:
                     return ""
         return ""
 

@@ -137,3 +137,16 @@ def test_a_lead_in_reaches_every_row_of_its_table_but_not_the_paragraph_after() 
         "Manual pages › Here's a short list of manual page sections"
     )
     assert page.lead_in(at(text, "It ends here")) == ""
+
+
+def test_a_definitions_later_sentences_are_about_its_term() -> None:
+    text = """ディレクトリツリー
+
+/var: 様々な可変データがこのディレクトリに収められます。通常は 2–3GB で足ります。
+
+/tmp: プログラムが作成する一時データは、普通このディレクトリを利用します。通常は 40–100MB あれば充分です。"""
+    page = PageContext(text)
+    assert claim_context(page, "通常は 40–100MB あれば充分です。", at(text, "通常は 40")) == "ディレクトリツリー › /tmp"
+    assert claim_context(page, "通常は 2–3GB で足ります。", at(text, "通常は 2")) == "ディレクトリツリー › /var"
+    first = "/tmp: プログラムが作成する一時データは、普通このディレクトリを利用します。"
+    assert claim_context(page, first, at(text, "/tmp:")) == "ディレクトリツリー"
