@@ -49,6 +49,7 @@ from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
 from research.answering import names_entity, text_relevance
 from research.evidence import EvidencedClaim
+from research.noise import noise_factor
 from research.question import Question, answer_fit, answered_share, answers, parse_question
 from research.retrieval import EXACT_BONUS
 
@@ -136,7 +137,9 @@ def _read(claim: EvidencedClaim) -> str:
 
 def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> list[float]:
     """How well each verified claim answers: relevance of the claim read with its context (plus the
-    exact-entity bonus) and the share of asked attributes it states, x confidence, halved when disputed."""
+    exact-entity bonus) and the share of asked attributes it states, x confidence (a figure four sources
+    agree on answers before a remark one source makes under a heading that repeats the question), halved
+    when disputed, x the noise factor (a survey's method is no answer: :mod:`research.noise`)."""
     reads = [_read(c) for c in verified]
     relevance = text_relevance(reads, [question.text])
     weights = []
@@ -146,7 +149,7 @@ def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> l
             continue
         fit = rel + (EXACT_BONUS if names_entity(question, read) else 0.0) + answered_share(question, read)
         disputed = DISPUTED_ANSWER_WEIGHT if c.disputed else 1.0
-        weights.append(fit * (0.5 + 0.5 * c.confidence) * disputed)
+        weights.append(fit * c.confidence * disputed * noise_factor(c.text, question))
     return weights
 
 

@@ -146,6 +146,18 @@ def test_extractive_answers_the_question_first_then_supporting_facts() -> None:
     assert first == "The sources do not answer 'Unrelated words here' directly. Key verified facts:"
 
 
+def test_a_figure_sources_agree_on_answers_before_a_lone_remark_under_a_matching_heading() -> None:
+    """The remark's heading repeats the question's words, but one source with low confidence states it;
+    the figure four sources agree on answers. A survey's method is no supporting fact."""
+    remark = claim("r", "すなわち、コスト上昇分の6割以上を中小企業が自ら吸収している計算になる。", confidence=0.28)
+    remark = remark.model_copy(update={"context": "価格転嫁の現状"})
+    rate = claim("k", "中小企業の価格転嫁率は52.4%となった。", values=["52.4%"], confidence=0.75, sources=4)
+    method = claim("m", "県内中小企業の価格転嫁の実態を把握するため、11月に実態調査を実施しました。", confidence=0.45)
+    lines = extractive_summary("中小企業の価格転嫁の現状", [remark, method, rate], max_sentences=2).splitlines()
+    assert lines[0].startswith("回答: 中小企業の価格転嫁率は52.4%となった。")
+    assert not any("実態調査を実施" in line for line in lines)
+
+
 # --- check_sentences ------------------------------------------------------------------------------------------
 
 
