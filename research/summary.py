@@ -59,6 +59,7 @@ PROMPT_PATH = data_path("prompts", "research_summary.md")
 MAX_LLM_CLAIMS = 20  # claims shown to the model, highest confidence first
 MAX_TOKENS = 700  # 3-5 sentences, with room for Japanese tokenisation
 DISPUTED_ANSWER_WEIGHT = 0.5
+AGREEING_SOURCE_BONUS, MAX_AGREEING_SOURCES = 0.25, 4  # an answer's weight per independent source beyond one
 MIN_ANSWER_SHARE = 0.3  # of the best answer weight, for a claim stating more of the asked attributes to win
 MIN_SHARED_TERMS = 2  # content terms a figure-less sentence must share with one claim
 
@@ -137,9 +138,11 @@ def _read(claim: EvidencedClaim) -> str:
 
 def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> list[float]:
     """How well each verified claim answers: relevance of the claim read with its context (plus the
-    exact-entity bonus) and the share of asked attributes it states, x confidence (a figure four sources
-    agree on answers before a remark one source makes under a heading that repeats the question), halved
-    when disputed, x the noise factor (a survey's method is no answer: :mod:`research.noise`)."""
+    exact-entity bonus) and the share of asked attributes it states, x confidence, x the sources that
+    agree beyond the first (:data:`AGREEING_SOURCE_BONUS` each, at most :data:`MAX_AGREEING_SOURCES`: a
+    figure four sources state answers before a remark one source makes under a heading that repeats the
+    question), halved when disputed, x the noise factor (a survey's method is no answer:
+    :mod:`research.noise`)."""
     reads = [_read(c) for c in verified]
     relevance = text_relevance(reads, [question.text])
     weights = []
@@ -149,7 +152,9 @@ def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> l
             continue
         fit = rel + (EXACT_BONUS if names_entity(question, read) else 0.0) + answered_share(question, read)
         disputed = DISPUTED_ANSWER_WEIGHT if c.disputed else 1.0
-        weights.append(fit * c.confidence * disputed * noise_factor(c.text, question))
+        agreeing = 1.0 + AGREEING_SOURCE_BONUS * min(max(c.independent_origins - 1, 0), MAX_AGREEING_SOURCES)
+        confidence = (0.5 + 0.5 * c.confidence) * agreeing
+        weights.append(fit * confidence * disputed * noise_factor(c.text, question))
     return weights
 
 
