@@ -29,8 +29,12 @@ with "Which command shows the files packed inside an initramfs image?".
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
+
+import snowballstemmer
 
 from core.text.tokenize import tokenize
 from nlp.claims import Claim
@@ -40,7 +44,7 @@ from nlp.findings import split_sentences
 from research.models import Finding
 from research.noise import noise_factor
 from research.question import Question, answer_fit, asked_about, asked_forms, stated_attributes
-from research.retrieval import EXACT_BONUS, claim_confidence, question_terms
+from research.retrieval import EXACT_BONUS, claim_confidence
 from scrapers.search.bm25 import BM25Index
 
 W_CLAIM, W_SECTION, W_TITLE, W_ATTRIBUTE = 0.45, 0.35, 0.1, 0.3
@@ -56,13 +60,29 @@ _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b|\b[A-Z]{2,}[a-z][A-Za-z]*\b")
 
 
+_local = threading.local()
+
+
+@cache
+def _root(token: str) -> str:
+    """An English word's Snowball stem (removal, removed, remove -> remov); other tokens as they are."""
+    if not (token.isascii() and token.isalpha()):
+        return token
+    english = getattr(_local, "english", None)
+    if english is None:  # a stemmer object is not safe to share between threads
+        english = _local.english = snowballstemmer.stemmer("english")
+    return str(english.stemWord(token))
+
+
 def answer_tokens(text: str) -> list[str]:
-    """Index tokens plus the parts of CamelCase identifiers: ``LimitRequestFields`` also reads as
-    limit, request, fields, so a question in plain words meets the identifier that names its answer."""
+    """Index tokens plus the parts of CamelCase identifiers, English words reduced to their stem:
+    ``LimitRequestFields`` also reads as limit, request, field, so a question in plain words meets the
+    identifier that names its answer, and "Why should removal be tested?" meets "bugs show up when
+    packages are removed"."""
     tokens = tokenize(text)
     for word in _CAMEL.findall(text):
         tokens += tokenize(" ".join(_CAMEL_PART.findall(word)))
-    return tokens
+    return [_root(t) for t in tokens]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +138,7 @@ def _title_share(question: Question, title: str) -> float:
     """Share of the question's entities (else its terms) that the page title holds."""
     if question.entities:
         return sum(1 for e in question.entities if e.lower() in title.lower()) / len(question.entities)
-    terms = set(question_terms(question.text))
+    terms = set(answer_tokens(question.text))
     if not terms:
         return 0.0
     return len(terms & set(answer_tokens(title))) / len(terms)
@@ -200,7 +220,7 @@ def _stating_sentences(
     if not forms:
         return []
     _n, heading, start, end = span
-    terms = set(question.terms)
+    terms = set(tokens(asked_about(question.text)))
     heading_terms = terms & set(tokens(heading))
     return [
         (text, offset)

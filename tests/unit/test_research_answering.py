@@ -36,6 +36,13 @@ def test_camel_case_identifiers_meet_plain_words() -> None:
     assert {"limit", "request", "field"} <= set(answer_tokens("LimitRequestFields 100"))
 
 
+def test_english_words_meet_their_other_forms_japanese_stays() -> None:
+    question = set(answer_tokens("Why should removal and purge be tested?"))
+    assert {"remov", "purg", "test"} <= question
+    assert {"remov", "purg"} <= set(answer_tokens("bugs show up when packages are removed or purged"))
+    assert "パッケージ" in answer_tokens("パッケージを削除する") and "2" in answer_tokens("version 2")
+
+
 def test_noise_kinds_rank_last_unless_asked() -> None:
     about_rate = parse_question("中小企業の価格転嫁率")
     assert noise_kind("調査票は30万社に送付し、有効回答は3万6千社だった。", about_rate) == "survey methodology"
