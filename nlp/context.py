@@ -41,6 +41,7 @@ _NUMBERING = re.compile(r"^(?:(?:Chapter|Section|Appendix|第)\s*)?(?:\d{1,3}|[A
 # A sentence that names its subject only by pointing back at the previous one.
 _ANAPHOR_EN = re.compile(
     r"^(?:this|that|these|those|it|its|such|the same)\b"
+    r"|^(?:all|some|most|each|none|both) of (?:this|that|these|those|such|them|it)\b"
     r"|^the (?:default|value|setting|parameter|option|directive|field|variable|limit|maximum|minimum)\b",
     re.IGNORECASE,
 )
@@ -179,6 +180,16 @@ class PageContext:
         block = self.blocks[self._block_index(offset)] if self.blocks else None
         found = _TERM.match(block.text) if block else None
         return found.group(1) if block and found and offset >= block.start + found.end() + 1 else ""
+
+    def previous_sentence(self, offset: int) -> str:
+        """The sentence before ``offset`` in the same block ("" at a block's start): an anaphoric
+        sentence continues it ("Nor does this reference detail the standards. All of such information
+        can be found in the Policy Manual.")."""
+        block = self.blocks[self._block_index(offset)] if self.blocks else None
+        if block is None:
+            return ""
+        before = [s for s in _sentences(self.text[block.start : offset]) if _HAS_LETTER.search(s)]
+        return before[-1] if before else ""
 
     def antecedent(self, sentence: str, offset: int) -> str:
         """What an anaphoric sentence ("This parameter ...", "... so this shouldn't ...", 「この設定は…」)

@@ -3,7 +3,8 @@
 A sentence is ranked by how well it answers, not by how many words it shares with the question:
 
 * **claim level**: BM25 relevance of the sentence read with its context (heading › lead-in ›
-  antecedent, :mod:`nlp.context`), a bonus when it names an entity of the question exactly, and the
+  antecedent, :mod:`nlp.context`) and, when it points back ("All of such information ..."), with the
+  sentence it continues, a bonus when it names an entity of the question exactly, and the
   share of the asked attributes it states (:mod:`research.question`: "default", "how long" ...);
 * **section level**: BM25 relevance of the section it sits in (its heading and all its text): in
   reference documentation the section about ``LimitRequestFields`` answers a question about request
@@ -39,7 +40,7 @@ import snowballstemmer
 from core.text.tokenize import tokenize
 from nlp.claims import Claim
 from nlp.conflicts import claim_key
-from nlp.context import PageContext, claim_context, is_heading
+from nlp.context import PageContext, claim_context, is_anaphoric, is_heading
 from nlp.findings import split_sentences
 from research.models import Finding
 from research.noise import noise_factor
@@ -257,7 +258,12 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
             drafts.append(_Draft(n, text, offset, None, claim_context(contexts[n], text, offset), tokens(text)))
     if not drafts:
         return []
-    index = BM25Index([[*tokens(d.context), *d.tokens] for d in drafts])
+    # an anaphoric sentence reads with the sentence it continues too (each of its words once)
+    continued = [
+        dict.fromkeys(tokens(contexts[d.page].previous_sentence(d.offset))) if is_anaphoric(d.text) else {}
+        for d in drafts
+    ]
+    index = BM25Index([[*tokens(d.context), *d.tokens, *more] for d, more in zip(drafts, continued, strict=True)])
     claim_rel = [0.0] * len(drafts)
     for query in queries or [question.text]:
         for i, value in enumerate(_scaled(index.scores(answer_tokens(asked_about(query))), len(drafts))):

@@ -220,3 +220,21 @@ using the command lsinitramfs /boot/initrd.img"""
     ranked = rank_answers(question, pages, [question.text])
     assert ranked[0].text.endswith("using the command lsinitramfs /boot/initrd.img")
     assert "Occasionally it is useful to examine the contents." not in {r.text for r in ranked}
+
+
+def test_a_sentence_that_continues_another_reads_with_it() -> None:
+    """ "All of such information ..." says where the standards are; it shares no word with the question
+    but continues the sentence that does, so it ranks with it."""
+    text = """Scope of this document
+
+This reference does not discuss how to generate packages. Nor does it detail the standards Debian \
+software must comply with. All of such information can be found in the Debian Policy Manual.
+
+Other manuals
+
+The installation manual explains how to install the system."""
+    pages = _pages(("https://docs.example/scope.html", "Scope", text))
+    question = parse_question("Which document details the standards that Debian software must comply with?")
+    ranked = rank_answers(question, pages, [question.text])
+    follow_up = next(r for r in ranked if r.text.startswith("All of such information"))
+    assert ranked.index(follow_up) == 1 and follow_up.parts["claim"] > 0.5
