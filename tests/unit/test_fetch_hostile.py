@@ -181,6 +181,11 @@ async def echo_host(srv: HostileServer, w: asyncio.StreamWriter, q: dict[str, st
 
 @route("/slow")
 async def slow(srv: HostileServer, w: asyncio.StreamWriter, q: dict[str, str], h: dict[str, str]) -> None:
+    # ?hold=N: the first requests wait (2 s at most) until N were in flight at once, so a loaded machine
+    # cannot finish one before the client opens the next; an N above the client's limit still fails
+    deadline = time.monotonic() + 2.0
+    while srv.peak < int(q.get("hold", 0)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
     await asyncio.sleep(0.3)
     send(w, 200, PAGE.encode(), "text/html; charset=utf-8")
 
@@ -630,7 +635,7 @@ async def test_connection_is_pinned_to_the_vetted_address(server: HostileServer,
 async def test_concurrency_limits(
     server: HostileServer, hosts: list[str], per_host: int, concurrency: int, peak: int
 ) -> None:
-    urls = [server.url(f"/slow?i={i}", host=host) for host in hosts for i in range(2 * per_host)]
+    urls = [server.url(f"/slow?i={i}&hold={peak}", host=host) for host in hosts for i in range(2 * per_host)]
     await fetch_all(urls, per_host_concurrency=per_host, concurrency=concurrency)
     assert server.peak == peak
 
