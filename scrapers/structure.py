@@ -198,11 +198,10 @@ class _Reader:
                 self.walk(child)
             elif child.tag in _DROP_TAGS or _is_furniture(child):
                 pass
-            elif _is_code(child) and child.tag not in ("code", "samp"):  # a listing, not inline code
-                flush()
-                self.listing(child)
             elif _is_code(child):
-                pass
+                if child.tag not in ("code", "samp"):  # a listing, not inline code
+                    flush()
+                    self.listing(child)
             else:
                 run.append(child.text_content())
             run.append(child.tail or "")
