@@ -120,9 +120,15 @@ class PageContext:
         self.blocks = blocks_of(text)
         self._starts = [b.start for b in self.blocks]
         self._headings = [i for i, b in enumerate(self.blocks) if is_heading(b.text)]
+        self._heading_set = frozenset(self._headings)
 
     def _block_index(self, offset: int) -> int:
         return max(0, bisect.bisect_right(self._starts, offset) - 1)
+
+    def in_heading(self, offset: int) -> bool:
+        """Whether ``offset`` lies in a heading block (a short sentence ending a paragraph does not)."""
+        at = self._block_index(offset)
+        return bool(self.blocks) and at in self._heading_set
 
     def heading(self, offset: int) -> str:
         """The nearest heading above ``offset`` (not the block itself), numbering removed."""

@@ -22,7 +22,8 @@ each part in 0..1 (``claim`` may exceed 1 by the exact-entity bonus). Besides th
 (sentences with figures, dates or names), the sentences of the best-matching sections are candidates
 too: "Which characters must not appear in a file name?" is answered by a sentence without a figure.
 So are the sentences of any other section that state the form of the asked answer (a path for "which
-file", a command for "which command") and share at least :data:`MIN_SHARED_TERMS` of its words: "...
+file", a command for "which command") and share at least :data:`MIN_SHARED_TERMS` of its words (their
+heading's and page title's count): "...
 list the contents of an initramfs using the command lsinitramfs" sits in a section that shares few words
 with "Which command shows the files packed inside an initramfs image?".
 """
@@ -40,7 +41,7 @@ import snowballstemmer
 from core.text.tokenize import tokenize
 from nlp.claims import Claim
 from nlp.conflicts import claim_key
-from nlp.context import PageContext, claim_context, is_anaphoric, is_heading
+from nlp.context import PageContext, claim_context, is_anaphoric
 from nlp.findings import split_sentences
 from research.models import Finding
 from research.noise import noise_factor
@@ -199,12 +200,14 @@ def _section_relevance(
     return spans, _scaled(index.scores(answer_tokens(asked_about(question.text))), len(docs)), of_draft
 
 
-def _section_sentences(page: PageToRank, start: int, end: int, taken: set[tuple[int, int]]) -> list[tuple[str, int]]:
+def _section_sentences(
+    page: PageToRank, context: PageContext, start: int, end: int, taken: set[tuple[int, int]]
+) -> list[tuple[str, int]]:
     out = []
     for s in split_sentences(page.text[start:end]):
         text = s.text.strip()
         offset = start + s.start
-        if not text or len(text) > MAX_SENTENCE_CHARS or is_heading(text):
+        if not text or len(text) > MAX_SENTENCE_CHARS or context.in_heading(offset):
             continue
         if any(a <= offset < b for a, b in taken):
             continue
@@ -213,20 +216,27 @@ def _section_sentences(page: PageToRank, start: int, end: int, taken: set[tuple[
 
 
 def _stating_sentences(
-    question: Question, page: PageToRank, span: tuple[int, str, int, int], taken: set[tuple[int, int]], tokens: _Tokens
+    question: Question,
+    page: PageToRank,
+    context: PageContext,
+    span: tuple[int, str, int, int],
+    taken: set[tuple[int, int]],
+    tokens: _Tokens,
 ) -> list[tuple[str, int]]:
-    """Sentences of a section that state the form of the asked answer and share question words (see
-    the module docstring); none when the question asks no form."""
+    """Sentences of a section that state the form of the asked answer and share question words, their
+    heading's and their page title's counting (see the module docstring: on the page titled
+    "mod_ratelimit", "The connection speed is given in KiB/s" answers "In which unit is the bandwidth
+    for mod_ratelimit given?"); none when the question asks no form."""
     forms = asked_forms(question)
     if not forms:
         return []
     _n, heading, start, end = span
     terms = set(tokens(asked_about(question.text)))
-    heading_terms = terms & set(tokens(heading))
+    around = terms & {*tokens(heading), *tokens(page.title)}
     return [
         (text, offset)
-        for text, offset in _section_sentences(page, start, end, taken)
-        if len(heading_terms | (terms & set(tokens(text)))) >= min(MIN_SHARED_TERMS, len(terms))
+        for text, offset in _section_sentences(page, context, start, end, taken)
+        if len(around | (terms & set(tokens(text)))) >= min(MIN_SHARED_TERMS, len(terms))
         and stated_attributes(text, forms)
     ]
 
@@ -250,9 +260,9 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
         n, _heading, start, end = span
         taken = taken_on[n]
         if i in best:
-            joining = _section_sentences(pages[n], start, end, taken)
+            joining = _section_sentences(pages[n], contexts[n], start, end, taken)
         else:
-            joining = _stating_sentences(question, pages[n], span, taken, tokens)
+            joining = _stating_sentences(question, pages[n], contexts[n], span, taken, tokens)
         for text, offset in joining:
             of_draft[len(drafts)] = i
             drafts.append(_Draft(n, text, offset, None, claim_context(contexts[n], text, offset), tokens(text)))
@@ -286,7 +296,7 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
             form = SENTENCE_CONFIDENCE
         if answering and parts["attributes"] > 0:
             form = max(form, ANSWERING_FORM)  # "keep its length within 8 characters" states what is asked
-        noise = noise_factor(d.text, question)
+        noise = noise_factor(d.text, question, heading=contexts[d.page].in_heading(d.offset))
         parts["form"], parts["noise"] = form, noise
         parts["answers"] = 1.0 if answering else NOT_ANSWERING
         weighted = (

@@ -5,7 +5,9 @@ explains the severity levels", "Prev / Next" or "Changed in version 2.4.7" has n
 however many words those share with the question. The kinds (survey methodology, navigation,
 captions, version history) and their patterns are policy: ``data/research/noise.yaml``. Headings (a
 short line without a verb's end) rank last too. A question that asks about a kind (a survey's
-method, a version) keeps those sentences at full weight.
+method, a version) keeps those sentences at full weight. A reference record ("Description: ...; Default:
+AuthFormSize 8192; Compatibility: Available in Apache 2.3 and later") is noise only when every field
+is: one version-history field does not make its default a piece of history.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from research.question import Question
 
 NOISE_PATH = data_path("research", "noise.yaml")
 HEADING_FACTOR = 0.2
+_RECORD_FIELD = re.compile(r"; (?=[^;:]{1,40}: \S)")  # the field separator of a record (scrapers.structure)
 
 
 class NoiseKind(BaseModel):
@@ -66,19 +69,30 @@ def _kinds(path: Path = NOISE_PATH) -> tuple[_Kind, ...]:
     )
 
 
-def noise_kind(text: str, question: Question | None = None) -> str | None:
-    """The noise kind of a sentence ("survey methodology", "heading" ...), or None for a finding."""
+def _kind_of(text: str, asked: str) -> str | None:
+    for kind in _kinds():
+        if kind.pattern.search(text) and not (kind.asked is not None and asked and kind.asked.search(asked)):
+            return kind.name
+    return None
+
+
+def noise_kind(text: str, question: Question | None = None, *, heading: bool | None = None) -> str | None:
+    """The noise kind of a sentence ("survey methodology", "heading" ...), or None for a finding.
+    ``heading``: whether the sentence's block is a heading, when the caller knows its page (a short
+    sentence ending a paragraph is none); else judged from the sentence alone."""
     folded = unicodedata.normalize("NFKC", text).strip()
     asked = unicodedata.normalize("NFKC", question.text) if question else ""
-    for kind in _kinds():
-        if kind.pattern.search(folded) and not (kind.asked is not None and asked and kind.asked.search(asked)):
-            return kind.name
-    return "heading" if is_heading(folded) else None
+    kinds = [_kind_of(part, asked) for part in _RECORD_FIELD.split(folded)]
+    if all(kinds):
+        return kinds[0]
+    if len(kinds) == 1 and (is_heading(folded) if heading is None else heading):
+        return "heading"
+    return None
 
 
-def noise_factor(text: str, question: Question | None = None) -> float:
+def noise_factor(text: str, question: Question | None = None, *, heading: bool | None = None) -> float:
     """What a sentence's ranking score is multiplied by: 1 for a finding, less for noise."""
-    kind = noise_kind(text, question)
+    kind = noise_kind(text, question, heading=heading)
     if kind is None:
         return 1.0
     if kind == "heading":

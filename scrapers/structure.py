@@ -28,6 +28,7 @@ import lxml.html
 from lxml import etree
 
 from core.text.noise import is_listing_line
+from scrapers.footnotes import inline_footnotes
 
 BlockKind = Literal["heading", "paragraph", "item", "record", "caption"]
 
@@ -321,6 +322,7 @@ def parse_html(source: str | bytes) -> etree._Element | None:
 def html_blocks(root: etree._Element) -> list[Block]:
     """The page's main content as blocks, in reading order (see the module docstring)."""
     main = _main(root)
+    inline_footnotes(main)
     doomed = [el for el in main.iter() if isinstance(el.tag, str) and el is not main and _is_furniture(el)]
     for el in doomed:  # permalinks inside headings, footnote marks inside paragraphs: gone, tails kept
         if el.getparent() is not None:
