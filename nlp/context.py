@@ -37,6 +37,9 @@ _NOT_HEADING = re.compile(
 # a lone figure with its unit ("256 MB", "2.4 GHz", "30 日"), which is a table cell; a numbered title
 # ("2. 価格転嫁の現状", "1.6. リリースライフサイクル": the number ends with a period) is none
 _FIGURE_ONLY = re.compile(r"^(?=.*\d)(?!\d{1,3}(?:\.\d{1,3})*\.\s)[\d\s.,%()+\-–~〜/]*(?:[^\W\d_]{0,12})?$")
+# a section number of two levels or more ("4.14. Source package handling: debian/README.source") makes a
+# title of a line that otherwise reads as a "key: value" record
+_NUMBERED_TITLE = re.compile(r"^(?:\d{1,3}|[A-Z])(?:\.\d{1,3})+\.?\s+(?:[A-Z]|[^\x00-\x7f])")
 _NUMBERING = re.compile(r"^(?:(?:Chapter|Section|Appendix|第)\s*)?(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?(?:章|節)?\s+")
 # A sentence that names its subject only by pointing back at the previous one.
 _ANAPHOR_EN = re.compile(
@@ -97,11 +100,14 @@ def blocks_of(text: str) -> list[Block]:
 
 
 def is_heading(block: str) -> bool:
-    """A short block without end punctuation, record shape or lead-in colon that is not a lone figure."""
+    """A short block without end punctuation, record shape (unless numbered as a section) or lead-in
+    colon that is not a lone figure."""
     line = block.strip()
     if not line or "\n" in line or len(line) > HEADING_CHARS:
         return False
-    if _END.search(line) or _LEAD_IN.search(line) or _RECORD.match(line) or _NOT_HEADING.search(line):
+    if _END.search(line) or _LEAD_IN.search(line) or _NOT_HEADING.search(line):
+        return False
+    if _RECORD.match(line) and not _NUMBERED_TITLE.match(line):
         return False
     return bool(_HAS_WORD.search(line)) and not _FIGURE_ONLY.match(line)
 

@@ -136,7 +136,7 @@ def _exact(question: Question, text: str) -> bool:
     return any(re.search(rf"(?<![\w%]){re.escape(e)}(?!\w)", text) for e in question.entities)
 
 
-def _title_share(question: Question, title: str) -> float:
+def title_share(question: Question, title: str) -> float:
     """Share of the question's entities (else its terms) that the page title holds."""
     if question.entities:
         return sum(1 for e in question.entities if e.lower() in title.lower()) / len(question.entities)
@@ -278,7 +278,7 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
     for query in queries or [question.text]:
         for i, value in enumerate(_scaled(index.scores(answer_tokens(asked_about(query))), len(drafts))):
             claim_rel[i] = max(claim_rel[i], value)
-    titles = [_title_share(question, page.title) for page in pages]
+    titles = [title_share(question, page.title) for page in pages]
     ranked: list[Ranked] = []
     for i, d in enumerate(drafts):
         read = f"{d.context} {d.text}"
@@ -385,4 +385,5 @@ __all__ = [
     "rank_answers",
     "select_findings",
     "text_relevance",
+    "title_share",
 ]

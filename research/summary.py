@@ -47,7 +47,7 @@ from core.resources import data_path
 from nlp.findings import split_sentences
 from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
-from research.answering import names_entity, text_relevance
+from research.answering import names_entity, text_relevance, title_share
 from research.evidence import EvidencedClaim
 from research.noise import noise_factor
 from research.question import Question, answer_fit, answered_share, answers, parse_question
@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 
 PROMPT_PATH = data_path("prompts", "research_summary.md")
 MAX_LLM_CLAIMS = 20  # claims shown to the model, highest confidence first
+TITLE_WEIGHT = 0.5  # of the share of what is asked that the cited page's title names
 MAX_TOKENS = 700  # 3-5 sentences, with room for Japanese tokenisation
 DISPUTED_ANSWER_WEIGHT = 0.5
 AGREEING_SOURCE_BONUS, MAX_AGREEING_SOURCES = 0.25, 4  # an answer's weight per independent source beyond one
@@ -142,7 +143,9 @@ def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> l
     agree beyond the first (:data:`AGREEING_SOURCE_BONUS` each, at most :data:`MAX_AGREEING_SOURCES`: a
     figure four sources state answers before a remark one source makes under a heading that repeats the
     question), halved when disputed, x the noise factor (a survey's method is no answer:
-    :mod:`research.noise`)."""
+    :mod:`research.noise`). A claim cited from a page whose title names what is asked gains up to
+    :data:`TITLE_WEIGHT` (the page "mod_auth_form" answers for mod_auth_form, not a page that shares
+    the words "form" and "login")."""
     reads = [_read(c) for c in verified]
     relevance = text_relevance(reads, [question.text])
     weights = []
@@ -151,6 +154,7 @@ def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> l
             weights.append(0.0)
             continue
         fit = rel + (EXACT_BONUS if names_entity(question, read) else 0.0) + answered_share(question, read)
+        fit += TITLE_WEIGHT * max((title_share(question, s.title) for s in c.supporting), default=0.0)
         disputed = DISPUTED_ANSWER_WEIGHT if c.disputed else 1.0
         agreeing = 1.0 + AGREEING_SOURCE_BONUS * min(max(c.independent_origins - 1, 0), MAX_AGREEING_SOURCES)
         confidence = (0.5 + 0.5 * c.confidence) * agreeing

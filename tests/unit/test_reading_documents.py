@@ -61,6 +61,63 @@ a2enmod dav_fs</pre></div></body></html>"""
     ]
 
 
+SPHINX_NOTES = """<html><body><div class="body" role="main">
+<h1>Source packages</h1>
+<p>Packages should not use convenience copies.<a class="footnote-reference brackets" href="#n2" id="r2">2</a>
+See the list.<a class="footnote-reference brackets" href="#n1" id="r1">1</a></p>
+<p>Copies stay unused.<a class="footnote-reference brackets" href="#n2" id="r2b">2</a></p>
+<table><tr><th>Field</th><td>Value<a class="footnote-reference" href="#n3">3</a></td></tr></table>
+<dl class="footnote brackets">
+<dt class="label" id="n1"><span class="brackets"><a class="fn-backref" href="#r1">1</a></span></dt>
+<dd><p>Rationale:</p><p>Several copies make security fixes harder.</p></dd>
+<dt class="label" id="n2"><span class="brackets"><a class="fn-backref" href="#r2">2</a></span></dt>
+<dd><p>For example, parts of the build system.</p></dd>
+<dt class="label" id="n3"><span class="brackets">3</span></dt><dd><p>A cell note.</p></dd>
+</dl></div></body></html>"""
+
+DOCBOOK_NOTES = """<html><body><div class="section">
+<p>Stop the system with halt<a href="#ftn.x1" class="footnote"><sup class="footnote">[15]</sup></a>. Then power off.</p>
+<div class="footnotes"><div id="ftn.x1" class="footnote"><div class="para"><a href="#x1" class="para">\
+<sup class="para">[15] </sup></a>With systemd, halt no longer powers the machine off.</div></div></div>
+</div></body></html>"""
+
+DOCUTILS_NOTES = """<html><body><main><p>Keep it short.<a class="footnote-reference" href="#f7">[7]</a></p>
+<aside class="footnote brackets" id="f7"><span class="label"><span class="fn-bracket">[</span>\
+<a href="#r7">7</a><span class="fn-bracket">]</span></span><p>Terminals are 80 columns wide.</p></aside>
+</main></body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        (
+            SPHINX_NOTES,
+            [
+                "Source packages",
+                "Packages should not use convenience copies. See the list.",
+                "For example, parts of the build system.",
+                "Rationale:",
+                "Several copies make security fixes harder.",
+                "Copies stay unused.",
+                "Field: Value",
+            ],
+        ),
+        (
+            DOCBOOK_NOTES,
+            ["Stop the system with halt. Then power off.", "With systemd, halt no longer powers the machine off."],
+        ),
+        (DOCUTILS_NOTES, ["Keep it short.", "Terminals are 80 columns wide."]),
+    ],
+    ids=["sphinx", "docbook", "docutils"],
+)
+def test_footnotes_are_read_after_the_paragraph_that_refers_to_them(page: str, expected: list[str]) -> None:
+    """A note follows the first paragraph referring to it, in reference order, once; a note referred
+    to from a table cell is left out (no paragraph can follow there), as are the marks and labels."""
+    root = parse_html(page)
+    assert root is not None
+    assert [b.text for b in html_blocks(root)] == expected
+
+
 def test_extract_page_takes_the_date_from_metadata_only() -> None:
     page = extract_page(PAGE, url="file:///options.html")  # a decoded str with an XML declaration
     assert page.published == "2024-05-02" and page.lang == "en" and page.title == "Options"

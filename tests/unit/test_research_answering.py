@@ -55,6 +55,70 @@ def test_noise_kinds_rank_last_unless_asked() -> None:
     assert noise_kind(history, parse_question("What was the default in 2.4.53 and earlier?")) is None
     assert noise_kind("LimitRequestFields Directive") == "heading"
     assert noise_factor("The default is 128 kilobytes.") == 1.0
+    assert noise_kind("Available Languages: en | fr") == "navigation"
+
+
+def test_a_record_is_noise_only_when_every_field_is() -> None:
+    question = parse_question("What is the largest login form that mod_auth_form parses by default?")
+    record = "Syntax: AuthFormSize size; Default: AuthFormSize 8192; Compatibility: Available in Apache 2.3 and later"
+    assert noise_kind(record, question) is None
+    assert noise_kind("Compatibility: Available in Apache 2.3 and later", question) == "version history"
+    history = "Compatibility: Available in Apache 2.3 and later; Note: Changed in version 2.4.7 to 8 KB"
+    assert noise_kind(history, question) == "version history"
+
+
+def test_a_short_sentence_ending_a_paragraph_is_no_heading() -> None:
+    """ "You can find these programs by running lsof +L1" has no full stop (a listing ended it): judged
+    alone it looks like a heading, but it ends a paragraph, so it is a candidate at full weight."""
+    text = """Setting /usr read-only
+
+Note that the Post-Invoke may fail with a "/usr busy" error message. You can find these programs by running lsof +L1
+
+Stop or restart these programs and run the Post-Invoke manually."""
+    pages = _pages(("https://docs.example/usr.html", "Mounting partitions", text))
+    question = parse_question("Which command finds the programs that still hold deleted files open?")
+    ranked = rank_answers(question, pages, [question.text])
+    found = next(r for r in ranked if r.text.endswith("lsof +L1"))
+    assert found.parts["noise"] == 1.0 and ranked.index(found) == 0
+    assert noise_kind("You can find these programs by running lsof +L1") == "heading"  # alone, it would be
+
+
+OTHER = """Bandwidth
+
+The bandwidth unit is given by the network.
+
+Units
+
+Each unit of bandwidth is given in the configuration.
+
+Given bandwidth
+
+Bandwidth given per unit is logged."""
+
+
+def test_which_unit_is_asked_and_the_page_title_names_the_subject() -> None:
+    """The sentence giving the unit shares no word with the question, nor does its heading; it joins the
+    candidates because it states a unit on the page titled with the module the question names."""
+    question = parse_question("In which unit is the bandwidth for mod_ratelimit given?")
+    assert question.attributes == ("unit",)
+    assert "unit" in stated_attributes("The speed is specified, in KiB/s, using the variable rate-limit.")
+    assert "unit" not in stated_attributes("The speed is specified using the variable rate-limit.")
+    text = """Apache Module mod_ratelimit
+
+Summary
+
+Provides a filter named RATE_LIMIT to limit client bandwidth for each response. The connection speed \
+to be simulated is specified, in KiB/s, using the environment variable rate-limit.
+
+Example
+
+If the value specified causes integer overflow, the rate limit will be disabled."""
+    for title, joins in (("mod_ratelimit - Apache HTTP Server", True), ("Filters - Apache HTTP Server", False)):
+        pages = _pages(("https://docs.example/m.html", title, text), ("https://docs.example/core.html", "Core", OTHER))
+        ranked = rank_answers(question, pages, [question.text])
+        unit = [r for r in ranked if "KiB/s" in r.text]
+        assert bool(unit) is joins, title
+        assert not joins or (unit[0].score > 0 and unit[0].parts["attributes"] == 1.0)
 
 
 def _pages(*texts: tuple[str, str, str]) -> list[PageToRank]:

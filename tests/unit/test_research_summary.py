@@ -158,6 +158,18 @@ def test_a_figure_sources_agree_on_answers_before_a_lone_remark_under_a_matching
     assert not any("実態調査を実施" in line for line in lines)
 
 
+def test_the_claim_from_the_page_titled_with_the_asked_module_answers() -> None:
+    """Both records state a default; the one cited from the page about mod_auth_form answers a question
+    about mod_auth_form, though the other shares more of its words."""
+    size = claim("s", "Syntax: AuthFormSize size; Default: AuthFormSize 8192", values=["8192"])
+    size = size.model_copy(update={"supporting": [cite()[0].model_copy(update={"title": "mod_auth_form - Apache"})]})
+    other = claim("o", "Syntax: AuthnzFcgiCheckAuthnProvider provider; Default: none; parses the login form", values=[])
+    other = other.model_copy(update={"supporting": [cite()[0].model_copy(update={"title": "mod_authnz_fcgi"})]})
+    question = "What does mod_auth_form parse from a login form by default?"
+    first = extractive_summary(question, [other, size]).splitlines()[0]
+    assert first.startswith("Answer: Syntax: AuthFormSize size; Default: AuthFormSize 8192"), first
+
+
 # --- check_sentences ------------------------------------------------------------------------------------------
 
 
