@@ -52,6 +52,7 @@ from scrapers.search.bm25 import BM25Index
 W_CLAIM, W_SECTION, W_TITLE, W_ATTRIBUTE = 0.45, 0.35, 0.1, 0.3
 TOP_SECTIONS = 3  # sections of the pages read whose every sentence is a candidate
 MIN_SECTION_RELEVANCE = 0.5  # of the best section's score, for those sentences
+RULE_RELEVANCE = 0.8  # of the sentence a reason follows, for "why" questions (see _follows_the_rule)
 MIN_SHARED_TERMS = 2  # question words a sentence of another section (with its heading) must hold to join
 SENTENCE_CONFIDENCE = 0.6  # prior of a sentence that is no analysed claim (no figure, date or name)
 ANSWERING_FORM = 0.8  # prior of a sentence stating what the question asks, as of one with a figure
@@ -241,6 +242,22 @@ def _stating_sentences(
     ]
 
 
+def _follows_the_rule(
+    question: Question, drafts: Sequence[_Draft], contexts: Sequence[PageContext], claim_rel: Sequence[float]
+) -> list[bool]:
+    """For a "why" question, whether each sentence comes right after one that restates the question
+    (claim relevance at least :data:`RULE_RELEVANCE`): a manual gives a rule, then its reason, often
+    without a "because" ("... be sure to test not only for install but also for remove and purge. Many
+    maintainer script bugs show up when packages are removed or purged.")."""
+    if "reason" not in asked_forms(question):
+        return [False] * len(drafts)
+    relevance = {(d.page, d.text): rel for d, rel in zip(drafts, claim_rel, strict=True)}
+    return [
+        relevance.get((d.page, contexts[d.page].previous_sentence(d.offset).strip()), 0.0) >= RULE_RELEVANCE
+        for d in drafts
+    ]
+
+
 def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Sequence[str]) -> list[Ranked]:
     """Every candidate sentence of the pages, scored (see the module docstring), best first; ties keep
     reading order, so the result does not depend on anything but the input."""
@@ -279,6 +296,7 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
         for i, value in enumerate(_scaled(index.scores(answer_tokens(asked_about(query))), len(drafts))):
             claim_rel[i] = max(claim_rel[i], value)
     titles = [title_share(question, page.title) for page in pages]
+    gives_reason = _follows_the_rule(question, drafts, contexts, claim_rel)
     ranked: list[Ranked] = []
     for i, d in enumerate(drafts):
         read = f"{d.context} {d.text}"
@@ -289,6 +307,8 @@ def rank_answers(question: Question, pages: Sequence[PageToRank], queries: Seque
             "title": titles[d.page],
         }
         answering, parts["attributes"] = answer_fit(question, read)
+        if gives_reason[i] and not answering:
+            answering, parts["attributes"] = True, max(parts["attributes"], 1 / len(question.attributes))
         if d.claim is not None:
             structured = bool(d.claim.values and d.claim.subject and d.claim.attribute)
             form = claim_confidence(structured, bool(d.claim.values), parsed=d.claim.parsed)
@@ -372,6 +392,7 @@ __all__ = [
     "MIN_SHARED_TERMS",
     "NOT_ANSWERING",
     "PREFERRED_BONUS",
+    "RULE_RELEVANCE",
     "SENTENCE_CONFIDENCE",
     "TOP_SECTIONS",
     "W_ATTRIBUTE",

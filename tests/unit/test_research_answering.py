@@ -302,3 +302,26 @@ The installation manual explains how to install the system."""
     ranked = rank_answers(question, pages, [question.text])
     follow_up = next(r for r in ranked if r.text.startswith("All of such information"))
     assert ranked.index(follow_up) == 1 and follow_up.parts["claim"] > 0.5
+
+
+def test_for_a_why_question_the_sentence_after_the_rule_gives_its_reason() -> None:
+    """The manual states the rule, then its reason without "because"; the reason ranks first."""
+    text = """Verifying the maintainer scripts
+
+Create dummy packages with different versions to test your package in advance, so that the upgrade works. \
+If the package has non-trivial maintainer scripts, be sure to test not only for install but also for remove \
+and purge. Many maintainer script bugs show up when packages are removed or purged."""
+    pages = _pages(("https://docs.example/checkit.html", "Checking the package", text))
+    question = parse_question("Why should a package's removal and purge be tested, not only its installation?")
+    ranked = rank_answers(question, pages, [question.text])
+    assert ranked[0].text.startswith("Many maintainer script bugs") and ranked[0].parts["answers"] == 1.0
+    how = parse_question("How should a package's removal and purge be tested?")  # no reason asked: no credit
+    reason = next(r for r in rank_answers(how, pages, [how.text]) if r.text.startswith("Many maintainer"))
+    assert reason.parts["attributes"] == 0.0
+
+
+def test_if_not_set_asks_for_the_default() -> None:
+    assert parse_question("環境変数を設定していなければどのページャが使われますか").attributes == ("default",)
+    assert parse_question("Which pager is used if the variable is not set?").attributes == ("default",)
+    assert "default" in stated_attributes("設定されていない場合のデフォルトは more です。")
+    assert "version" not in parse_question("From which priority does a window manager package start?").attributes
