@@ -50,6 +50,10 @@ def test_what_counts_as_a_heading() -> None:
     assert not is_heading("The delays are:")
     assert not is_heading("Default: KeepAliveTimeout 5")
     assert not is_heading("256 MB")  # a lone figure is a table cell, not a heading
+    assert is_heading("4.14. Source package handling: debian/README.source")  # numbered: no record
+    assert not is_heading("2.4.33 and earlier: unlimited")
+    assert is_heading("Examples") and is_heading("Tables of limits")  # no caption: no label follows
+    assert not is_heading("Table 20.3 Severity levels") and not is_heading("Example A")
     assert clean_heading("4.5.1.1. Disk space requirements") == "Disk space requirements"
 
 

@@ -56,6 +56,7 @@ def test_noise_kinds_rank_last_unless_asked() -> None:
     assert noise_kind("LimitRequestFields Directive") == "heading"
     assert noise_factor("The default is 128 kilobytes.") == 1.0
     assert noise_kind("Available Languages: en | fr") == "navigation"
+    assert noise_kind("Tables are kept in memory until the server stops.") is None  # "Table" + "s" is no label
 
 
 def test_a_record_is_noise_only_when_every_field_is() -> None:
