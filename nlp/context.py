@@ -27,8 +27,8 @@ _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
 _LEAD_IN = re.compile(r"[:：]$")
 _TERM = re.compile(r"^([^:;\n。.]{1,40}): (?=\S)")  # "/tmp: ..." : a definition's term
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}|[\u3040-\u30ff\u4e00-\u9fff]")
-# a link note ("→ https://..."), a URL, a caption ("Table 3.2 ...", "Example A", 「図 1.4 …」) is no section
-# heading; "Examples", "Tables of limits" are
+# a link note ("→ https://..."), a URL, a caption ("Table 3.2 ...", "Example A", 「図 1.4 …」: a number or a
+# lone letter follows; "Examples" and "Tables of limits" are headings) is no section heading,
 # nor is a byline or dateline ("2024年12月5日 取材班", "発行日:2023年2月20日 …", "… 2025年2月4日 08:02")
 _NOT_HEADING = re.compile(
     r"://|^→|^(?:Table|Figure|Example|Listing|表|図|例)\s*(?:\d|(?<=\s)[A-Z]\b)"

@@ -22,8 +22,8 @@ each part in 0..1 (``claim`` may exceed 1 by the exact-entity bonus). Besides th
 (sentences with figures, dates or names), the sentences of the best-matching sections are candidates
 too: "Which characters must not appear in a file name?" is answered by a sentence without a figure.
 So are the sentences of any other section that state the form of the asked answer (a path for "which
-file", a command for "which command") and share at least :data:`MIN_SHARED_TERMS` of its words (their
-heading's and page title's count): "...
+file", a command for "which command") and share at least :data:`MIN_SHARED_TERMS` of its words (the
+words of their heading and of the page title count too): "...
 list the contents of an initramfs using the command lsinitramfs" sits in a section that shares few words
 with "Which command shows the files packed inside an initramfs image?".
 """
@@ -224,8 +224,8 @@ def _stating_sentences(
     taken: set[tuple[int, int]],
     tokens: _Tokens,
 ) -> list[tuple[str, int]]:
-    """Sentences of a section that state the form of the asked answer and share question words, their
-    heading's and their page title's counting (see the module docstring: on the page titled
+    """Sentences of a section that state the form of the asked answer and share question words, those
+    of their heading and page title counting too (see the module docstring: on the page titled
     "mod_ratelimit", "The connection speed is given in KiB/s" answers "In which unit is the bandwidth
     for mod_ratelimit given?"); none when the question asks no form."""
     forms = asked_forms(question)
