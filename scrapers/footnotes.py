@@ -21,7 +21,6 @@ from lxml import etree
 _MARK = re.compile(r"\[?\d{1,3}\]?|[*†‡]")
 _NOTE_CLASS = re.compile(r"(?:^|\s)footnotes?(?:\s|$)")
 _LABEL = re.compile(r"^\s*(?:\[\s*\d{1,3}\s*\]|\d{1,3}(?=\s|[^\d.,:]))\s*")
-_SPACE = re.compile(r"\s+")
 _HOSTS = frozenset({"p", "li", "dd", "div", "blockquote"})  # blocks a note's paragraph may follow
 _PARAGRAPHS = ".//p|.//*[contains(concat(' ', normalize-space(@class), ' '), ' para ')][not(self::a)][not(self::sup)]"
 
@@ -44,11 +43,12 @@ def _in_note(el: etree._Element) -> bool:
 
 
 def _paragraphs(note: etree._Element) -> list[str]:
-    """The note's paragraphs as text, its label ("[15]", "18") removed."""
+    """The note's paragraphs as text, its label ("[15]", "18") removed (the reader squashes spaces)."""
     candidates = note.xpath(_PARAGRAPHS)
-    found = [p for p in candidates if not any(q in candidates for q in p.iterancestors())]
-    texts = [_SPACE.sub(" ", p.text_content()).strip() for p in (found or [note])]
-    return [t for t in (_LABEL.sub("", t, count=1).strip() for t in texts) if t]
+    nested = set(candidates)
+    outer = [p for p in candidates if not any(q in nested for q in p.iterancestors())]
+    texts = (_LABEL.sub("", p.text_content(), count=1).strip() for p in (outer or [note]))
+    return [t for t in texts if t]
 
 
 def _host(ref: etree._Element, root: etree._Element) -> etree._Element | None:

@@ -198,7 +198,7 @@ class _Reader:
                 flush()
                 self.walk(child)
             elif child.tag in _DROP_TAGS or _is_furniture(child):
-                pass
+                pass  # left out; its tail is still read below
             elif _is_code(child):
                 if child.tag not in ("code", "samp"):  # a listing, not inline code
                     flush()
