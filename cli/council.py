@@ -1,7 +1,8 @@
 """``magi ask`` (the MAGI council decides) and the commands plugins add (``magi spec`` from sdd).
 
 Exit codes of ``magi ask``: 0 APPROVE, 1 DENY, 3 CONDITIONAL, 4 no decision (quorum lost), 2 bad
-input or settings (as for every magi command). With ``--runs K``, the majority decision's code.
+input or settings (as for every magi command). With ``--runs K``, the code of the outcome more than
+half of the runs reached (a split 3, like one split deliberation), else 4: no majority is no decision.
 """
 
 from __future__ import annotations
@@ -195,14 +196,34 @@ async def ask_command(args: argparse.Namespace) -> int:
         async with ray_runtime(settings, address=args.address) as runtime:
             result = await ask(question, settings, runtime, overrides=overrides, on_event=progress)
     markdown = runs_markdown(result) if isinstance(result, RunsReport) else to_markdown(result)
+    keep(settings, result)
     emit(settings, to_json(result), markdown)
     return result.exit_code
+
+
+def keep(settings: Any, result: Any) -> None:
+    """Keep the answer for ``magi history council``; a store that cannot be written costs the history
+    entry only (said on stderr), never the answer."""
+    from core.errors import MagiError
+    from core.messages import catalogue
+    from magi.history import remember  # before the store opens: it registers its table
+    from magi.output import RunsReport
+    from sessions.ids import LOCAL_OWNER
+
+    try:
+        from core.store import open_store
+
+        remember(open_store(settings), LOCAL_OWNER, result)
+    except MagiError as exc:
+        first = result.deliberations[0] if isinstance(result, RunsReport) else result
+        sys.stderr.write(catalogue("magi").text("history.not_kept", first.language, reason=str(exc)) + "\n")
 
 
 __all__ = [
     "CouncilProgress",
     "ask_command",
     "council_settings",
+    "keep",
     "plugin_command",
     "preparse_plugins",
     "read_prompt",

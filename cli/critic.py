@@ -67,6 +67,8 @@ async def critic(args: argparse.Namespace) -> int:
     from core.runtime import ray_runtime
     from core.store import open_store
     from critic.engine import evaluate_ideas, preflight
+    from critic.history import remember  # before the store opens: it registers its table
+    from sessions.ids import LOCAL_OWNER
 
     settings = CRITIC_OPTIONS.apply(settings_from(args), CRITIC_OPTIONS.from_args(args))
     ideas = read_ideas(args.ideas)  # bad input fails before Ray starts
@@ -74,6 +76,7 @@ async def critic(args: argparse.Namespace) -> int:
     store = open_store(settings)
     async with ray_runtime(settings, address=args.address) as runtime:
         out = await evaluate_ideas(ideas, settings, runtime, store=store)
+    remember(store, LOCAL_OWNER, out)  # for magi history critic
     emit(settings, out.model_dump(mode="json", by_alias=True), markdown(out))
     return 0
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from cli import advisor, council, critic, doctor, kb, research, route, serve, tool
+from cli import advisor, council, critic, doctor, history, kb, research, route, serve, tool
 from cli.common import shared_options
 from core import __version__
 from core.errors import MagiError, first_line
@@ -17,7 +17,7 @@ from core.telemetry import configure_tracing, request_scope, setup_logging
 from core.telemetry.logs import LogFormat
 from core.validation import printable
 
-COMMANDS = (research, doctor, serve, council, critic, route, advisor, tool, kb)
+COMMANDS = (research, doctor, serve, council, critic, route, advisor, tool, kb, history)
 
 
 class MagiParser(argparse.ArgumentParser):

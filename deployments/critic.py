@@ -9,6 +9,10 @@
   ``ideaJudged`` per idea as it finishes, ``evaluationCompleted`` (critic/events.py), then ``result``
   (the CriticOutput) or ``error``.
 - ``GET /critic/`` the critic page (deployments/pages.py): ideas in, progress per idea, the ranking.
+- ``GET /critic/evaluations?limit=20&cursor=`` the caller's past runs (owned by the API key the guard
+  accepted), newest first: ``{items: [{id, createdAt, title, outcome, summary}], nextCursor}``;
+  ``GET /critic/evaluations/{id}`` one reopened: ``{record, result}`` (``result`` the CriticOutput as
+  answered). Another key's run is 404, like one that does not exist.
 - ``GET /critic/healthz`` -> one part each for the store, the LLM and the warm workers; 503 when one
   is not ready (open without an API key).
 
@@ -18,15 +22,18 @@ that many ideas are judged at once and no request pays for starting them again.
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fastapi import Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import ConfigError, LLMNotConfiguredError, MagiError, first_line
 from core.events import CallbackSink, Event, EventSink
+from core.history import DEFAULT_PAGE, MAX_PAGE
 from core.settings import Settings
 from critic.errors import CriticError
 from critic.models import CriticInput, CriticOutput, IdeaList
@@ -41,6 +48,7 @@ from deployments.answers import (
     without_server_paths,
 )
 from deployments.base import AppService, bind, builder, http_api, service
+from deployments.history import page_answer, record_answer
 from deployments.readiness import actors_check, llm_check, store_check
 
 if TYPE_CHECKING:
@@ -74,6 +82,8 @@ class CriticService(AppService):
         from core.runtime import RayRuntime
         from core.store import open_store
         from critic.engine import WorkerPool
+        import critic.history  # noqa: F401  (its table is created when the store opens)
+
 
         super().__init__(settings)
         self._store = open_store(settings)
@@ -98,19 +108,25 @@ class CriticService(AppService):
             return invalid_option(exc)
         return settings
 
-    async def _evaluate(self, body: CriticRequest, settings: Settings, events: EventSink | None = None) -> CriticOutput:
+    async def _evaluate(
+        self, body: CriticRequest, settings: Settings, owner: str, events: EventSink | None = None
+    ) -> CriticOutput:
+        """The run's answer, kept for ``owner`` before it is returned."""
         from critic.engine import evaluate_ideas
+        from critic.history import remember
 
         ideas = CriticInput(ideas=body.ideas)
-        return await evaluate_ideas(ideas, settings, self._runtime, store=self._store, pool=self._pool, events=events)
+        out = await evaluate_ideas(ideas, settings, self._runtime, store=self._store, pool=self._pool, events=events)
+        await asyncio.to_thread(remember, self._store, owner, out)
+        return out
 
     @api.post("/evaluate")
-    async def evaluate(self, body: CriticRequest) -> JSONResponse:
+    async def evaluate(self, body: CriticRequest, request: Request) -> JSONResponse:
         settings = self._accepted(body)
         if isinstance(settings, JSONResponse):
             return settings
         try:
-            out = await self._evaluate(body, settings)
+            out = await self._evaluate(body, settings, self.caller(request))
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
             return error_answer(502, "no idea could be evaluated; see failures", failures=failures)
@@ -120,17 +136,37 @@ class CriticService(AppService):
         return JSONResponse(out.model_dump(mode="json", by_alias=True))
 
     @api.post("/evaluate/stream")
-    async def evaluate_stream(self, body: CriticRequest) -> Any:
+    async def evaluate_stream(self, body: CriticRequest, request: Request) -> Any:
         """The same evaluation as Server-Sent Events: progress idea by idea, then the ``result``."""
         settings = self._accepted(body)
         if isinstance(settings, JSONResponse):
             return settings
+        owner = self.caller(request)
 
         async def work(report: Callable[[Event], None]) -> dict[str, Any]:
-            out = await self._evaluate(body, settings, CallbackSink(report))
+            out = await self._evaluate(body, settings, owner, CallbackSink(report))
             return out.model_dump(mode="json", by_alias=True)
 
         return event_stream(progress_frames(work))
+
+    @api.get("/evaluations")
+    async def evaluations(
+        self,
+        request: Request,
+        limit: int = Query(DEFAULT_PAGE, ge=1, le=MAX_PAGE, description="Runs per page."),
+        cursor: str | None = Query(None, description="nextCursor of the page before; omit for the newest."),
+    ) -> JSONResponse:
+        """The caller's past evaluation runs, newest first."""
+        from critic.history import runs
+
+        return await page_answer(runs(self._store), self.caller(request), limit, cursor)
+
+    @api.get("/evaluations/{evaluation_id}")
+    async def evaluation(self, evaluation_id: str, request: Request) -> JSONResponse:
+        """One of the caller's past evaluation runs, as it was answered."""
+        from critic.history import runs
+
+        return await record_answer(runs(self._store), self.caller(request), evaluation_id, "evaluation")
 
 
 def build_app(settings: Settings) -> "Application":

@@ -8,24 +8,33 @@
   progress events as the deliberation goes (magi/events.py), then one ``result`` event (or ``error``).
 - ``GET /magi/`` the council page (deployments/pages.py): ask, watch the three sages answer live,
   read the decision, copy it as Markdown or JSON.
-- ``GET /magi/healthz``: ready when an LLM is configured (deployments/base.py: the skeleton, guard
-  and body cap included).
+- ``GET /magi/decisions?limit=20&cursor=`` the caller's past decisions (owned by the API key the guard
+  accepted), newest first: ``{items: [{id, createdAt, title, outcome, summary}], nextCursor}``;
+  ``GET /magi/decisions/{id}`` one of them reopened: ``{record, result}`` (``result`` as ``/ask``
+  answered). Another key's decision is 404, like one that does not exist.
+- ``GET /magi/healthz``: ready when the store answers and an LLM is configured (deployments/base.py:
+  the skeleton, guard and body cap included).
+
+Every answered ask is kept for its caller (magi/history.py) before the answer is sent.
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from fastapi import Request
+from fastapi import Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import ConfigError, InputError, first_line
+from core.history import DEFAULT_PAGE, MAX_PAGE
 from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
 from deployments.base import AppService, bind, builder, http_api, service
-from deployments.readiness import llm_check
+from deployments.history import page_answer, record_answer
+from deployments.readiness import llm_check, store_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from magi.events import EventCallback
@@ -57,14 +66,17 @@ class AskRequest(COUNCIL_OPTIONS.body(_AskFields, "AskRequest")):  # type: ignor
 @service(api, name="MagiCouncil", max_ongoing_requests=32)
 class MagiService(AppService):
     def __init__(self, settings: Settings) -> None:
+        from core.store import open_store
+        import magi.history  # noqa: F401  (its table is created when the store opens)
         from magi.plugins import load_plugins, overrides_for
         from magi.settings import CouncilSettings
 
         super().__init__(settings)
+        self._store = open_store(settings)
         self._serve = ServeSettings.of(settings)
         self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks running per client
         self._overrides = overrides_for(load_plugins(CouncilSettings.of(settings)))
-        self.checks = [llm_check(settings.llm, "POST /magi/ask")]
+        self.checks = [store_check(self._store), llm_check(settings.llm, "POST /magi/ask")]
 
     def _prepare(self, body: AskRequest) -> tuple[str, Settings]:
         from magi.api import check_llm
@@ -78,16 +90,22 @@ class MagiService(AppService):
         check_llm(settings.llm, "POST /magi/ask")
         return prompt, settings
 
-    async def _run(self, prompt: str, settings: Settings, on_event: EventCallback | None = None) -> dict[str, Any]:
+    async def _run(
+        self, prompt: str, settings: Settings, owner: str, on_event: EventCallback | None = None
+    ) -> dict[str, Any]:
+        """The council's answer, kept for ``owner`` before it is returned."""
         from core.runtime import RayRuntime
         from magi.api import ask
+        from magi.history import remember
         from magi.output import to_json
 
         runtime = RayRuntime()
         try:
-            return to_json(await ask(prompt, settings, runtime, overrides=self._overrides, on_event=on_event))
+            result = await ask(prompt, settings, runtime, overrides=self._overrides, on_event=on_event)
         finally:
             await runtime.close()
+        await asyncio.to_thread(remember, self._store, owner, result)
+        return to_json(result)
 
     def _accepted(self, body: AskRequest) -> tuple[str, Settings] | JSONResponse:
         """The question and its settings, or the answer refusing the request (422; 503 without an LLM)."""
@@ -108,8 +126,9 @@ class MagiService(AppService):
         if isinstance(accepted, JSONResponse):
             return accepted
         try:
-            with self._in_flight.slot(self.caller(request)):
-                return JSONResponse(await self._run(*accepted))
+            owner = self.caller(request)
+            with self._in_flight.slot(owner):
+                return JSONResponse(await self._run(*accepted, owner))
         except ClientBusyError as exc:
             return self._busy(exc)
 
@@ -119,7 +138,8 @@ class MagiService(AppService):
         if isinstance(accepted, JSONResponse):
             return accepted
         prompt, settings = accepted
-        slot = self._in_flight.slot(self.caller(request))
+        owner = self.caller(request)
+        slot = self._in_flight.slot(owner)
         try:
             slot.__enter__()
         except ClientBusyError as exc:
@@ -127,12 +147,31 @@ class MagiService(AppService):
 
         async def frames() -> AsyncIterator[bytes]:
             try:
-                async for frame in progress_frames(lambda report: self._run(prompt, settings, on_event=report)):
+                async for frame in progress_frames(lambda report: self._run(prompt, settings, owner, on_event=report)):
                     yield frame
             finally:
                 slot.__exit__()
 
         return event_stream(frames())
+
+    @api.get("/decisions")
+    async def decisions(
+        self,
+        request: Request,
+        limit: int = Query(DEFAULT_PAGE, ge=1, le=MAX_PAGE, description="Decisions per page."),
+        cursor: str | None = Query(None, description="nextCursor of the page before; omit for the newest."),
+    ) -> JSONResponse:
+        """The caller's past decisions, newest first."""
+        from magi.history import decisions
+
+        return await page_answer(decisions(self._store), self.caller(request), limit, cursor)
+
+    @api.get("/decisions/{decision_id}")
+    async def decision(self, decision_id: str, request: Request) -> JSONResponse:
+        """One of the caller's past decisions, as it was answered."""
+        from magi.history import decisions
+
+        return await record_answer(decisions(self._store), self.caller(request), decision_id, "decision")
 
 
 def build_app(settings: Settings) -> "Application":

@@ -15,27 +15,56 @@ split and shows every position. Identifiers (APPROVE, True/False) stay in the JS
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from core.messages import Catalogue, Lang, catalogue, format_number, format_percent
 from core.models import CamelModel
 from magi.models import SAGES, Deliberation, SageName, Verdict, Vote, VoteRecord
-from magi.tally import Decision
 
-CAUTION: tuple[Decision, ...] = ("NO_DECISION", "DENY", "CONDITIONAL", "APPROVE")  # ties go to the first
-EXIT_OF: dict[Decision, int] = {"APPROVE": 0, "DENY": 1, "CONDITIONAL": 3, "NO_DECISION": 4}
+Outcome = Literal["APPROVE", "DENY", "CONDITIONAL", "SPLIT", "NO_DECISION"]
+OUTCOMES: tuple[Outcome, ...] = ("APPROVE", "DENY", "CONDITIONAL", "SPLIT", "NO_DECISION")
+RunsDecision = Literal["APPROVE", "DENY", "CONDITIONAL", "SPLIT", "NO_DECISION", "NO_MAJORITY"]
+# A split exits as a single split deliberation does (3: neither approved nor denied); no outcome shared by
+# more than half of the runs is no decision (4). Fail closed: only an approval by a majority exits 0.
+EXIT_OF: dict[RunsDecision, int] = {
+    "APPROVE": 0,
+    "DENY": 1,
+    "CONDITIONAL": 3,
+    "SPLIT": 3,
+    "NO_DECISION": 4,
+    "NO_MAJORITY": 4,
+}
+
+
+def outcome_of(d: Deliberation) -> Outcome:
+    """What one deliberation came to, a split counted as a split (its ``decision`` field stays CONDITIONAL)."""
+    return "SPLIT" if d.split else d.decision
+
+
+class RunOutcome(CamelModel):
+    """One run of several, labelled by its number (1-based) and seed."""
+
+    run: int
+    seed: int
+    outcome: Outcome
+    deliberation_id: str
 
 
 class RunsReport(CamelModel):
-    """``--runs K``: K independent deliberations, the decision distribution and the flip rate."""
+    """``--runs K``: K independent deliberations as a distribution of outcomes, each run labelled."""
 
-    decision: Decision
+    decision: RunsDecision = Field(
+        description="The outcome more than half of the runs reached; NO_MAJORITY when no outcome did."
+    )
+    majority_count: int = Field(description="How many runs reached the reported decision (0 with NO_MAJORITY).")
+    majority_needed: int = Field(description="Runs needed for a majority: more than half.")
     exit_code: int
     runs: int
-    distribution: dict[str, int]
-    agreement: float = Field(description="Share of runs that reached the reported decision.")
+    distribution: dict[Outcome, int] = Field(description="Runs per outcome; a split counts as SPLIT.")
+    outcomes: list[RunOutcome]
+    agreement: float = Field(description="Share of runs that reached the most frequent outcome.")
     flip_rate: float = Field(description="Share of sage votes whose final verdict differs from the blind one.")
     unargued_flips: int = Field(description="Flips without a new argument (flagged in conformity).")
     seeds: list[int]
@@ -43,18 +72,29 @@ class RunsReport(CamelModel):
 
 
 def summarize_runs(deliberations: list[Deliberation]) -> RunsReport:
-    """The majority decision over runs (ties go to the more cautious decision, failing closed)."""
-    counts = Counter(d.decision for d in deliberations)
-    top = max(counts.values())
-    decision = next(d for d in CAUTION if counts.get(d) == top)
+    """The distribution of outcomes over the runs; the reported decision is the outcome of more than half
+    of them, else NO_MAJORITY (never the largest minority: 1-1-1 is no decision)."""
+    outcomes = [outcome_of(d) for d in deliberations]
+    counts = Counter(outcomes)
+    runs = len(deliberations)
+    needed = runs // 2 + 1
+    top = max(counts.values()) if counts else 0
+    winner = next((o for o in OUTCOMES if counts.get(o, 0) >= needed), None)
+    decision: RunsDecision = winner if winner is not None else "NO_MAJORITY"
     entries = [c for d in deliberations for c in d.conformity if c.blind is not None and c.final is not None]
     flips = sum(1 for c in entries if c.changed)
     return RunsReport(
         decision=decision,
+        majority_count=counts.get(winner, 0) if winner is not None else 0,
+        majority_needed=needed,
         exit_code=EXIT_OF[decision],
-        runs=len(deliberations),
-        distribution={d: counts.get(d, 0) for d in reversed(CAUTION)},
-        agreement=round(top / len(deliberations), 4),
+        runs=runs,
+        distribution={o: counts.get(o, 0) for o in OUTCOMES},
+        outcomes=[
+            RunOutcome(run=i, seed=d.seed, outcome=o, deliberation_id=d.id)
+            for i, (d, o) in enumerate(zip(deliberations, outcomes, strict=True), start=1)
+        ],
+        agreement=round(top / runs, 4) if runs else 0.0,
         flip_rate=round(flips / len(entries), 4) if entries else 0.0,
         unargued_flips=sum(1 for d in deliberations for c in d.conformity if c.flagged),
         seeds=[d.seed for d in deliberations],
@@ -276,31 +316,53 @@ def _usage(d: Deliberation, w: _Writer) -> list[str]:
 
 
 def runs_markdown(report: RunsReport) -> str:
+    """Several runs: the distribution (a split counted as a split), the decision only when a majority of
+    the runs reached it, and every run labelled with its number and seed."""
     first = report.deliberations[0] if report.deliberations else None
     w = _Writer(first.language if first else "ja")
-    decision = w.t(f"decision.{report.decision}")
     sep = "・" if w.lang == "ja" else ", "
-    distribution = sep.join(f"{w.t(f'decision.{k}')} {v}" for k, v in report.distribution.items())
+    distribution = sep.join(
+        w.t("runs.count", outcome=w.t(f"outcome.{k}"), n=v) for k, v in report.distribution.items()
+    )
+    if report.decision == "NO_MAJORITY":
+        majority = w.t("runs.no_majority", runs=report.runs, needed=report.majority_needed)
+    else:
+        outcome = w.t(f"outcome.{report.decision}")
+        majority = w.t("runs.majority", runs=report.runs, count=report.majority_count, outcome=outcome)
     lines = [
-        w.t("runs.title", runs=report.runs, decision=decision),
+        w.t("runs.title", runs=report.runs, decision=w.t(f"runs.decision.{report.decision}")),
         "",
-        w.t("line.exit", code=report.exit_code),
+        majority,
         w.t("runs.distribution", distribution=distribution),
         w.t(
-            "runs.agreement",
-            agreement=format_percent(report.agreement, w.lang),
+            "runs.flips",
             flips=format_percent(report.flip_rate, w.lang),
             unargued=report.unargued_flips,
         ),
+        w.t("line.exit", code=report.exit_code),
         "",
         w.t("runs.header"),
         "|---|---|---|---|",
     ]
-    for i, d in enumerate(report.deliberations, start=1):
+    for entry, d in zip(report.outcomes, report.deliberations, strict=True):
         finals = {v.sage: v.final for v in d.votes}
         votes = sep.join(f"{s.display} {w.vote(finals.get(s))}" for s in SAGES)
-        lines.append(f"| {i} | {d.seed} | {headline(d)} | {votes} |")
+        label = w.t("runs.label", run=entry.run)
+        lines.append(f"| {label} | {entry.seed} | {w.t(f'outcome.{entry.outcome}')} | {votes} |")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CAUTION", "EXIT_OF", "RunsReport", "headline", "runs_markdown", "summarize_runs", "to_json", "to_markdown"]
+__all__ = [
+    "EXIT_OF",
+    "OUTCOMES",
+    "Outcome",
+    "RunOutcome",
+    "RunsDecision",
+    "RunsReport",
+    "headline",
+    "outcome_of",
+    "runs_markdown",
+    "summarize_runs",
+    "to_json",
+    "to_markdown",
+]

@@ -16,7 +16,11 @@ the question steers it exactly (tests, demos)::
 Per sage, verdicts in order (Thinking, Debate round 1, 2, ...; the final vote takes the last one),
 plus flags: ``silent`` (change stance without naming a new argument), ``fail@PHASE`` (raise),
 ``slow@PHASE`` (sleep ten minutes), ``invalid@PHASE`` (answer with output that never validates).
-PHASE is thinking, debate, voting or summary.
+PHASE is thinking, debate, voting or summary. Alternatives separated by ``||`` script several runs
+(``--runs K``, seeds ``seed..seed+K-1``): a run takes alternative ``seed % n``, so K consecutive seeds
+and K alternatives give every alternative once::
+
+    magi-script: melchior=APPROVE balthasar=APPROVE casper=DENY || melchior=DENY balthasar=DENY casper=DENY
 """
 
 from __future__ import annotations
@@ -71,10 +75,12 @@ class Directive:
     invalid: set[str] = field(default_factory=set)
 
 
-def parse_directives(text: str) -> dict[SageName, Directive]:
+def parse_directives(text: str, seed: int = 0) -> dict[SageName, Directive]:
+    """Each sage's directive; of ``A || B || ...`` alternatives, the one at ``seed`` modulo their number."""
     found: dict[SageName, Directive] = {}
     for line in _DIRECTIVE.findall(text):
-        for token in line.split():
+        alternatives = line.split("||")
+        for token in alternatives[seed % len(alternatives)].split():
             name, _, value = token.partition("=")
             try:
                 sage = SageName(name.strip().lower())
@@ -291,7 +297,8 @@ async def respond(request: LLMRequest) -> LLMResponse:
     prompt = request.messages[-1].text if request.messages else ""
     session = _SESSION.search(everything)
     sage = _sage_of(request)
-    directive = parse_directives(everything).get(sage)
+    seed = int(session.group(1)[1:]) if session and session.group(1)[1:].isdigit() else 0
+    directive = parse_directives(everything, seed).get(sage)
     name = request.output_name or ""
     phase = PHASES.get(name, "other")
     if directive is not None:

@@ -5,7 +5,7 @@
 const { t, el, num, percent } = MAGI;
 const $ = (id) => document.getElementById(id);
 const SAGES = ["melchior", "balthasar", "casper"];
-const DECISIONS = ["APPROVE", "DENY", "CONDITIONAL", "NO_DECISION"];
+const OUTCOMES = ["APPROVE", "DENY", "CONDITIONAL", "SPLIT", "NO_DECISION"];
 let lastResult = null;
 let followedRun = null;  // with several runs, the panels follow the first deliberation
 
@@ -105,18 +105,15 @@ function conformityMark(c) {
   return "＝ " + t("council.conformity_kept");
 }
 
-function renderDeliberation(d) {
-  const verdict = headline(d);
-  $("verdict").className = "v-" + verdict;
-  $("verdict").textContent = t("verdict." + verdict);
-  $("rationale").textContent = rationale(d);
-  const majority = d.decision;
+// One deliberation's reasons, conditions, dissent and conformity; its rationale goes to ``why``.
+function renderDetails(d, why) {
+  why.textContent = rationale(d);
   const reasons = (d.votes || []).filter((v) => v.final).map((v) => {
     const li = el("li");
     li.append(el("strong", sageName(v.sage) + ": "), verdictChip(v.final.verdict), el("span", " " + v.final.reason));
     return li;
   });
-  $("rationale").append(list(t("council.final_reasons"), reasons));
+  why.append(list(t("council.final_reasons"), reasons));
   $("conditions").replaceChildren(list(t("council.conditions"), (d.conditions || []).map((c) =>
     el("li", c.text + "（" + c.sages.map(sageName).join("・") + "）"))));
   const dissent = isSplit(d) ? [] : d.dissent || [];  // in a split there is no majority to dissent from
@@ -143,26 +140,72 @@ function renderDeliberation(d) {
   if (d.failures && d.failures.length) {
     $("conformity").append(list(t("council.failures"), d.failures.map((f) => el("li", sageName(f.sage) + ": " + stepName(f.phase, f.round) + " — " + f.message))));
   }
-  return majority;
+}
+
+function renderDeliberation(d) {
+  const verdict = headline(d);
+  $("verdict").className = "v-" + verdict;
+  $("verdict").textContent = t("verdict." + verdict);
+  $("run-heading").hidden = true;
+  $("run-rationale").replaceChildren();
+  renderDetails(d, $("rationale"));
+}
+
+// Several runs: what a majority of them decided (or that none did), the distribution with splits
+// counted as splits, every run listed with its number and seed, and one run's details under its label.
+function runsRationale(report) {
+  if (report.decision === "NO_MAJORITY") return t("council.runs_no_majority", { runs: report.runs, needed: report.majorityNeeded });
+  return t("council.runs_majority", { runs: report.runs, count: report.majorityCount, verdict: t("verdict." + report.decision) });
+}
+
+function runLabel(report, i) {
+  const o = report.outcomes[i];
+  return t("council.run_heading", { n: o.run, runs: report.runs, seed: o.seed, verdict: t("verdict." + o.outcome) });
+}
+
+function showRun(report, i) {
+  $("run-heading").hidden = false;
+  $("run-heading").textContent = runLabel(report, i);
+  renderDetails(report.deliberations[i], $("run-rationale"));
+  for (const button of $("run-list").querySelectorAll("button")) button.setAttribute("aria-pressed", String(Number(button.dataset.run) === i));
 }
 
 function renderRuns(report) {
-  const first = report.deliberations[0];
-  renderDeliberation(first);
   $("verdict").className = "v-" + report.decision;
   $("verdict").textContent = t("verdict." + report.decision);
-  $("rationale").prepend(el("div", t("council.runs_rationale", { runs: report.runs, agreement: percent(report.agreement), verdict: t("verdict." + report.decision) })));
+  $("rationale").textContent = runsRationale(report);
   $("dist").replaceChildren();
-  for (const decision of DECISIONS) {
-    const count = report.distribution[decision] || 0;
-    const label = el("span", t("verdict." + decision));
+  for (const outcome of OUTCOMES) {
+    const count = report.distribution[outcome] || 0;
     const barBox = MAGI.bar(count / report.runs);
     barBox.setAttribute("role", "img");
-    barBox.setAttribute("aria-label", t("verdict." + decision) + " " + count);
-    $("dist").append(label, barBox, el("span", num(count)));
+    barBox.setAttribute("aria-label", t("verdict." + outcome) + " " + count);
+    $("dist").append(el("span", t("verdict." + outcome)), barBox, el("span", num(count)));
   }
-  $("dist-note").textContent = t("council.runs_note", { agreement: percent(report.agreement), flips: percent(report.flipRate), unargued: num(report.unarguedFlips) });
+  $("dist-note").textContent = t("council.runs_note", { flips: percent(report.flipRate), unargued: num(report.unarguedFlips) });
+  const table = el("table");
+  const head = el("tr");
+  for (const key of ["council.col_run", "council.col_seed", "council.col_outcome", "council.col_details"]) head.append(el("th", t(key)));
+  table.append(head);
+  report.outcomes.forEach((o, i) => {
+    const row = el("tr");
+    const show = el("button", t("council.run_show"), "secondary small");
+    show.type = "button";
+    show.dataset.run = String(i);
+    show.setAttribute("aria-label", t("council.run_show_n", { n: o.run }));
+    show.addEventListener("click", () => showRun(report, i));
+    const cell = el("td");
+    cell.append(show);
+    const outcome = el("td");
+    outcome.append(verdictChip(o.outcome));
+    row.append(el("td", t("council.run_label", { n: o.run })), el("td", String(o.seed)), outcome, cell);
+    table.append(row);
+  });
+  const wrap = el("div", null, "scroll");
+  wrap.append(table);
+  $("run-list").replaceChildren(el("h3", t("council.run_list")), wrap);
   $("runs-chart").hidden = false;
+  showRun(report, 0);
 }
 
 function render(result) {
@@ -172,15 +215,8 @@ function render(result) {
 }
 
 // The decision as Markdown in the page's language (what a person pastes into a ticket or a chat).
-function markdown(result) {
-  const d = result.deliberations ? result.deliberations[0] : result;
-  const verdict = result.deliberations ? result.decision : headline(d);
-  const lines = ["# " + t("council.md_title", { verdict: t("verdict." + verdict) }), "", "> " + (d.question || "").split("\n")[0], ""];
-  if (result.deliberations) {
-    lines.push("- " + t("council.runs_rationale", { runs: result.runs, agreement: percent(result.agreement), verdict: t("verdict." + result.decision) }));
-    lines.push("- " + DECISIONS.map((k) => t("verdict." + k) + " " + (result.distribution[k] || 0)).join(" / "), "");
-  }
-  lines.push(rationale(d), "", "| " + [t("council.col_sage"), t("council.col_blind"), t("council.col_final"), t("council.col_conformity")].join(" | ") + " |", "|---|---|---|---|");
+function deliberationMarkdown(d) {
+  const lines = [rationale(d), "", "| " + [t("council.col_sage"), t("council.col_blind"), t("council.col_final"), t("council.col_conformity")].join(" | ") + " |", "|---|---|---|---|"];
   for (const c of d.conformity || []) {
     const cell = (v) => (v ? t("verdict." + v) : "—");
     lines.push("| " + [sageName(c.sage), cell(c.blind), cell(c.final), conformityMark(c)].join(" | ") + " |");
@@ -189,10 +225,22 @@ function markdown(result) {
     lines.push("", "## " + t("council.conditions"), "");
     for (const c of d.conditions) lines.push("- " + c.text + "（" + c.sages.map(sageName).join("・") + "）");
   }
-  if ((d.dissent || []).length) {
+  if (!isSplit(d) && (d.dissent || []).length) {
     lines.push("", "## " + t("council.dissent"), "");
     for (const x of d.dissent) lines.push("- " + sageName(x.sage) + ": " + t("verdict." + x.verdict) + " — " + x.reason);
   }
+  return lines;
+}
+
+function markdown(result) {
+  const runs = Boolean(result.deliberations);
+  const first = runs ? result.deliberations[0] : result;
+  const verdict = runs ? result.decision : headline(result);
+  const lines = ["# " + t("council.md_title", { verdict: t("verdict." + verdict) }), "", "> " + (first.question || "").split("\n")[0], ""];
+  if (!runs) return lines.concat(deliberationMarkdown(result)).join("\n") + "\n";
+  lines.push(runsRationale(result), "", "| " + [t("council.col_run"), t("council.col_seed"), t("council.col_outcome")].join(" | ") + " |", "|---|---|---|");
+  for (const o of result.outcomes) lines.push("| " + [t("council.run_label", { n: o.run }), o.seed, t("verdict." + o.outcome)].join(" | ") + " |");
+  result.deliberations.forEach((d, i) => lines.push("", "## " + runLabel(result, i), "", ...deliberationMarkdown(d)));
   return lines.join("\n") + "\n";
 }
 
@@ -208,6 +256,7 @@ $("form").addEventListener("submit", async (event) => {
   setBusy(true);
   followedRun = null;
   const runs = Number($("runs").value) || 1;
+  $("panels-note").hidden = runs < 2;
   let decided = 0;
   const progress = $("phasebar");
   progress.replaceChildren(MAGI.bar(0));
