@@ -80,13 +80,10 @@ def listing(system: str, page: RecordPage, start: int = 1) -> str:
 def reopened(system: str, result: dict[str, Any]) -> str:
     """The kept answer rendered as its command printed it."""
     if system == "council":
-        from magi.models import Deliberation
-        from magi.output import RunsReport, runs_markdown, to_markdown
+        from magi.output import RunsReport, from_json, runs_markdown, to_markdown
 
-        if "deliberations" in result:
-            runs = [{"timings": {}, **d} for d in result["deliberations"]]  # a seeded run keeps no timings
-            return runs_markdown(RunsReport.model_validate({**result, "deliberations": runs}))
-        return to_markdown(Deliberation.model_validate({"timings": {}, **result}))
+        kept = from_json(result)
+        return runs_markdown(kept) if isinstance(kept, RunsReport) else to_markdown(kept)
     from critic.markdown import critic_markdown
     from critic.models import CriticOutput
 

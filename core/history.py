@@ -75,7 +75,8 @@ def _position(cursor: str) -> tuple[str, str]:
         created_at, record_id = text.split("\n")
         datetime.fromisoformat(created_at)
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InputError(f"cursor {cursor[:40]!r} is not one a list returned; omit it to start from the newest") from None
+        shown = cursor[:40]
+        raise InputError(f"cursor {shown!r} is not one a list returned; omit it to start from the newest") from None
     return created_at, record_id
 
 

@@ -13,7 +13,7 @@ import json
 
 from critic.models import BusinessIdea, Weights
 
-SCORING_VERSION = 1
+SCORING_VERSION = 2  # 2: one rounding rule, the median judgement, the weighted parts
 
 
 def content_hash(idea: BusinessIdea) -> str:

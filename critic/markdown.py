@@ -70,20 +70,24 @@ def critic_markdown(out: CriticOutput, lang: Lang | None = None) -> str:
             budget=format_number(usage.token_budget, language),
             cost=p.t("cost.unknown") if usage.llm.cost_usd == "unknown" else usage.llm.cost_text(),
         ),
+        p.t("run.scores"),
         "",
         p.t("ranking.title"),
         "",
         p.t("ranking.header"),
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     order = ranked + [e for e in out.evaluations if e not in ranked]
     for i, e in enumerate(order, start=1):
         if e.status != "ok":
             status = p.t("ranking.timeout" if e.status == "timeout" else "ranking.failed")
-            lines.append(f"| — | {e.title} | {status} | — | — | — |")
+            lines.append(f"| — | {e.title} | {status} | — | — | — | — |")
             continue
-        scores = [_points(v, language) for v in (e.market_score, e.synergy_score, e.total_score, e.spread)]
-        lines.append(f"| {i} | {e.title} | {' | '.join(scores)} |")
+        weights = e.breakdown.weights.label() if e.breakdown else "—"
+        market, synergy, total, spread = (
+            _points(v, language) for v in (e.market_score, e.synergy_score, e.total_score, e.spread)
+        )
+        lines.append(f"| {i} | {e.title} | {market} | {synergy} | {weights} | {total} | {spread} |")
     lines += ["", p.t("ideas.title"), ""]
     for e in order:
         lines += _idea(e, p)
@@ -109,8 +113,6 @@ def _idea(e: IdeaEvaluation, p: _Page) -> list[str]:
         return p.t(key, **{name: _points(value, lang) for name, value in figures.items()})
 
     market = scored("idea.market", score=m.score, size=m.size, growth=m.growth, profitability=m.profitability)
-    if m.profit_rule:
-        market += p.t("idea.profit_rule")
     lines += [market + (f" — {m.reasoning}" if m.reasoning else ""), ""]
     lines += [p.t("idea.story", story=s.scenario.story)]
     if s.scenario.assets:
@@ -123,14 +125,34 @@ def _idea(e: IdeaEvaluation, p: _Page) -> list[str]:
         lines.append(
             f"| {p.name('capability', c.capability)} | {_points(c.points, lang)} | {_points(c.cap, lang)} | {strong} |"
         )
-    v = s.verification
+    sc, v = s.scenario, s.verification
+    factor = {"scenario": format_number(sc.score, lang, 2), "verification": format_number(v.score, lang, 2)}
     lines += [
         "",
-        scored("idea.verification", logic=v.logic, feasibility=v.feasibility, uniqueness=v.uniqueness, scale=v.scale),
+        p.t(
+            "idea.scenario",
+            resource_use=_points(sc.resource_use, lang),
+            brand=_points(sc.brand, lang),
+            strategic_value=_points(sc.strategic_value, lang),
+            score=factor["scenario"],
+        ),
+    ]
+    lines += [
+        "",
+        p.t(
+            "idea.verification",
+            logic=_points(v.logic, lang),
+            feasibility=_points(v.feasibility, lang),
+            uniqueness=_points(v.uniqueness, lang),
+            scale=_points(v.scale, lang),
+            score=factor["verification"],
+        ),
     ]
     if v.hard_to_copy:
         lines += ["", p.t("idea.hard_to_copy", text=v.hard_to_copy)]
     lines += [
+        "",
+        p.t("idea.quality", quality=format_number(s.quality, lang, 2), **factor),
         "",
         p.t(
             "idea.synergy",
@@ -138,15 +160,26 @@ def _idea(e: IdeaEvaluation, p: _Page) -> list[str]:
             mapping=_points(s.mapping, lang),
             quality=format_number(s.quality, lang, 2),
             multiplier=format_number(s.multiplier, lang, 2),
+            unclamped=_points(s.unclamped, lang),
+            clamped=p.t("idea.clamped") if s.unclamped > s.score else "",
         ),
+    ]
+    weights = {
+        "market_weight": format_number(b.weights.market, lang),
+        "synergy_weight": format_number(b.weights.synergy, lang),
+    }
+    if m.profit_rule:
+        lines += ["", p.t("idea.profit_rule", **weights)]
+    lines += [
         "",
         p.t(
             "idea.total",
             total=_points(e.total_score, lang),
+            market_part=_points(b.market_part, lang),
+            synergy_part=_points(b.synergy_part, lang),
             market=_points(e.market_score, lang),
             synergy=_points(e.synergy_score, lang),
-            market_weight=format_number(b.weights.market, lang),
-            synergy_weight=format_number(b.weights.synergy, lang),
+            **weights,
         ),
     ]
     if e.warnings:

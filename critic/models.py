@@ -177,7 +177,7 @@ class ScenarioBreakdown(CamelModel):
     resource_use: float
     brand: float
     strategic_value: float
-    score: float = Field(description="(resourceUse + brand + strategicValue) / 30, 0-1.")
+    score: float = Field(description="(resourceUse + brand + strategicValue) / 30, 0-1, to two decimals.")
 
 
 class VerificationBreakdown(CamelModel):
@@ -186,7 +186,7 @@ class VerificationBreakdown(CamelModel):
     uniqueness: float
     scale: float
     hard_to_copy: str
-    score: float = Field(description="(logic + feasibility + uniqueness + scale) / 20, 0-1.")
+    score: float = Field(description="(logic + feasibility + uniqueness + scale) / 20, 0-1, to two decimals.")
 
 
 class SynergyBreakdown(CamelModel):
@@ -195,7 +195,7 @@ class SynergyBreakdown(CamelModel):
     mapping: float = Field(description="Sum of the capability points, 0-50.")
     scenario: ScenarioBreakdown
     verification: VerificationBreakdown
-    quality: float = Field(description="0.5 + 0.25 x scenario + 0.25 x verification, 0.5-1.")
+    quality: float = Field(description="0.5 + 0.25 x scenario + 0.25 x verification, 0.5-1, to two decimals.")
     strong_capabilities: int
     multiplier: float = Field(description="1.0, or 1.2 / 1.35 / 1.5 for 2 / 3 / 4 strong capabilities.")
     unclamped: float = Field(description="mapping x quality x multiplier, before the clamp to 50.")
@@ -207,6 +207,8 @@ class Breakdown(CamelModel):
     market: MarketBreakdown
     synergy: SynergyBreakdown
     weights: Weights = Field(description="Weights applied to this idea (the profit rule may shift them).")
+    market_part: float = Field(description="Market's part of the total: market x its weight / 50.")
+    synergy_part: float = Field(description="Synergy's part of the total: synergy x its weight / 50.")
     arithmetic: str = Field(description="The total's arithmetic, spelled out.")
 
 

@@ -18,17 +18,23 @@ and every idea and can be checked by hand:
   ``quality = 0.5 + 0.25 x scenario + 0.25 x verification`` (an unconvincing story halves the
   mapping at worst); the multiplier is 1.2 / 1.35 / 1.5 when 2 / 3 / 4 capabilities are *strong*
   (at least half their cap), else 1.0; ``synergy = min(50, mapping x quality x multiplier)``.
-* **Total, 0-100** = ``(market x marketWeight + synergy x synergyWeight) / 50``: at 50:50 simply
-  market + synergy.
-* **Ranking.** Highest total; ties (scores are rounded to 2 decimals first) go to the higher
-  synergy, then the higher market, then the smaller spread, then the smaller idea id.
+* **Total, 0-100** = market's part + synergy's part, each part = ``score x weight / 50``
+  (``(market x marketWeight + synergy x synergyWeight) / 50``): at 50:50 simply market + synergy.
+* **One rounding rule**, so every figure shown can be checked from the figures shown beside it: each
+  number is rounded where it is made, to the decimals it is shown with (points to one decimal, the
+  0-1 factors scenario, verification and quality to two), and the next step works on the rounded
+  number. The total is the sum of its two rounded parts.
+* **Samples.** With several judgements the idea's scores are those of its median judgement (by total;
+  of an even number, the lower of the middle two), so its market, synergy and total always come from
+  one judgement and add up; ``spread`` is the range of the totals.
+* **Ranking.** Highest total; ties go to the higher synergy, then the higher market, then the smaller
+  spread, then the smaller idea id.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -59,13 +65,15 @@ STRONG_SHARE = 0.5
 MULTIPLIERS: dict[int, float] = {0: 1.0, 1: 1.0, 2: 1.2, 3: 1.35, 4: 1.5}
 QUALITY_FLOOR = 0.5
 TOTAL_MAX = 100.0
-DIGITS = 2
+DIGITS = 1  # points (scores, parts, capability points) as shown
+FACTOR_DIGITS = 2  # the 0-1 factors (scenario, verification, quality) as shown
 
 
 def checked(value: float, maximum: float, where: str, warnings: list[str]) -> float:
-    """``value`` when it lies in ``[0, maximum]``; otherwise :data:`DEFAULT_SCORE`, logged and warned."""
+    """``value`` (to one decimal, as shown) when it lies in ``[0, maximum]``; otherwise
+    :data:`DEFAULT_SCORE`, logged and warned."""
     if math.isfinite(value) and 0.0 <= value <= maximum:
-        return float(value)
+        return _r(value)
     message = f"{where} = {value:g} is outside 0-{maximum:g}; the default {DEFAULT_SCORE:g} was used instead"
     log.warning("critic: %s", message)
     warnings.append(message)
@@ -74,6 +82,10 @@ def checked(value: float, maximum: float, where: str, warnings: list[str]) -> fl
 
 def _r(value: float) -> float:
     return round(value, DIGITS)
+
+
+def _f(value: float) -> float:
+    return round(value, FACTOR_DIGITS)
 
 
 def profit_rule_applies(idea: BusinessIdea) -> bool:
@@ -124,13 +136,13 @@ def score_synergy(judgement: IdeaJudgement, profile: CapabilityProfile, warnings
                 strong=points >= STRONG_SHARE * capability.cap,
             )
         )
-    mapping = sum(c.points for c in capabilities)
+    mapping = _r(sum(c.points for c in capabilities))
 
     s = judgement.scenario
     resource_use = checked(s.resource_use, SCENARIO_PART_MAX, "scenario.resourceUse", warnings)
     brand = checked(s.brand, SCENARIO_PART_MAX, "scenario.brand", warnings)
     strategic = checked(s.strategic_value, SCENARIO_PART_MAX, "scenario.strategicValue", warnings)
-    scenario_score = (resource_use + brand + strategic) / (3 * SCENARIO_PART_MAX)
+    scenario_score = _f((resource_use + brand + strategic) / (3 * SCENARIO_PART_MAX))
     known = set(profile.asset_ids)
     unknown = [a for a in s.assets if a not in known]
     if unknown:
@@ -142,23 +154,23 @@ def score_synergy(judgement: IdeaJudgement, profile: CapabilityProfile, warnings
         checked(getattr(v, name), VERIFICATION_PART_MAX, f"verification.{name}", warnings)
         for name in ("logic", "feasibility", "uniqueness", "scale")
     ]
-    verification_score = sum(parts) / (4 * VERIFICATION_PART_MAX)
+    verification_score = _f(sum(parts) / (4 * VERIFICATION_PART_MAX))
 
-    quality = QUALITY_FLOOR + 0.25 * scenario_score + 0.25 * verification_score
+    quality = _f(QUALITY_FLOOR + 0.25 * scenario_score + 0.25 * verification_score)
     strong = sum(c.strong for c in capabilities)
     multiplier = multiplier_for(strong)
-    unclamped = mapping * quality * multiplier
+    unclamped = _r(mapping * quality * multiplier)
     return SynergyBreakdown(
         required_capabilities=judgement.capabilities.required,
         capabilities=capabilities,
-        mapping=_r(mapping),
+        mapping=mapping,
         scenario=ScenarioBreakdown(
             story=s.story,
             assets=[a for a in s.assets if a in known],
             resource_use=resource_use,
             brand=brand,
             strategic_value=strategic,
-            score=round(scenario_score, 4),
+            score=scenario_score,
         ),
         verification=VerificationBreakdown(
             logic=parts[0],
@@ -166,20 +178,25 @@ def score_synergy(judgement: IdeaJudgement, profile: CapabilityProfile, warnings
             uniqueness=parts[2],
             scale=parts[3],
             hard_to_copy=v.hard_to_copy,
-            score=round(verification_score, 4),
+            score=verification_score,
         ),
-        quality=round(quality, 4),
+        quality=quality,
         strong_capabilities=strong,
         multiplier=multiplier,
-        unclamped=_r(unclamped),
-        score=_r(min(SYNERGY_MAX, unclamped)),
+        unclamped=unclamped,
+        score=min(SYNERGY_MAX, unclamped),
         reasoning=judgement.capabilities.reasoning,
     )
 
 
+def weighted_parts(market: float, synergy: float, weights: Weights) -> tuple[float, float]:
+    """(market's part, synergy's part) of the total: ``score x weight / 50`` each, rounded as shown."""
+    return _r(market * weights.market / 50.0), _r(synergy * weights.synergy / 50.0)
+
+
 def total_score(market: float, synergy: float, weights: Weights) -> float:
-    """``(market x wm + synergy x ws) / 50``: out of 100; market + synergy at 50:50."""
-    return _r((market * weights.market + synergy * weights.synergy) / 50.0)
+    """The sum of the two weighted parts: out of 100; market + synergy at 50:50."""
+    return _r(sum(weighted_parts(market, synergy, weights)))
 
 
 @dataclass
@@ -203,14 +220,23 @@ def score_judgement(
     market = score_market(judgement.market, profit_rule=rule, warnings=warnings)
     synergy = score_synergy(judgement, profile, warnings)
     applied = weights_for(weights, profit_rule=rule)
-    total = total_score(market.score, synergy.score, applied)
+    market_part, synergy_part = weighted_parts(market.score, synergy.score, applied)
+    total = _r(market_part + synergy_part)
     arithmetic = (
         f"market {market.size:g} + {market.growth:g} + {market.profitability:g} = {market.score:g}; "
         f"synergy min(50, {synergy.mapping:g} x {synergy.quality:g} x {synergy.multiplier:g}) = {synergy.score:g}; "
-        f"total ({market.score:g} x {applied.market:g} + {synergy.score:g} x {applied.synergy:g}) / 50 = {total:g}"
+        f"total {market.score:g} x {applied.market:g} / 50 + {synergy.score:g} x {applied.synergy:g} / 50 = "
+        f"{market_part:g} + {synergy_part:g} = {total:g}"
         + (" (operating profit >= 1 billion yen: market weighted heavier)" if rule else "")
     )
-    breakdown = Breakdown(market=market, synergy=synergy, weights=applied, arithmetic=arithmetic)
+    breakdown = Breakdown(
+        market=market,
+        synergy=synergy,
+        weights=applied,
+        market_part=market_part,
+        synergy_part=synergy_part,
+        arithmetic=arithmetic,
+    )
     return ScoredSample(market.score, synergy.score, total, breakdown, list(judgement.reasons), warnings, tokens)
 
 
@@ -224,19 +250,20 @@ class Aggregate:
 
 
 def aggregate(samples: Sequence[ScoredSample]) -> Aggregate:
-    """Medians of the samples' scores; spread = max - min of their totals; the breakdown shown is the
-    sample whose total is nearest the median (the earliest such sample)."""
+    """The median judgement's scores (by total; of an even number, the lower of the middle two; the
+    earliest of equal totals), so market, synergy and total come from one judgement and add up;
+    spread = max - min of the totals."""
     if not samples:
         raise ValueError("aggregate() needs at least one scored sample")
+    ordered = sorted(range(len(samples)), key=lambda i: (samples[i].total, i))
+    median = samples[ordered[(len(samples) - 1) // 2]]
     totals = [s.total for s in samples]
-    median_total = statistics.median(totals)
-    representative = min(samples, key=lambda s: abs(s.total - median_total))
     return Aggregate(
-        market=_r(statistics.median(s.market for s in samples)),
-        synergy=_r(statistics.median(s.synergy for s in samples)),
-        total=_r(median_total),
+        market=median.market,
+        synergy=median.synergy,
+        total=median.total,
         spread=_r(max(totals) - min(totals)),
-        representative=representative,
+        representative=median,
     )
 
 
@@ -267,6 +294,7 @@ def too_close_to_call(first: IdeaEvaluation, second: IdeaEvaluation | None) -> b
 __all__ = [
     "DEFAULT_SCORE",
     "DIGITS",
+    "FACTOR_DIGITS",
     "MARKET_PARTS",
     "MULTIPLIERS",
     "PROFIT_THRESHOLD_YEN",
@@ -289,5 +317,6 @@ __all__ = [
     "score_synergy",
     "too_close_to_call",
     "total_score",
+    "weighted_parts",
     "weights_for",
 ]

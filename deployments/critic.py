@@ -79,11 +79,10 @@ class CriticRequest(CRITIC_OPTIONS.body(_CriticFields, "CriticRequest")):  # typ
 @service(api, name="CriticService", max_ongoing_requests=20)
 class CriticService(AppService):
     def __init__(self, settings: Settings) -> None:
+        import critic.history  # noqa: F401  (its table is created when the store opens)
         from core.runtime import RayRuntime
         from core.store import open_store
         from critic.engine import WorkerPool
-        import critic.history  # noqa: F401  (its table is created when the store opens)
-
 
         super().__init__(settings)
         self._store = open_store(settings)

@@ -66,8 +66,8 @@ class AskRequest(COUNCIL_OPTIONS.body(_AskFields, "AskRequest")):  # type: ignor
 @service(api, name="MagiCouncil", max_ongoing_requests=32)
 class MagiService(AppService):
     def __init__(self, settings: Settings) -> None:
-        from core.store import open_store
         import magi.history  # noqa: F401  (its table is created when the store opens)
+        from core.store import open_store
         from magi.plugins import load_plugins, overrides_for
         from magi.settings import CouncilSettings
 

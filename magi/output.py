@@ -14,10 +14,12 @@ split and shows every position. Identifiers (APPROVE, True/False) stay in the JS
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Literal
 
 from pydantic import Field
+from pydantic.alias_generators import to_snake
 
 from core.messages import Catalogue, Lang, catalogue, format_number, format_percent
 from core.models import CamelModel
@@ -108,6 +110,28 @@ def to_json(result: Deliberation | RunsReport) -> dict[str, Any]:
     if isinstance(result, Deliberation) and result.reproducible:
         return result.model_dump(mode="json", by_alias=True, exclude={"timings"})
     return result.model_dump(mode="json", by_alias=True)
+
+
+_CAMEL = re.compile(r"[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+")
+
+
+def _snake_keys(value: Any) -> Any:
+    """``value`` with its camelCase keys in snake_case (the verdicts' and sages' keys are left alone)."""
+    if isinstance(value, dict):
+        return {(to_snake(k) if _CAMEL.fullmatch(k) else k): _snake_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_snake_keys(v) for v in value]
+    return value
+
+
+def from_json(data: dict[str, Any]) -> Deliberation | RunsReport:
+    """What :func:`to_json` wrote, read back (a kept decision reopened); a seeded deliberation's missing
+    timings come back empty, as its Markdown never shows them."""
+    snake = _snake_keys(data)
+    if "deliberations" in snake:
+        snake["deliberations"] = [{"timings": {}, **d} for d in snake["deliberations"]]
+        return RunsReport.model_validate(snake)
+    return Deliberation.model_validate({"timings": {}, **snake})
 
 
 class _Writer:
@@ -321,9 +345,7 @@ def runs_markdown(report: RunsReport) -> str:
     first = report.deliberations[0] if report.deliberations else None
     w = _Writer(first.language if first else "ja")
     sep = "・" if w.lang == "ja" else ", "
-    distribution = sep.join(
-        w.t("runs.count", outcome=w.t(f"outcome.{k}"), n=v) for k, v in report.distribution.items()
-    )
+    distribution = sep.join(w.t("runs.count", outcome=w.t(f"outcome.{k}"), n=v) for k, v in report.distribution.items())
     if report.decision == "NO_MAJORITY":
         majority = w.t("runs.no_majority", runs=report.runs, needed=report.majority_needed)
     else:
@@ -359,6 +381,7 @@ __all__ = [
     "RunOutcome",
     "RunsDecision",
     "RunsReport",
+    "from_json",
     "headline",
     "outcome_of",
     "runs_markdown",

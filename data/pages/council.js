@@ -8,6 +8,7 @@ const SAGES = ["melchior", "balthasar", "casper"];
 const OUTCOMES = ["APPROVE", "DENY", "CONDITIONAL", "SPLIT", "NO_DECISION"];
 let lastResult = null;
 let followedRun = null;  // with several runs, the panels follow the first deliberation
+let history = null;  // the 履歴 view (history.js)
 
 function sageName(sage) { return t("sage." + sage); }
 function verdictChip(verdict) { return el("span", t("verdict." + verdict), "chip v-" + verdict); }
@@ -280,6 +281,7 @@ $("form").addEventListener("submit", async (event) => {
         if (runs > 1) $("status").textContent = t("council.runs_done", { done: decided, runs });
       } else if (kind === "result") {
         render(data);
+        history.refresh().catch(MAGI.showError);
         progress.replaceChildren(MAGI.bar(1));
         $("status").textContent = t("council.done");
         return false;
@@ -296,4 +298,21 @@ $("form").addEventListener("submit", async (event) => {
   }
 });
 
-MAGI.start().then(() => { buildPanels(); $("question").focus(); });
+// A kept decision in the list: when, its question, and what came of it.
+function describeDecision(item) {
+  return verdictChip(item.outcome);
+}
+
+// A reopened decision fills the decision section as it was answered (the sage panels stay as they are).
+function reopen(result) {
+  render(result);
+  $("decision").scrollIntoView({ block: "start" });
+}
+
+MAGI.start().then(() => {
+  buildPanels();
+  history = MAGI_HISTORY.mount({ box: $("history"), path: "decisions", describe: describeDecision, open: reopen });
+  MAGI.onKey(() => history.refresh().catch(MAGI.showError));
+  history.refresh().catch(MAGI.showError);
+  $("question").focus();
+});

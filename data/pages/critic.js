@@ -10,6 +10,7 @@ const FIELDS = [
   ["valueProposition", "text", false], ["estimatedRevenue", "number", false], ["estimatedOperatingProfit", "number", false],
 ];
 let formCount = 0;
+let history = null;  // the 履歴 view (history.js)
 const rows = new Map();  // idea id -> its progress line
 
 function mode() { return $("mode-form").checked ? "form" : "json"; }
@@ -86,10 +87,11 @@ function setStatus(ideaId, status) {
   li.querySelector(".chip").replaceWith(statusChip(status));
 }
 
+// The total as its two weighted parts (market's, synergy's), exactly as the breakdown computes them.
 function scale(e) {
-  const weights = (e.breakdown && e.breakdown.weights) || { market: 50, synergy: 50 };
-  const market = (e.marketScore * weights.market) / 50;
-  const synergy = (e.synergyScore * weights.synergy) / 50;
+  const b = e.breakdown;
+  const market = b ? b.marketPart : e.marketScore;
+  const synergy = b ? b.synergyPart : e.synergyScore;
   const box = el("div", null, "scale");
   box.setAttribute("role", "img");
   box.setAttribute("aria-label", t("critic.bar_label", { market: num(market, 1), synergy: num(synergy, 1), total: num(e.totalScore, 1) }));
@@ -106,6 +108,15 @@ function scale(e) {
     box.append(err);
   }
   return box;
+}
+
+// The figures of the total, each as shown (one decimal): the parts add up to the total.
+function parts(e) {
+  const b = e.breakdown;
+  return {
+    market: num(e.marketScore, 1), synergy: num(e.synergyScore, 1), total: num(e.totalScore, 1),
+    wm: num(b.weights.market, 0), ws: num(b.weights.synergy, 0), mpart: num(b.marketPart, 1), spart: num(b.synergyPart, 1),
+  };
 }
 
 function breakdown(e) {
@@ -134,12 +145,13 @@ function breakdown(e) {
     const wrap = el("div", null, "scroll");
     wrap.append(table);
     details.append(wrap);
-    details.append(el("div", t("critic.synergy_line", { mapping: num(b.synergy.mapping, 1), quality: num(b.synergy.quality, 2), multiplier: num(b.synergy.multiplier, 2), score: num(b.synergy.score, 1) }), "muted"));
-    if (b.synergy.scenario && b.synergy.scenario.story) {
-      details.append(el("h3", t("critic.story")), el("div", b.synergy.scenario.story));
+    const sy = b.synergy;
+    details.append(el("div", t("critic.quality_line", { scenario: num(sy.scenario.score, 2), verification: num(sy.verification.score, 2), quality: num(sy.quality, 2) }), "muted"));
+    details.append(el("div", t("critic.synergy_line", { mapping: num(sy.mapping, 1), quality: num(sy.quality, 2), multiplier: num(sy.multiplier, 2), unclamped: num(sy.unclamped, 1), score: num(sy.score, 1) }), "muted"));
+    if (sy.scenario && sy.scenario.story) {
+      details.append(el("h3", t("critic.story")), el("div", sy.scenario.story));
     }
-    const arithmetic = t("critic.arithmetic_line", { market: num(b.market.score, 1), wm: num(b.weights.market, 0), synergy: num(b.synergy.score, 1), ws: num(b.weights.synergy, 0), total: num(e.totalScore, 1) });
-    details.append(el("h3", t("critic.arithmetic")), el("div", arithmetic + (b.market.profitRule ? " " + t("critic.profit_rule") : ""), "muted"));
+    details.append(el("h3", t("critic.arithmetic")), el("div", t("critic.arithmetic_line", parts(e)), "muted"));
   }
   for (const w of e.warnings || []) details.append(el("div", w, "muted"));
   return details;
@@ -158,7 +170,8 @@ function render(out) {
     head.append(el("span", t("critic.rank_n", { n: i + 1 })), el("span", e.title, "title"), el("span", num(e.totalScore, 1), "total"));
     item.append(head, scale(e));
     const spread = e.spread ? t("critic.spread", { value: num(e.spread, 1) }) : "";
-    item.append(el("div", t("critic.parts", { market: num(e.marketScore, 1), synergy: num(e.synergyScore, 1) }) + (spread ? " · " + spread : ""), "muted"));
+    item.append(el("div", t("critic.parts", parts(e)) + (spread ? " · " + spread : ""), "muted parts"));
+    if (e.breakdown.market.profitRule) item.append(el("div", t("critic.profit_rule", parts(e)), "muted weights"));
     item.append(breakdown(e));
     box.append(item);
   });
@@ -212,6 +225,7 @@ $("form").addEventListener("submit", async (event) => {
         $("status").textContent = t("critic.done_of", { done: data.done, total: data.total });
       } else if (kind === "result") {
         render(data);
+        history.refresh().catch(MAGI.showError);
         $("status").textContent = t("critic.done");
         return false;
       } else if (kind === "error") {
@@ -226,4 +240,16 @@ $("form").addEventListener("submit", async (event) => {
   }
 });
 
-MAGI.start().then(showMode);
+// A kept run in the list: the idea it selected with its total, or that none was selected.
+function describeRun(item) {
+  const s = item.summary || {};
+  if (item.outcome !== "selected") return el("span", t("history.critic_none"), "chip");
+  return el("span", t("history.critic_selected", { total: num(s.total, 1) }), "chip s-ok");
+}
+
+MAGI.start().then(() => {
+  showMode();
+  history = MAGI_HISTORY.mount({ box: $("history"), path: "evaluations", describe: describeRun, open: render });
+  MAGI.onKey(() => history.refresh().catch(MAGI.showError));
+  history.refresh().catch(MAGI.showError);
+});

@@ -12,6 +12,7 @@ wider than a 390 px viewport.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -192,20 +193,59 @@ async def test_a_council_ask_with_two_rounds_fills_the_panels_live(platform: str
 
 
 async def test_a_council_of_several_runs_shows_the_distribution(platform: str, page: Page) -> None:
+    """Issue 37 (1): three runs of 1/1/1 were headlined with the largest minority (一致率 33%) and the
+    reasons below described one unlabelled run. Now: no majority, the runs listed, each one's reasons
+    under its label."""
     await page.goto(platform + "/magi/")
     await page.wait_for_selector("#sage-casper")
-    await page.fill("#question", "A split council\nmagi-script: melchior=APPROVE balthasar=DENY casper=CONDITIONAL")
+    alternatives = " || ".join(
+        f"melchior={v} balthasar={v} casper=APPROVE" for v in ("APPROVE", "DENY", "CONDITIONAL")
+    )  # three consecutive seeds take one each: 1/1/1 whatever the first seed
+    await page.fill("#question", f"三つに割れる審議\nmagi-script: {alternatives}")
     await page.fill("#rounds", "0")
-    await page.fill("#runs", "2")
+    await page.fill("#runs", "3")
     await page.click("#ask")
     await page.wait_for_selector("#runs-chart:not([hidden])", timeout=120_000)
-    assert "2回の審議" in await page.inner_text("#rationale")
-    assert await page.locator("#dist .bar").count() == 4
-    assert await page.inner_text("#sage-casper li:first-child .chip") == "条件付き"
+    assert await page.inner_text("#verdict") == "多数なし"
+    rationale = await page.inner_text("#rationale")
+    assert "3回の審議で、過半数（2回以上）が一致した決定はありません" in rationale and "一致率" not in rationale
+    assert await page.locator("#dist .bar").count() == 5
+    counts = await page.locator("#dist > span:nth-child(3n)").all_inner_texts()
+    assert counts == ["1", "1", "1", "0", "0"]  # approve, deny, conditional, split, no decision
+    assert await page.locator("#run-list tr").count() == 4  # a heading row and one row per run
+    assert (await page.inner_text("#run-heading")).startswith("審議1（3回中・シード ")
+    await page.click("#run-list tr:nth-child(3) button")
+    heading = await page.inner_text("#run-heading")
+    assert (
+        heading.startswith("審議2（3回中・シード ")
+        and await page.get_attribute("#run-list tr:nth-child(3) button", "aria-pressed") == "true"
+    )
+    shown = heading.rsplit("：", 1)[-1]
+    assert shown in ("承認", "否決", "条件付き") and shown in await page.inner_text("#run-rationale")
+    assert not await page.locator("#panels-note").is_hidden()
     await phone_check(page, "council_runs")
-    await page.evaluate("() => render(lastResult.deliberations[0])")  # one run alone: 1-1-1 is a split
+    await page.evaluate("() => render(lastResult.deliberations[0])")  # one run alone: a split of its own
+    await page.evaluate(
+        "() => render(Object.assign({}, lastResult.deliberations[0], {split: true, decision: 'CONDITIONAL'}))"
+    )
     assert await page.inner_text("#verdict") == "意見割れ" and "多数がありません" in await page.inner_text("#rationale")
     assert await page.inner_text("#dissent") == ""  # no majority, so no dissent from it
+
+
+async def test_past_decisions_are_listed_and_reopened(platform: str, page: Page) -> None:
+    """Issue 37 (7): a decision survives the tab: the 履歴 lists this visitor's decisions, newest first,
+    and reopens one as it was answered."""
+    await page.goto(platform + "/magi/")
+    await page.wait_for_selector("#history li", timeout=60_000)
+    titles = await page.locator("#history li .title").all_inner_texts()
+    assert titles[:2] == ["三つに割れる審議", "来期から週休3日制を導入すべきか"]  # the two asks before, newest first
+    assert await page.locator("#decision").is_hidden()
+    await page.locator("#history li").nth(1).locator("button").click()
+    await page.wait_for_selector("#decision:not([hidden])")
+    assert await page.inner_text("#verdict") == "条件付き"
+    assert "履歴から開きました" in await page.inner_text("#status")
+    assert "基準値" in await page.inner_text("#conditions")
+    await phone_check(page, "council_history")
 
 
 async def test_a_critic_run_ranks_the_five_sample_ideas(platform: str, page: Page) -> None:
@@ -227,8 +267,43 @@ async def test_a_critic_run_ranks_the_five_sample_ideas(platform: str, page: Pag
     assert await page.locator("#ranking .scale .err").count() == 5  # three judgements each: a spread
     first = page.locator("#ranking .rank").first
     await first.locator("summary").click()
-    assert "中核能力の活用度" in await first.inner_text() and "計算式" in await first.inner_text()
+    text = await first.inner_text()
+    assert "ケイパビリティの活用" in text and "納得度" in text and "組み合わせ効果" in text and "計算式" in text
+    assert "中核能力" not in text and "倍率" not in text  # one vocabulary, the CLI's
+    assert "市場性を10ポイント重く評価" in await first.locator(".weights").inner_text()  # outside the breakdown
+    await reconciles(page)
     await phone_check(page, "critic")
+    await page.wait_for_selector("#history li")
+    assert "選定あり" in await page.locator("#history li").first.inner_text()
+
+
+async def reconciles(page: Page) -> None:
+    """Issue 37 (4): on every card the total is the sum of the parts shown, the parts the scores shown at
+    their weights, and the breakdown's synergy and arithmetic give the very figures of the card."""
+    number = r"(\d+(?:\.\d+)?)"
+    for card in await page.locator("#ranking .rank").all():
+        total = float(await card.locator(".total").inner_text())
+        parts = re.fullmatch(
+            rf"市場性 {number}点（重み{number}%）→ {number} ＋ "
+            rf"シナジー {number}点（重み{number}%）→ {number} ＝ 合計 {number}点(?: · .*)?",
+            await card.locator(".parts").inner_text(),
+        )
+        assert parts, await card.locator(".parts").inner_text()
+        market, wm, mpart, synergy, ws, spart, shown_total = (float(x) for x in parts.groups())
+        assert shown_total == total == round(mpart + spart, 1)
+        assert mpart == round(market * wm / 50, 1) and spart == round(synergy * ws / 50, 1)
+        breakdown = await card.locator("details").text_content() or ""
+        line = re.search(
+            rf"ケイパビリティ {number} × 納得度 {number} × 組み合わせ効果 {number} ＝ {number} → シナジー {number}／50",
+            breakdown,
+        )
+        assert line, breakdown
+        mapping, quality, multiplier, unclamped, score = (float(x) for x in line.groups())
+        assert score == synergy == min(50, unclamped) and unclamped == round(mapping * quality * multiplier, 1)
+        arithmetic = (
+            f"市場性 {market:.1f} × {wm:g} ÷ 50 ＋ シナジー {synergy:.1f} × {ws:g} ÷ 50 ＝ {mpart:.1f} ＋ {spart:.1f}"
+        )
+        assert arithmetic in breakdown
 
 
 async def test_a_critic_idea_from_the_form(platform: str, page: Page) -> None:

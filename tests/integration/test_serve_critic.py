@@ -16,7 +16,9 @@ from tests.ports import free_port
 from tests.sse import named_events
 
 KEY = "critic-key-42"
+OTHER_KEY = "critic-key-43"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+OTHER = {"Authorization": f"Bearer {OTHER_KEY}"}
 IDEAS = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"]
 
 
@@ -29,7 +31,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     settings = load_settings(
         overrides={
             "data_dir": tmp_path_factory.mktemp("critic-serve"),
-            "api_keys": [KEY],
+            "api_keys": [KEY, OTHER_KEY],
             "llm": {"provider": "python:critic.scripted:judge"},
             "critic": {"replicas": 2, "max_workers": 3},
         }
@@ -105,6 +107,25 @@ def test_the_stream_reports_each_idea_then_the_output(service: httpx.Client) -> 
     assert result["selectedIdea"] == {"id": events[-2][1]["selectedIdeaId"], "title": result["selectedIdea"]["title"]}
     refused = service.post("/critic/evaluate/stream", json={"ideas": []}, headers=AUTH)
     assert refused.status_code == 422
+
+
+def test_each_key_lists_and_reopens_its_own_runs_only(service: httpx.Client) -> None:
+    """Issue 37 (7): every answered run is kept for the key that asked; one key never sees another's."""
+    theirs = service.post("/critic/evaluate", json={"ideas": IDEAS[:2]}, headers=OTHER)
+    assert theirs.status_code == 200, theirs.text
+    listed = service.get("/critic/evaluations", params={"limit": 50}, headers=OTHER).json()
+    assert len(listed["items"]) == 1 and listed["nextCursor"] is None
+    (entry,) = listed["items"]
+    assert entry["summary"]["ideas"] == 2 and entry["outcome"] == "selected"
+    assert entry["summary"]["selected"] == theirs.json()["selectedIdea"]["title"]
+    reopened = service.get(f"/critic/evaluations/{entry['id']}", headers=OTHER).json()
+    assert reopened["result"] == theirs.json()
+    mine = service.get("/critic/evaluations", params={"limit": 50}, headers=AUTH).json()["items"]
+    assert mine and entry["id"] not in {i["id"] for i in mine}  # the warm-up and the tests before: this key's
+    assert all(i["summary"]["ideas"] == len(IDEAS) for i in mine)
+    assert service.get(f"/critic/evaluations/{entry['id']}", headers=AUTH).status_code == 404
+    assert service.get(f"/critic/evaluations/{mine[0]['id']}", headers=OTHER).status_code == 404
+    assert service.get("/critic/evaluations").status_code == 401
 
 
 def test_two_replicas_answer_concurrent_evaluations(service: httpx.Client) -> None:

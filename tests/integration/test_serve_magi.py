@@ -14,20 +14,26 @@ from tests.ports import free_port
 from tests.sse import named_events
 
 KEY = "magi-test-key"
+OTHER_KEY = "magi-other-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+OTHER = {"Authorization": f"Bearer {OTHER_KEY}"}
 QUESTION = "Adopt a four-day week?\nmagi-script: melchior=APPROVE balthasar=DENY casper=APPROVE"
 
 
 @pytest.fixture(scope="module")
-def client(ray_cluster: None) -> Iterator[httpx.Client]:
+def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     from ray import serve
 
     from deployments.magi import APP_NAME, ROUTE_PREFIX, build_app
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MAGI_API_KEYS", KEY)
+        patch.setenv("MAGI_API_KEYS", f"{KEY},{OTHER_KEY}")
         settings = load_settings(
-            overrides={"llm": {"provider": "python:magi.scripted:respond"}, "council": {"replicas": 2}}
+            overrides={
+                "data_dir": tmp_path_factory.mktemp("magi-serve"),  # the kept decisions
+                "llm": {"provider": "python:magi.scripted:respond"},
+                "council": {"replicas": 2},
+            }
         )
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
@@ -75,6 +81,33 @@ def test_stream_sends_progress_then_the_result(client: httpx.Client) -> None:
     assert events[-1][1]["decision"] == "APPROVE"
     decided = next(data for kind, data in events if kind == "decided")
     assert decided["progress"] == 100 and decided["runId"].startswith("s")  # typed events (magi/events.py)
+
+
+def test_each_key_lists_and_reopens_its_own_decisions_only(client: httpx.Client) -> None:
+    """Issue 37 (7): every answered ask is kept for the key that asked; one key never sees another's."""
+    asked = {}
+    for n in range(3):
+        body = {"prompt": f"Hire engineer {n}?\nmagi-script: melchior=DENY balthasar=DENY casper=APPROVE", "rounds": 0}
+        assert client.post("/magi/ask", json=body, headers=AUTH).status_code == 200
+    runs = {"prompt": "Split it?\nmagi-script: melchior=APPROVE balthasar=CONDITIONAL casper=DENY", "runs": 2}
+    with client.stream("POST", "/magi/ask/stream", json={**runs, "rounds": 0}, headers=OTHER) as response:
+        asked["other"] = named_events(response)[-1][1]
+    first = client.get("/magi/decisions", params={"limit": 2}, headers=AUTH).json()
+    assert [i["title"] for i in first["items"]] == ["Hire engineer 2?", "Hire engineer 1?"]  # newest first
+    assert all(i["outcome"] == "DENY" for i in first["items"]) and first["nextCursor"]
+    rest = client.get("/magi/decisions", params={"limit": 2, "cursor": first["nextCursor"]}, headers=AUTH).json()
+    assert "Hire engineer 0?" in [i["title"] for i in rest["items"]]
+    mine = {i["id"] for i in first["items"] + rest["items"]}
+    theirs = client.get("/magi/decisions", headers=OTHER).json()["items"]
+    assert [(i["title"], i["outcome"], i["summary"]["runs"]) for i in theirs] == [("Split it?", "SPLIT", 2)]
+    assert not mine & {i["id"] for i in theirs}
+    reopened = client.get(f"/magi/decisions/{theirs[0]['id']}", headers=OTHER).json()
+    assert reopened["result"] == asked["other"] and reopened["record"]["id"] == theirs[0]["id"]
+    for stranger in (AUTH, {}):  # another key, or none: not found, or no key at all
+        answer = client.get(f"/magi/decisions/{theirs[0]['id']}", headers=stranger)
+        assert answer.status_code == (404 if stranger else 401)
+    assert client.get("/magi/decisions", params={"cursor": "nonsense!"}, headers=AUTH).status_code == 422
+    assert client.get("/magi/decisions", params={"limit": 0}, headers=AUTH).status_code == 422
 
 
 def test_two_replicas_answer_concurrent_asks_with_the_same_three_resident_sages(client: httpx.Client) -> None:

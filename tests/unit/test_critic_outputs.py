@@ -46,8 +46,8 @@ async def test_japanese_markdown_golden_head_with_reasons_story_and_capabilities
     head = text.split("- 重み:")[0]
     assert head == (
         "# 事業アイデアの評価: 丸の内ワークプレイスDXプラットフォームを選定\n\n"
-        "- 選定: **丸の内ワークプレイスDXプラットフォーム**（合計 62.5点／100点）\n"
-        "- 理由: 合計点が最も高い（62.5点）。次点の「物流施設特化型の開発ファンド」（54.9点）を上回る。\n"
+        "- 選定: **丸の内ワークプレイスDXプラットフォーム**（合計 62.3点／100点）\n"
+        "- 理由: 合計点が最も高い（62.3点）。次点の「物流施設特化型の開発ファンド」（54.8点）を上回る。\n"
     )
     for part in (
         "**評価の理由**",
@@ -55,7 +55,11 @@ async def test_japanese_markdown_golden_head_with_reasons_story_and_capabilities
         "| 不動産開発力 | 9.0 | 15.0 | ◎ |",
     ):
         assert part in text
-    assert "**合計**: 62.5点 = 市場 30.4点 × 60% ＋ シナジー 32.5点 × 40%" in text
+    assert "| 1 | 丸の内ワークプレイスDXプラットフォーム | 30.4 | 32.2 | 60:40 | 62.3 | 0.0 |" in text
+    assert "（ケイパビリティ 30.6点 × 納得度 0.78 × 組み合わせ効果 1.35 ＝ 32.2点）" in text
+    parts = "市場性の寄与 36.5点（30.4点 × 60 ÷ 50）＋ シナジーの寄与 25.8点（32.2点 × 40 ÷ 50）"
+    assert f"**合計**: 62.3点 ＝ {parts}" in text
+    assert "推定営業利益が10億円以上のため、市場性を10ポイント重く評価" in text
     assert leaks(text, catalogue("critic")) == []
 
 

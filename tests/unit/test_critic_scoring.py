@@ -62,19 +62,46 @@ def test_worked_example_of_the_readme() -> None:
     assert b.synergy.mapping == 31  # 12 + 10 + 4 + 5, each within its cap
     assert b.synergy.scenario.score == pytest.approx(0.7)  # (8 + 7 + 6) / 30
     assert b.synergy.verification.score == pytest.approx(0.75)  # (4 + 4 + 3 + 4) / 20
-    assert b.synergy.quality == pytest.approx(0.8625)  # 0.5 + 0.25 x 0.7 + 0.25 x 0.75
+    assert b.synergy.quality == 0.86  # 0.5 + 0.25 x 0.7 + 0.25 x 0.75 = 0.8625, shown (and used) as 0.86
     assert [c.strong for c in b.synergy.capabilities] == [True, True, False, True]  # 12>=7.5, 10>=6.5, 4<6.5, 5>=4.5
     assert b.synergy.multiplier == 1.35  # three strong capabilities
-    assert scored.synergy == 36.1  # 31 x 0.8625 x 1.35 = 36.0956
-    assert scored.total == 67.1  # 50:50: market + synergy
-    assert "total (31 x 50 + 36.1 x 50) / 50 = 67.1" in b.arithmetic
+    assert scored.synergy == 36.0  # 31 x 0.86 x 1.35 = 35.991, from the figures shown
+    assert scored.total == 67.0 == b.market_part + b.synergy_part  # 50:50: market + synergy
+    assert "total 31 x 50 / 50 + 36 x 50 / 50 = 31 + 36 = 67" in b.arithmetic
 
 
 def test_weights_60_40() -> None:
     scored = score_judgement(judgement(), idea(), PROFILE, Weights(market=60, synergy=40))
-    assert scored.total == 66.08  # (31 x 60 + 36.1 x 40) / 50 = 66.08
+    b = scored.breakdown
+    assert (b.market_part, b.synergy_part, scored.total) == (37.2, 28.8, 66.0)  # 31 x 60 / 50, 36 x 40 / 50
     assert total_score(50, 50, Weights(market=60, synergy=40)) == 100  # still out of 100
     assert total_score(40, 10, Weights(market=100, synergy=0)) == 80
+
+
+def test_every_shown_figure_checks_out_from_the_figures_beside_it() -> None:
+    """Issue 37 (4): the card said シナジー 32.5 while its breakdown computed 32.3. Every figure is the
+    arithmetic of the rounded figures shown beside it, for any raw judgement."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        raw = judgement(
+            market=(rng.uniform(0, 20), rng.uniform(0, 15), rng.uniform(0, 15)),
+            capabilities=(rng.uniform(0, 15), rng.uniform(0, 13), rng.uniform(0, 13), rng.uniform(0, 9)),
+            scenario=(rng.uniform(0, 10), rng.uniform(0, 10), rng.uniform(0, 10)),
+            verification=(rng.uniform(0, 5), rng.uniform(0, 5), rng.uniform(0, 5), rng.uniform(0, 5)),
+        )
+        weights = rng.choice([Weights(), Weights(market=60, synergy=40), Weights(market=70, synergy=30)])
+        scored = score_judgement(raw, idea(profit=rng.choice([None, 2e9])), PROFILE, weights)
+        b, m, s = scored.breakdown, scored.breakdown.market, scored.breakdown.synergy
+        assert all(round(x, 1) == x for x in (m.size, m.growth, m.profitability, m.score, s.mapping, s.score))
+        assert m.score == round(m.size + m.growth + m.profitability, 1)
+        assert s.mapping == round(sum(c.points for c in s.capabilities), 1)
+        assert s.quality == round(0.5 + 0.25 * s.scenario.score + 0.25 * s.verification.score, 2)
+        assert s.score == min(50, round(s.mapping * s.quality * s.multiplier, 1))
+        assert b.market_part == round(m.score * b.weights.market / 50, 1)
+        assert b.synergy_part == round(s.score * b.weights.synergy / 50, 1)
+        assert scored.total == round(b.market_part + b.synergy_part, 1)
 
 
 def test_weights_must_add_up_to_100() -> None:
@@ -87,7 +114,7 @@ def test_profit_rule_from_one_billion_yen_moves_ten_points_to_market() -> None:
     below = score_judgement(judgement(), idea(profit=999_999_999), PROFILE, Weights())
     assert at.breakdown.market.profit_rule and not below.breakdown.market.profit_rule
     assert at.breakdown.weights == Weights(market=60, synergy=40)
-    assert at.total == 66.08 and below.total == 67.1
+    assert at.total == 66.0 and below.total == 67.0
     assert weights_for(Weights(market=60, synergy=40), profit_rule=True) == Weights(market=70, synergy=30)
     assert weights_for(Weights(market=95, synergy=5), profit_rule=True) == Weights(market=100, synergy=0)
     assert score_judgement(judgement(), idea(profit=None), PROFILE, Weights()).breakdown.weights == Weights()
@@ -158,11 +185,15 @@ def sample(total: float, market: float = 0.0, synergy: float = 0.0) -> ScoredSam
     return ScoredSample(market, synergy, total, base.breakdown, [str(total)])
 
 
-def test_aggregate_takes_medians_and_the_range_as_spread() -> None:
+def test_aggregate_takes_the_median_judgement_whole_and_the_range_as_spread() -> None:
     result = aggregate([sample(57, 30, 27), sample(50, 25, 25), sample(52, 26, 26)])
     assert (result.total, result.market, result.synergy, result.spread) == (52, 26, 26, 7)
     assert result.representative.reasons == ["52"]
     assert aggregate([sample(40)]).spread == 0
+    # medians of each score would give market 26 and synergy 26 from different judgements; one
+    # judgement's scores are kept together (of an even number, the lower middle one)
+    even = aggregate([sample(60, 36, 24), sample(50, 20, 30), sample(55, 30, 25), sample(40, 20, 20)])
+    assert (even.total, even.market, even.synergy, even.spread) == (50, 20, 30, 20)
 
 
 def evaluation(

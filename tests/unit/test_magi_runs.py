@@ -43,7 +43,8 @@ def test_all_runs_equal_is_a_unanimous_distribution(capsys: pytest.CaptureFixtur
     assert (code, data["decision"], data["exitCode"]) == (1, "DENY", 1)
     assert data["distribution"] == {"APPROVE": 0, "DENY": 3, "CONDITIONAL": 0, "SPLIT": 0, "NO_DECISION": 0}
     assert data["majorityCount"] == 3 and data["majorityNeeded"] == 2
-    assert [(o["run"], o["seed"], o["outcome"]) for o in data["outcomes"]] == [(1, 9, "DENY"), (2, 10, "DENY"), (3, 11, "DENY")]
+    labelled = [(o["run"], o["seed"], o["outcome"]) for o in data["outcomes"]]
+    assert labelled == [(1, 9, "DENY"), (2, 10, "DENY"), (3, 11, "DENY")]
 
 
 def test_two_to_one_reports_the_majority_and_the_minority(capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,3 +93,9 @@ def test_english_runs_read_in_english(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert code == 1 and out.startswith("# MAGI decision over 3 runs: Denied\n")
     assert "- 2 of 3 runs came to denied: a majority" in out and "| run 1 | 9 | approved |" in out
+
+
+def test_kept_runs_reopen_as_they_were_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    _, printed = runs(capsys, [SPLIT, CONDITIONAL, SPLIT], fmt="markdown")
+    assert main(["history", "council", "1"]) == 0
+    assert capsys.readouterr().out == printed
