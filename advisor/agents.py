@@ -30,7 +30,7 @@ from advisor.care import contacts_text, distress_note, in_distress
 from advisor.context import summary_of, tool_context
 from advisor.events import AdvisorEvent, AnswerDelta, FileMade, ToolFinished
 from advisor.fencing import as_data
-from advisor.labels import tool_label
+from advisor.labels import labels, tool_label
 from advisor.policy import prompt, steps_text
 from advisor.sources import web_configured
 from advisor.tools import REGISTRY, loop_tools
@@ -153,6 +153,8 @@ async def mode1(
     tail = ""
     if kind == "kb":
         tail += f"\n\n{WEB_NOT_CONFIGURED}"
+        if not sources:  # nothing in the knowledge base holds enough of the question: no source is cited
+            tail += f"\n{labels().notices['kb_nothing_mode1']}"
     if sources:
         heading = "出典" if kind == "web" else "出典（知識ベース）"
         tail += f"\n\n{heading}:\n" + "\n".join(f"[{i}] {s['title']} {s['url']}" for i, s in enumerate(sources, 1))
@@ -260,11 +262,20 @@ async def mode2(
         text = (
             partial + "\n\n" if partial else ""
         ) + "（ツールの呼び出し回数の上限に達したため、ここまでの結果をお伝えします）"
-    text = with_care(message, text)
+    text = with_care(message, with_notices(text, recorder.result.tool_results))
     for piece in chunks(text, DELTA_CHARS):
         yield AnswerDelta(text=piece)
     recorder.result.text = text
     yield recorder.result
 
 
-__all__ = ["AgentResult", "conversation", "mode1", "mode2", "now", "shared_rules", "with_care"]
+def with_notices(text: str, results: list[dict[str, Any]]) -> str:
+    """The answer, then what the tools established that the owner must know (a letter made as a draft, a
+    rate below their own minimum), whatever the model wrote: said once each, in the tools' words."""
+    notices = list(dict.fromkeys(n for r in results for n in (r.get("output") or {}).get("notices") or []))
+    if not notices:
+        return text
+    return f"{text}\n\n**{labels().notices['title']}**\n" + "\n".join(f"- {n}" for n in notices)
+
+
+__all__ = ["AgentResult", "conversation", "mode1", "mode2", "now", "shared_rules", "with_care", "with_notices"]

@@ -20,6 +20,8 @@ class LabelFile(PolicyModel):
     price_basis: dict[Literal["given", "current_profit_margin", "target_profit_margin"], str]
     tools: dict[str, str]
     audiences: dict[Audience, str]
+    notices: dict[str, str]
+    file_names: dict[str, str]
 
 
 @cache

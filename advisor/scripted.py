@@ -219,7 +219,7 @@ def injected(request: LLMRequest) -> str | None:
     return None
 
 
-def _arguments(name: str, text: str, done: dict[str, dict[str, Any]], context: str) -> dict[str, Any]:
+def _arguments(name: str, text: str, done: dict[str, dict[str, Any]], context: str, owner: str = "") -> dict[str, Any]:
     if name == "calculate_cost_impact":
         return EXAMPLE_COSTS
     if name == "web_search":
@@ -260,24 +260,50 @@ def _arguments(name: str, text: str, done: dict[str, dict[str, Any]], context: s
             "title": "原材料価格指数の推移（例）",
             "y_label": "指数",
         }
-    # generate_document: a letter for the buyer (its format is set by the caller)
+    # generate_document: a letter for the buyer (its format is set by the caller). The sender, the
+    # recipient and the rate come from what the owner said; what is not known yet is asked for, and the
+    # letter made meanwhile is a draft (as a careful model would do, never with example names).
     chart = done.get("generate_chart", {})
     cost = done.get("calculate_cost_impact", {})
-    rate = str(cost["scenarios"]["standard"]["price_increase_rate"]) if "scenarios" in cost else "0.1"
+    said = _said(f"{text}\n{owner}")  # this message first, then the rest of the conversation
+    standard = str(cost["scenarios"]["standard"]["price_increase_rate"]) if "scenarios" in cost else ""
+    rate = said.get("rate") or standard
+    draft = not (said.get("sender") and said.get("recipient") and rate)
+    fields = {"effective_date": "2027年1月1日", "reply_by": "2026年12月15日"}
     return {
         "document_type": "request_letter",
         "tone": "formal",
         "format": "pdf",
+        "draft": draft,
         "data": {
-            "recipient": "取引先A社 購買部 御中",
-            "sender": "山田製作所（例）/代表取締役 山田太郎",
-            "fields": {"increase_rate": rate, "effective_date": "2027年1月1日", "reply_by": "2026年12月15日"},
-            "body": ["当社の主力製品では、この1年で材料費が20%、エネルギー費が30%上昇しております。"],
+            "recipient": said.get("recipient", ""),
+            "sender": said.get("sender", ""),
+            "fields": {**fields, "increase_rate": rate} if rate else fields,
+            "body": ["弊社の主力製品では、この1年で材料費が20%、エネルギー費が30%上昇しております。"],
         },
         "attachments": [chart["key"]] if "key" in chart else [],
         # an earlier turn's cost calculation (shown in the system prompt's tool results) counts too
         "include_cost_table": "scenarios" in cost or '"tool": "calculate_cost_impact"' in context,
     }
+
+
+SENDER = re.compile(r"差出人[はをが：:]\s*([^、。\n]+)")
+RECIPIENT = re.compile(r"宛[名先][はをが：:]\s*([^、。\n]+)")
+RATE = re.compile(r"(\d+(?:\.\d+)?)\s*[%％]")
+
+
+def _said(text: str) -> dict[str, str]:
+    """Sender, recipient and a rate the owner named (差出人は…、宛名は…、10%で), when they did."""
+    found: dict[str, str] = {}
+    for key, pattern in (("sender", SENDER), ("recipient", RECIPIENT)):
+        match = pattern.search(text)
+        if match:
+            found[key] = re.sub(r"(です|でお願いします)$", "", match.group(1).strip()).strip()
+    first_line = text.split("\n", 1)[0]
+    rate = RATE.search(first_line) if ("申入" in first_line or "値上げ" in first_line) else None
+    if rate:
+        found["rate"] = rate.group(0)
+    return found
 
 
 def _final(text: str, done: dict[str, dict[str, Any]]) -> str:
@@ -301,11 +327,18 @@ def _final(text: str, done: dict[str, dict[str, Any]]) -> str:
         elif name == "generate_chart":
             lines.append(f"- **グラフ**（社内用）: {out['summary']}")
         elif name == "generate_document":
-            lines.append(
-                "- **価格改定のお願い**（取引先提出用）をPDFとWordで作成しました。"
-                "社内用の松竹梅のグラフは添付できないため、費目別のコスト上昇の表を載せています。"
-            )
+            made = "下書きとして" if out.get("draft") else ""
+            line = f"- **価格改定のお願い**（取引先提出用）を{made}PDFとWordで作成しました。"
+            if out.get("enclosures"):
+                line += f"添付は{'、'.join(out['enclosures'])}です。"
+            if "generate_chart" in done and "グラフ" not in out.get("enclosures", []):
+                line += "社内用の松竹梅のグラフは取引先に渡せないため添付していません。"
+            if out.get("draft"):
+                line += "差出人（貴社名・代表者名）と宛名（取引先の会社名・部署名）、改定率を教えてください。"
+            lines.append(line)
         elif name == "search_knowledge_base":
+            if not out["results"]:  # nothing in the knowledge base holds the question: say so, cite nothing
+                lines.append(f"- {tool_label(name)}: {out.get('note', '')}")
             for r in out["results"][:2]:
                 lines.append(
                     f"- 根拠: {r['metadata']['document']}「{r['metadata']['section']}」（出典: {r['source']}）"
@@ -320,12 +353,17 @@ def _final(text: str, done: dict[str, dict[str, Any]]) -> str:
             continue
         elif name == "simulate_negotiation":
             lines.append(f"- 相手役: {out['opponent_response']}（{out['feedback']['score']}点）")
-    if "search_knowledge_base" in done:
+    if done.get("search_knowledge_base", {}).get("results"):
         lines.append(
             "※これは一般的な情報で、法律相談ではありません。個別の判断は弁護士や下請かけこみ寺にご相談ください。"
         )
     lines.append("次は、参考ステップの STEP 3（交渉の申し入れ）や STEP 4（ロールプレイ）に進むこともできます。")
     return "\n".join(lines)
+
+
+def _owner_said(request: LLMRequest) -> str:
+    """Everything the owner wrote in the conversation (not the prompt, which names 差出人 itself)."""
+    return "\n".join(m.text for m in request.messages if m.role == "user")
 
 
 def _call(number: int, i: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -337,7 +375,7 @@ def _retry(request: LLMRequest, start: int, text: str, done: dict[str, dict[str,
     tries = _all_results(request.messages, start).get("generate_document", [])
     if len(tries) != len(DOCUMENT_FORMATS) or not all("attachments" in str(t.get("error", "")) for t in tries):
         return None
-    arguments = {**_arguments("generate_document", text, done, request.system), "attachments": []}
+    arguments = {**_arguments("generate_document", text, done, request.system, _owner_said(request)), "attachments": []}
     calls = [
         _call(len(done) + 1, i, "generate_document", {**arguments, "format": f}) for i, f in enumerate(DOCUMENT_FORMATS)
     ]
@@ -368,7 +406,7 @@ def specialist(request: LLMRequest) -> dict[str, Any]:
         if todo:
             calls = []
             for i, name in enumerate(todo):
-                arguments = _arguments(name, text, done, request.system)
+                arguments = _arguments(name, text, done, request.system, _owner_said(request))
                 if name == "generate_document":
                     calls += [
                         _call(len(done), j, name, {**arguments, "format": f}) for j, f in enumerate(DOCUMENT_FORMATS)

@@ -33,6 +33,13 @@ class AdvisorSettings(Section):
     kb_dir: AbsolutePath | None = Field(
         None, description="Extra knowledge-base folder (magi kb ingest writes here; unset: <data_dir>/advisor/kb)."
     )
+    kb_min_coverage: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="Share of a question's subject (its nouns, weighted by rarity) a knowledge-base passage must "
+        "hold to be given as an answer; below it the advisor says the knowledge base has nothing on it.",
+    )
     font: AbsolutePath | None = Field(
         None, description="Japanese TrueType font (.ttf) for charts and PDFs (unset: found among the installed fonts)."
     )

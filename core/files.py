@@ -46,6 +46,26 @@ def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = Non
     return path
 
 
+def exclusive_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = None) -> bool:
+    """Like :func:`atomic_write_bytes`, but only when ``path`` does not exist yet: the complete file is
+    linked into place, which fails if another writer got there first (False; nothing is written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
@@ -89,6 +109,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "ensure_writable_dir",
+    "exclusive_write_bytes",
     "read_input_text",
     "remove_stale_temp_files",
 ]

@@ -17,7 +17,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from core.errors import ConfigError, InputError
-from core.files import atomic_write_bytes
+from core.files import atomic_write_bytes, exclusive_write_bytes
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -82,6 +82,19 @@ class Artifacts:
             atomic_write_bytes(Path(path), data, temp_prefix=PARTIAL_PREFIX)
         else:
             self._fs.pipe_file(path, data)
+        return self.url_for(key)
+
+    def put_new(self, key: str, data: bytes) -> str | None:
+        """Write ``key`` only when it does not exist; its URL, or None when the key is taken. Exclusive on
+        the local folder (another writer's file is never replaced); on other filesystems a check before
+        the write, which two writers racing on one key can both pass."""
+        path = self._path(key)
+        if self._local:
+            written = exclusive_write_bytes(Path(path), data, temp_prefix=PARTIAL_PREFIX)
+            return self.url_for(key) if written else None
+        if self._fs.exists(path):
+            return None
+        self._fs.pipe_file(path, data)
         return self.url_for(key)
 
     def put_text(self, key: str, text: str) -> str:

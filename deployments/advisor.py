@@ -9,7 +9,9 @@
   ``done`` (``error`` if the turn fails midway). Input errors before the stream are 422 naming the field.
 - ``GET /advisor/sessions/{id}`` mode, history and files; ``DELETE`` removes the session and its files.
 - ``GET /advisor/sessions/{id}/files/{name}`` a generated file, to the session's owner only; the
-  name must be one the session lists (no path ever reaches the store from the request).
+  name must be one the session lists (no path ever reaches the store from the request). Names are
+  Japanese (価格改定のお願い_2026-11-27.pdf): percent-encoded in the URL, and given to the browser as
+  ``filename*`` (RFC 6266) with an ASCII fallback.
 - ``POST /advisor/tools/{name}?sessionId=`` one tool on its own (the tool's JSON input as body).
 - ``GET /advisor/healthz``: store, LLM, file store and the retention task, one part each.
 
@@ -28,6 +30,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
+from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -58,7 +61,7 @@ APP_NAME = "advisor"
 ROUTE_PREFIX = "/advisor"
 PURGE_EVERY_S = 3600.0
 STANDALONE_SESSION = "standalone-tools"  # where a client's tool calls without a sessionId keep their files
-FILE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,120}")
+FILE_NAME = re.compile(r"[^/\\\x00-\x1f\x7f]{1,120}")  # one name, never a path (the session must list it too)
 MEDIA = {
     ".png": "image/png",
     ".pdf": "application/pdf",
@@ -94,7 +97,18 @@ class ChatBody(ADVISOR_OPTIONS.body(_ChatFields, "ChatBody")):  # type: ignore[m
 
 
 def file_href(session_id: str, name: str) -> str:
-    return f"{ROUTE_PREFIX}/sessions/{session_id}/files/{name}"
+    return f"{ROUTE_PREFIX}/sessions/{session_id}/files/{quote(name, safe='')}"
+
+
+def disposition(name: str, inline: bool) -> str:
+    """``Content-Disposition`` naming the file as the person will save it: UTF-8 ``filename*`` for the
+    Japanese name, and an ASCII ``filename`` for clients that read only that."""
+    suffix = name[name.rfind(".") :] if "." in name else ""
+    fallback = (name.encode("ascii", "ignore").decode().strip("_. ") or "file").replace('"', "")
+    if not fallback.endswith(suffix):
+        fallback += suffix
+    kind = "inline" if inline else "attachment"
+    return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 def public(value: Any, session_id: str) -> Any:
@@ -307,12 +321,11 @@ class AdvisorService(AppService):
             return error_answer(404, "no such file")
         data = await asyncio.to_thread(self._artifacts.get_bytes, key)
         suffix = name[name.rfind(".") :].lower()
-        disposition = "inline" if suffix == ".png" else f'attachment; filename="{name}"'
         return Response(
             data,
             media_type=MEDIA.get(suffix, "application/octet-stream"),
             headers={
-                "content-disposition": disposition,
+                "content-disposition": disposition(name, inline=suffix == ".png"),
                 "x-content-type-options": "nosniff",
                 "cache-control": "private",
             },
@@ -382,6 +395,7 @@ __all__ = [
     "api",
     "app",
     "build_app",
+    "disposition",
     "file_href",
     "public",
     "with_href",

@@ -4,10 +4,18 @@ No dense scorer ships: the only local embedding model packaged here (all-MiniLM-
 English-only and needs torch, which would weigh more than the rest of the project for a worse
 Japanese ranking than BM25. ``DenseScorer`` is the slot a sound Japanese embedding would fill; with
 one, scores are fused as ``(1 - dense_weight) * bm25 + dense_weight * dense``, each normalised to 0-1.
+
+The ranking says which passage is best, not whether any is good: the scores are relative to the top
+hit, so the best passage for a question about something the knowledge base never mentions (補助金)
+still scores 1.0. **Coverage** is the absolute measure: the share of the question's subject (its
+nouns, each weighted by its idf; a noun no passage uses weighs as much as the rarest term, since it
+is exactly what the knowledge base lacks) that the passage holds. A hit below ``min_coverage`` is no
+answer to the question, however it ranks.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +24,7 @@ from typing import Protocol
 
 from advisor.kb.documents import Chunk, load_folder
 from core.resources import data_path
-from core.text.tokenize import tokenize
+from core.text.tokenize import noun_tokens, tokenize
 from scrapers.search.bm25 import BM25Index
 
 
@@ -36,6 +44,7 @@ def index_text(chunk: Chunk) -> str:
 class Hit:
     chunk: Chunk
     score: float
+    coverage: float = 1.0  # share of the question's subject the passage holds (see the module docstring)
 
 
 class KnowledgeBase:
@@ -43,9 +52,26 @@ class KnowledgeBase:
         self.chunks = list(chunks)
         self.dense = dense
         self.dense_weight = dense_weight
-        self._index = BM25Index([tokenize(index_text(c)) for c in self.chunks])
+        tokens = [tokenize(index_text(c)) for c in self.chunks]
+        self._index = BM25Index(tokens)
+        self._unknown_weight = math.log(1.0 + (len(self.chunks) + 0.5) / 0.5)  # idf of a term no passage has
 
-    def search(self, query: str, top_k: int = 5, category: str | None = None) -> list[Hit]:
+    def _weight(self, term: str) -> float:
+        return self._index.idf(term) if term in self._index.postings else self._unknown_weight
+
+    def coverage(self, query: str) -> dict[int, float]:
+        """Per passage, the share of the query's nouns (idf-weighted) it holds (all its terms when the
+        query has no noun); passages holding none are left out."""
+        subject = {t: self._weight(t) for t in dict.fromkeys(noun_tokens(query) or tokenize(query))}
+        total = sum(subject.values())
+        found: dict[int, float] = {}
+        for term, weight in subject.items():
+            for doc_id, _ in self._index.postings.get(term, ()):
+                found[doc_id] = found.get(doc_id, 0.0) + weight / total
+        return found
+
+    def search(self, query: str, top_k: int = 5, category: str | None = None, min_coverage: float = 0.0) -> list[Hit]:
+        """The ``top_k`` best passages that hold at least ``min_coverage`` of the question's subject."""
         raw = self._index.scores(tokenize(query))
         top = max(raw.values(), default=0.0) or 1.0
         fused = {i: s / top for i, s in raw.items()}
@@ -57,7 +83,9 @@ class KnowledgeBase:
             (i for i in fused if fused[i] > 0 and (category is None or self.chunks[i].category == category)),
             key=lambda i: (-fused[i], self.chunks[i].id),
         )
-        return [Hit(self.chunks[i], round(fused[i], 4)) for i in ranked[:top_k]]
+        covered = self.coverage(query)
+        hits = (Hit(self.chunks[i], round(fused[i], 4), round(covered.get(i, 0.0), 4)) for i in ranked)
+        return [h for h in hits if h.coverage >= min_coverage][:top_k]
 
 
 _CACHE: dict[tuple[str, ...], tuple[tuple[float, ...], KnowledgeBase]] = {}

@@ -3,16 +3,18 @@
 A tool is a pydantic input model, a pydantic output model and a function ``(input, context) ->
 output``. The same entry serves the tool loop (Mode 2), ``magi tool`` and ``POST /advisor/tools/NAME``.
 Files go to the artifact store under ``advisor/<session>/``, so they are listed and removed with
-their session.
+their session. A file is named for the person who downloads it, in Japanese with the day it was made
+and no id (価格改定のお願い_2026-11-27.pdf); a second one of the same name in the session is
+``…_2.pdf``, the name claimed in the store so two tools never write over each other.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,7 +27,15 @@ from core.storage import Artifacts, open_artifacts
 
 FileType = Literal["graph", "excel", "word", "pdf"]
 ARTIFACT_ROOT = "advisor"
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+MAX_STEM_CHARS = 40
+# What a file name may not hold on the systems people save files to (and no path separator for the store).
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+|\s+')
+
+
+def file_stem(title: str) -> str:
+    """``title`` fit for a file name: no separators or characters a desktop refuses, no leading dot."""
+    stem = _UNSAFE.sub("_", title).strip("_.")[:MAX_STEM_CHARS].strip("_.")
+    return stem or "file"
 
 
 class ToolInput(BaseModel):
@@ -78,12 +88,18 @@ class ToolContext:
         return self._artifacts
 
     def save(
-        self, tool: str, stem: str, suffix: str, data: bytes, kind: FileType, audience: Audience = "internal"
+        self, tool: str, title: str, suffix: str, data: bytes, kind: FileType, audience: Audience = "internal"
     ) -> GeneratedFile:
-        """Store ``data`` as a new file of this session; a short random part keeps names unique."""
-        name = f"{_SAFE.sub('_', stem)[:40] or 'file'}_{uuid.uuid4().hex[:8]}.{suffix}"
-        key = artifact_prefix(self.session_id) + name
-        url = self.artifacts.put_bytes(key, data)
+        """Store ``data`` as a new file of this session named ``<title>_<YYYY-MM-DD>.<suffix>`` (``_2`` ...
+        when that name is taken: the store refuses a second writer of one name)."""
+        base = f"{file_stem(title)}_{date.today().isoformat()}"
+        for n in itertools.count(1):
+            name = f"{base}.{suffix}" if n == 1 else f"{base}_{n}.{suffix}"
+            key = artifact_prefix(self.session_id) + name
+            written = self.artifacts.put_new(key, data)
+            if written is not None:
+                url = written
+                break
         saved = GeneratedFile(
             type=kind, key=key, name=name, url=url, tool=tool, created_at=datetime.now(UTC), audience=audience
         )
@@ -122,6 +138,7 @@ class AdvisorTool:
 
 __all__ = [
     "ARTIFACT_ROOT",
+    "MAX_STEM_CHARS",
     "AdvisorTool",
     "FileType",
     "GeneratedFile",
@@ -129,4 +146,5 @@ __all__ = [
     "ToolContext",
     "ToolInput",
     "artifact_prefix",
+    "file_stem",
 ]

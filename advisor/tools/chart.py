@@ -337,7 +337,7 @@ def _values(data: ChartInput) -> list[Decimal]:
 async def run(data: ChartInput, ctx: ToolContext) -> ChartOutput:
     audience, note = audience_of(data, ctx)
     png = await POOL.render(data, japanese_font(ctx.section))
-    saved = ctx.save(NAME, "chart", "png", png, "graph", audience)
+    saved = ctx.save(NAME, data.title, "png", png, "graph", audience)
     return ChartOutput(
         image_url=saved.url,
         key=saved.key,

@@ -257,8 +257,16 @@ def _compute(data: CostImpactInput) -> CostImpactOutput:
         )
 
 
+YEN_FORMAT = '#,##0"円"'
+RATE_FORMAT = "0.00%"
+CHANGE_FORMAT = "+0.00%;-0.00%;0.00%"
+WIDTHS = {"A": 24, "B": 18, "C": 12, "D": 18, "E": 16}
+
+
 def workbook(data: CostImpactInput, result: CostImpactOutput) -> bytes:
-    """An xlsx whose figures are formulas over the inputs, so the user can change a rate and see the effect."""
+    """An xlsx whose figures are formulas over the inputs, so the user can change a rate and see the
+    effect; formatted to be read and printed as it is (円 with separators, %, widths, an A4 print area),
+    the price scenarios under the same 松竹梅 names as the chart and the chat."""
     from openpyxl import Workbook
     from openpyxl.styles import Font
 
@@ -266,10 +274,15 @@ def workbook(data: CostImpactInput, result: CostImpactOutput) -> bytes:
     sheet = book.active
     assert sheet is not None
     sheet.title = "コスト試算"
-    sheet.append(["項目", "現在コスト（円）", "変動率", "変動後コスト（円）", "増加額（円）"])
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
-    first = 2
+    bold = Font(bold=True)
+    sheet.append(["コスト試算"])
+    sheet["A1"].font = Font(bold=True, size=14)
+    sheet.append([])
+    header = 3
+    sheet.append(["項目", "現在コスト", "変動率", "変動後コスト", "増加額"])
+    for cell in sheet[header]:
+        cell.font = bold
+    first = header + 1
     for row, line in enumerate(result.lines, start=first):
         sheet.append(
             [line.label, float(line.current_amount), float(line.change_rate), f"=B{row}*(1+C{row})", f"=D{row}-B{row}"]
@@ -285,28 +298,47 @@ def workbook(data: CostImpactInput, result: CostImpactOutput) -> bytes:
             f"=SUM(E{first}:E{last})",
         ]
     )
+    sheet.cell(total, 1).font = bold
+    for row in range(first, total + 1):
+        for column, fmt in (("B", YEN_FORMAT), ("C", CHANGE_FORMAT), ("D", YEN_FORMAT), ("E", YEN_FORMAT)):
+            sheet[f"{column}{row}"].number_format = fmt
     sheet.append([])
     price_row = total + 2
-    sheet.append(["現在価格（円）", float(result.current_price)])
+    sheet.append(["現在価格", float(result.current_price)])
     sheet.append(["現在利益率", f"=(B{price_row}-B{total})/B{price_row}"])
     margin_row = price_row + 1
     sheet.append(["目標利益率", float(data.target_profit_margin) if data.target_profit_margin is not None else None])
+    sheet[f"B{price_row}"].number_format = YEN_FORMAT
+    sheet[f"B{margin_row}"].number_format = RATE_FORMAT
+    sheet[f"B{margin_row + 1}"].number_format = RATE_FORMAT
     sheet.append([])
     head = margin_row + 3
-    sheet.append(["シナリオ", "新価格（円）", "値上げ率", "新利益率"])
+    sheet.append(["価格案", "新価格", "値上げ率", "新利益率"])
+    for cell in sheet[head]:
+        cell.font = bold
     uplift = float(data.premium_margin_uplift)
     target_cell = f"B{margin_row + 1}"
+    names = labels().scenarios
     formulas = {
-        labels().scenarios["premium"]: f"=D{total}/(1-MAX(N({target_cell}),B{margin_row}+{uplift}))",
-        labels().scenarios["standard"]: f"=D{total}/(1-B{margin_row})",
-        labels().scenarios["minimum"]: f"=B{price_row}+E{total}",
+        names["premium"]: f"=D{total}/(1-MAX(N({target_cell}),B{margin_row}+{uplift}))",
+        names["standard"]: f"=D{total}/(1-B{margin_row})",
+        names["minimum"]: f"=B{price_row}+E{total}",
         "損益分岐": f"=D{total}",
     }
     for offset, (label, formula) in enumerate(formulas.items(), start=1):
         r = head + offset
         sheet.append([label, formula, f"=B{r}/B{price_row}-1", f"=(B{r}-D{total})/B{r}"])
-    for column, width in zip("ABCDE", (18, 18, 12, 18, 14), strict=True):
+        sheet[f"B{r}"].number_format = YEN_FORMAT
+        sheet[f"C{r}"].number_format = CHANGE_FORMAT
+        sheet[f"D{r}"].number_format = RATE_FORMAT
+    for column, width in WIDTHS.items():
         sheet.column_dimensions[column].width = width
+    sheet.print_area = f"A1:E{head + len(formulas)}"
+    sheet.page_setup.paperSize = sheet.PAPERSIZE_A4
+    sheet.page_setup.orientation = "portrait"
+    sheet.page_setup.fitToWidth = 1
+    sheet.page_setup.fitToHeight = 0
+    sheet.sheet_properties.pageSetUpPr.fitToPage = True
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
@@ -315,7 +347,7 @@ def workbook(data: CostImpactInput, result: CostImpactOutput) -> bytes:
 async def run(data: CostImpactInput, ctx: ToolContext) -> CostImpactOutput:
     result = compute(data)
     if data.export_xlsx:
-        saved = ctx.save(NAME, "cost_analysis", "xlsx", workbook(data, result), "excel")
+        saved = ctx.save(NAME, labels().file_names["cost_workbook"], "xlsx", workbook(data, result), "excel")
         result = result.model_copy(update={"files": [saved]})
     return result
 
@@ -327,9 +359,13 @@ DESCRIPTION = (
 )
 
 __all__ = [
+    "CHANGE_FORMAT",
     "DESCRIPTION",
     "LEGAL_BASIS",
     "NAME",
+    "RATE_FORMAT",
+    "WIDTHS",
+    "YEN_FORMAT",
     "CostImpactInput",
     "CostImpactOutput",
     "CostItem",

@@ -11,6 +11,15 @@ Every document has an audience. One for the buyer (external, the templates' defa
 when it would carry the owner's internal analysis: an internal word or figure (``advisor.audience``)
 or an internal chart as attachment. Any document is refused with an English identifier or a
 ``{placeholder}`` left in its text. PDFs embed a subset of IPAex Gothic, so the text is searchable.
+
+What a letter says is true of the letter: a sentence about an enclosure appears only when a table or
+chart is really enclosed (the template's ``when: enclosure``), and the output lists the enclosures so
+the chat can say what was sent. The sender and recipient must be real: an example value (「山田製作所
+（例）」, 「〇〇」, 「A社」) is refused unless the document is made as a draft (``draft``), which every
+format marks 下書き at the top and in its file name. For the buyer the sender is 弊社 throughout
+(当社 in the owner's paragraphs is written 弊社). A requested rate below the owner's own minimum
+(梅 of the latest cost calculation) is made as asked, with a notice the chat shows. Every format is
+A4; files are named for people (価格改定のお願い_2026-11-27.pdf).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import asyncio
 import io
 import re
 from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,15 +36,31 @@ from pydantic import BaseModel, Field
 
 from advisor.audience import internal_amounts, internal_findings
 from advisor.fonts import japanese_font
-from advisor.labels import Audience, as_number, item_label, percent, yen
+from advisor.labels import Audience, as_number, item_label, labels, percent, yen
 from advisor.tools.base import GeneratedFile, ToolContext, ToolInput
-from advisor.tools.templates import HEADER_FIELDS, USER_TEXT, DocumentTemplate, fields_text, fill, template, tones
+from advisor.tools.templates import (
+    HEADER_FIELDS,
+    USER_TEXT,
+    DocumentTemplate,
+    Paragraph,
+    fields_text,
+    fill,
+    template,
+    tones,
+)
 from core.errors import InputError
 
 NAME = "generate_document"
+A4_MM = (210, 297)
+MARGINS_MM = (22, 20)  # left and right, top and bottom
 FILE_KIND: dict[str, Literal["word", "excel", "pdf"]] = {"docx": "word", "xlsx": "excel", "pdf": "pdf"}
 IDENTIFIER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
 BRACED = re.compile(r"\{[^{}]*\}")
+# What an example or a blank to fill looks like: （例）, 〇〇 or △△, or a company named by one letter (A社).
+EXAMPLE_VALUE = re.compile(r"[（(]例[）)]|例[:：]|[〇○△×●□]{2}|(?<![A-Za-zＡ-Ｚａ-ｚ])[A-ZＡ-Ｚ]社")
+OTHER_SELF = re.compile(r"当社|我が社|わが社")  # a letter to the buyer says 弊社
+SELF = "弊社"
+ITEMS_TITLE = "明細"  # a quotation's own lines: part of it, not an enclosure
 
 
 class Item(BaseModel):
@@ -72,6 +98,10 @@ class DocumentInput(ToolInput):
     )
     attachments: list[str] = Field(default_factory=list, description="このセッションのグラフのキー。")
     include_cost_table: bool = Field(False, description="直近のコスト試算の費目別の表を載せる。")
+    draft: bool = Field(
+        False,
+        description="差出人・宛名などが未確認のときに「下書き」として作る（各形式に明記）。確認できたら false。",
+    )
 
 
 class DocumentOutput(BaseModel):
@@ -80,6 +110,9 @@ class DocumentOutput(BaseModel):
     document_format: Literal["docx", "xlsx", "pdf"]
     audience: Audience
     preview: str
+    draft: bool = Field(False, description="Made as a draft (marked 下書き): the sender or recipient is not confirmed.")
+    enclosures: list[str] = Field(default_factory=list, description="What the document encloses (tables, charts).")
+    notices: list[str] = Field(default_factory=list, description="What the owner must know (shown in the chat).")
     files: list[GeneratedFile]
 
 
@@ -96,6 +129,7 @@ class Layout(BaseModel):
     record: list[str]  # 記 … 以上
     tables: list[Table]
     images: list[bytes]
+    draft: bool = False  # marked 下書き at the top of every format
 
     def texts(self) -> list[str]:
         cells = [str(c) for t in self.tables for c in [t.title, *t.columns, *(v for r in t.rows for v in r)]]
@@ -118,8 +152,9 @@ def written(value: str, kind: str) -> str:
     return yen(number)
 
 
-def field_values(tpl: DocumentTemplate, d: DocumentData) -> dict[str, str]:
-    """The template's fields, written out; InputError naming every unfilled or unknown field."""
+def field_values(tpl: DocumentTemplate, d: DocumentData, *, draft: bool = False) -> dict[str, str]:
+    """The template's fields, written out; InputError naming every unfilled or unknown field, and every
+    example value (「山田製作所（例）」) where a real one is needed. A draft leaves a blank 〔label〕 instead."""
     given = {**d.fields, "recipient": d.recipient or d.fields.get("recipient", ""), "sender": d.sender}
     unknown = sorted(set(d.fields) - set(tpl.fields))
     if unknown:
@@ -128,16 +163,54 @@ def field_values(tpl: DocumentTemplate, d: DocumentData) -> dict[str, str]:
             + "、".join(f"{n}（{f.label}）" for n, f in tpl.fields.items() if n not in HEADER_FIELDS)
         )
     missing = [n for n in tpl.fields if not str(given.get(n, "")).strip()]
-    if missing:
-        where = ", ".join(f"data.{n}" if n in HEADER_FIELDS else f"data.fields.{n}" for n in missing)
-        labels = "、".join(f"{tpl.fields[n].label}" for n in missing)
-        raise InputError(
-            f"{where}: 未記入の項目があります（{labels}）。オーナーに確認して値を入れてください"
-            + "（例: "
-            + "、".join(f"{tpl.fields[n].label}={tpl.fields[n].example}" for n in missing if tpl.fields[n].example)
-            + "）"
+    examples = [n for n in tpl.fields if n not in missing and EXAMPLE_VALUE.search(str(given[n]))]
+    if (missing or examples) and not draft:
+        where = ", ".join(f"data.{n}" if n in HEADER_FIELDS else f"data.fields.{n}" for n in [*missing, *examples])
+        said = []
+        if missing:
+            labels_missing = "、".join(tpl.fields[n].label for n in missing)
+            samples = "、".join(f"{tpl.fields[n].label}={tpl.fields[n].example}" for n in missing)
+            said.append(f"未記入の項目があります（{labels_missing}。例: {samples}）")
+        if examples:
+            shown = "、".join(f"{tpl.fields[n].label}「{given[n]}」" for n in examples)
+            said.append(f"{shown}は例の値です。実際の会社名・氏名などを入れてください")
+        ask = "オーナーに確認して値を入れるか、確認前なら draft=true で「下書き」として作成してください"
+        raise InputError(f"{where}: " + "。".join(said) + "。" + ask)
+    return {n: f"〔{f.label}〕" if n in missing else written(str(given[n]), f.kind) for n, f in tpl.fields.items()}
+
+
+def requested_rate(tpl: DocumentTemplate, d: DocumentData) -> Decimal | None:
+    """The rate the document asks for (its ``increase_rate`` field) as a fraction, when it gives one."""
+    if "increase_rate" not in tpl.fields:
+        return None
+    value = str(d.fields.get("increase_rate", "")).strip()
+    number = as_number(value)
+    if number is None:
+        return None
+    return number / 100 if value.endswith(("%", "％")) or abs(number) > 1 else number
+
+
+def below_minimum(rate: Decimal | None, ctx: ToolContext) -> str | None:
+    """A notice when ``rate`` is below the 梅 (minimum) price increase of the session's latest cost
+    calculation: the owner's own floor, under which the cost increase is not even passed on."""
+    cost = next((r for r in reversed(ctx.earlier) if r.get("tool") == "calculate_cost_impact"), None)
+    if rate is None or cost is None:
+        return None
+    minimum = (cost.get("output") or {}).get("scenarios", {}).get("minimum")
+    if not minimum or rate >= Decimal(str(minimum["price_increase_rate"])):
+        return None
+    return (
+        labels()
+        .notices["below_minimum"]
+        .format(
+            rate=percent(rate), label=minimum["label"], minimum=percent(minimum["price_increase_rate"], signed=True)
         )
-    return {n: written(str(given[n]), f.kind) for n, f in tpl.fields.items()}
+    )
+
+
+def as_self(text: str) -> str:
+    """The sender's self-reference as a letter to the buyer writes it: 弊社."""
+    return OTHER_SELF.sub(SELF, text)
 
 
 def _cost_table(result: dict[str, Any]) -> Table:
@@ -163,39 +236,56 @@ def _cost_table(result: dict[str, Any]) -> Table:
     return Table(title="コスト上昇の内訳", columns=["費目", "現在", "変動率", "変動後", "増加額"], rows=rows)
 
 
-def _body(tpl: DocumentTemplate, values: dict[str, str], own: list[str]) -> list[str]:
-    paragraphs: list[str] = []
-    for text in tpl.body:
+def _texts(items: list[str | Paragraph], values: dict[str, str], own: list[str], enclosed: bool) -> list[str]:
+    """Paragraphs (or 記 lines) filled in: the owner's own at ``{user_text}`` (at the end when the template
+    has no slot), one ``when: enclosure`` only when something is enclosed, ``join`` onto the one before."""
+    out: list[str] = []
+    for item in items:
+        text = item if isinstance(item, str) else item.text
         if text == USER_TEXT:
-            paragraphs += own
+            out += own
+            continue
+        if isinstance(item, Paragraph) and item.when == "enclosure" and not enclosed:
+            continue
+        filled = fill(text, values)
+        if isinstance(item, Paragraph) and item.join and out:
+            out[-1] += filled
         else:
-            paragraphs.append(fill(text, values))
-    if USER_TEXT not in tpl.body:
-        paragraphs += own
-    return paragraphs
+            out.append(filled)
+    if own and not any(text == USER_TEXT for text in (i if isinstance(i, str) else i.text for i in items)):
+        out += own
+    return out
 
 
-def layout(data: DocumentInput, ctx: ToolContext) -> Layout:
+def layout(data: DocumentInput, ctx: ToolContext, images: list[bytes] | None = None) -> Layout:
     tpl, tone = template(data.document_type), tones()[data.tone]
+    external = (data.audience or tpl.audience) == "external"
     d = data.data
-    values = field_values(tpl, d)
-    paragraphs = _body(tpl, values, [p.strip() for p in d.body if p.strip()])
-    salutation = close = ""
-    if tpl.letter:
-        salutation, close = tone.salutation, tone.complimentary_close
-        paragraphs = [tone.opening, *paragraphs, tone.closing]
+    values = field_values(tpl, d, draft=data.draft)
+    own = [p.strip() for p in d.body if p.strip()]
+    if external:
+        values = {k: as_self(v) for k, v in values.items()}
+        own = [as_self(p) for p in own]
     tables = list(d.tables)
     if d.items:
         rows: list[list[str | float | int]] = [
             [i.name, f"{i.quantity:g}", i.unit, yen(i.unit_price), yen(i.quantity * i.unit_price)] for i in d.items
         ]
         rows.append(["合計（税抜）", "", "", "", yen(sum(i.quantity * i.unit_price for i in d.items))])
-        tables.insert(0, Table(title="明細", columns=["品名", "数量", "単位", "単価", "金額"], rows=rows))
+        tables.insert(0, Table(title=ITEMS_TITLE, columns=["品名", "数量", "単位", "単価", "金額"], rows=rows))
     if data.include_cost_table:
         cost = next((r for r in reversed(ctx.earlier) if r.get("tool") == "calculate_cost_impact"), None)
         if cost is None:
             raise InputError("include_cost_table: this session has no calculate_cost_impact result yet; run it first")
         tables.append(_cost_table(cost["output"]))
+    pictures = list(images or [])
+    enclosed = enclosure_names(tables, pictures)
+    values = {**values, "enclosures": "、".join(enclosed)}
+    paragraphs = _texts(tpl.body, values, own, bool(enclosed))
+    salutation = close = ""
+    if tpl.letter:
+        salutation, close = tone.salutation, tone.complimentary_close
+        paragraphs = [tone.opening, *paragraphs, tone.closing]
     return Layout(
         title=d.subject or tpl.title,
         date=d.date or today(),
@@ -204,10 +294,22 @@ def layout(data: DocumentInput, ctx: ToolContext) -> Layout:
         salutation=salutation,
         paragraphs=paragraphs,
         complimentary_close=close,
-        record=[fill(r, values) for r in tpl.record],
+        record=_texts(tpl.record, values, [], bool(enclosed)),
         tables=tables,
-        images=[],
+        images=pictures,
+        draft=data.draft,
     )
+
+
+def enclosure_names(tables: list[Table], images: list[bytes]) -> list[str]:
+    """What a document encloses, as its letter names it: its tables (but a quotation's own 明細) and charts."""
+    names = [t.title or labels().notices["enclosure_table"] for t in tables if t.title != ITEMS_TITLE]
+    names += [labels().notices["enclosure_chart"]] * min(1, len(images))
+    return list(dict.fromkeys(names))
+
+
+def enclosures(doc: Layout) -> list[str]:
+    return enclosure_names(doc.tables, doc.images)
 
 
 def attachments(data: DocumentInput, ctx: ToolContext, audience: Audience) -> list[bytes]:
@@ -256,9 +358,13 @@ def to_docx(doc: Layout) -> bytes:
     from docx import Document
     from docx.enum.text import WD_ALIGN_PARAGRAPH
     from docx.oxml.ns import qn
-    from docx.shared import Cm, Pt
+    from docx.shared import Cm, Mm, Pt, RGBColor
 
     out = Document()
+    section = out.sections[0]  # A4, as the PDF (python-docx starts from US Letter)
+    section.page_width, section.page_height = Mm(A4_MM[0]), Mm(A4_MM[1])
+    section.left_margin = section.right_margin = Mm(MARGINS_MM[0])
+    section.top_margin = section.bottom_margin = Mm(MARGINS_MM[1])
     style = out.styles["Normal"]
     style.font.name = "IPAexGothic"
     style.font.size = Pt(10.5)
@@ -272,6 +378,11 @@ def to_docx(doc: Layout) -> bytes:
         if size:
             run.font.size = Pt(size)
 
+    if doc.draft:
+        mark = out.add_paragraph().add_run(draft_mark())
+        mark.bold = True
+        mark.font.size = Pt(16)
+        mark.font.color.rgb = RGBColor(0xB4, 0x23, 0x18)
     line(doc.date, WD_ALIGN_PARAGRAPH.RIGHT)
     if doc.recipient:
         line(doc.recipient)
@@ -316,6 +427,12 @@ def to_xlsx(doc: Layout) -> bytes:
     assert sheet is not None
     sheet.title = doc.title[:31]
     sheet.column_dimensions["A"].width = 90
+    sheet.page_setup.paperSize = sheet.PAPERSIZE_A4
+    sheet.page_setup.fitToWidth = 1
+    sheet.sheet_properties.pageSetUpPr.fitToPage = True
+    if doc.draft:
+        sheet.append([draft_mark()])
+        sheet.cell(1, 1).font = Font(bold=True, size=16, color="B42318")
     for text in [doc.date, doc.recipient, *doc.sender]:
         if text:
             sheet.append([text])
@@ -347,7 +464,7 @@ def to_pdf(doc: Layout, font: Path) -> bytes:
     from fpdf.enums import WrapMode
 
     pdf = FPDF(format="A4")
-    pdf.set_margins(22, 20, 22)
+    pdf.set_margins(MARGINS_MM[0], MARGINS_MM[1], MARGINS_MM[0])
     pdf.add_font("IPAexG", fname=str(font))
     pdf.add_font("IPAexG", style="B", fname=str(font))  # table headings ask for bold
     pdf.set_auto_page_break(auto=True, margin=18)
@@ -359,6 +476,15 @@ def to_pdf(doc: Layout, font: Path) -> bytes:
         # sentence after a leading 全角 space to the next line and leave a blank one)
         pdf.multi_cell(0, height, text, align=align, new_x="LMARGIN", new_y="NEXT", wrapmode=WrapMode.CHAR)
 
+    if doc.draft:  # a red box at the top: no one mistakes it for the letter to send
+        pdf.set_font("IPAexG", size=16)
+        pdf.set_text_color(0xB4, 0x23, 0x18)
+        pdf.set_draw_color(0xB4, 0x23, 0x18)
+        pdf.cell(pdf.get_string_width(draft_mark()) + 8, 11, draft_mark(), border=1, align="C")
+        pdf.set_text_color(0, 0, 0)
+        pdf.set_draw_color(0, 0, 0)
+        pdf.set_font("IPAexG", size=10.5)
+        pdf.ln(13)
     line(doc.date, "R")
     pdf.ln(2)
     if doc.recipient:
@@ -409,30 +535,45 @@ def to_pdf(doc: Layout, font: Path) -> bytes:
 RENDERERS = {"docx": to_docx, "xlsx": to_xlsx}
 
 
+def draft_mark() -> str:
+    return labels().notices["draft_mark"]
+
+
 async def run(data: DocumentInput, ctx: ToolContext) -> DocumentOutput:
-    audience: Audience = data.audience or template(data.document_type).audience
+    tpl = template(data.document_type)
+    audience: Audience = data.audience or tpl.audience
     images = attachments(data, ctx, audience)
-    doc = layout(data, ctx).model_copy(update={"images": images})
+    doc = layout(data, ctx, images)
     check(doc, data, ctx, audience)
     if data.format == "pdf":  # the only format that needs a font file (a ConfigError saying which, if none)
         blob = await asyncio.to_thread(to_pdf, doc, japanese_font(ctx.section))
     else:
         blob = await asyncio.to_thread(RENDERERS[data.format], doc)
-    saved = ctx.save(NAME, data.document_type, data.format, blob, FILE_KIND[data.format], audience)
+    name = tpl.title + (labels().notices["draft_suffix"] if data.draft else "")
+    saved = ctx.save(NAME, name, data.format, blob, FILE_KIND[data.format], audience)
     preview = (f"{doc.salutation}　" if doc.salutation else "") + "".join(doc.paragraphs)[:160]
+    notices = [labels().notices["draft"]] if data.draft else []
+    low = below_minimum(requested_rate(tpl, data.data), ctx)
+    notices += [low] if low else []
     return DocumentOutput(
         document_url=saved.url,
         key=saved.key,
         document_format=data.format,
         audience=audience,
         preview=preview,
+        draft=data.draft,
+        enclosures=enclosures(doc),
+        notices=notices,
         files=[saved],
     )
 
 
 DESCRIPTION = (
-    "文書生成（日本のビジネス文書の書式、docx/xlsx/pdf）。項目は data.fields の説明のとおりで、未記入があると"
-    "作成できません。取引先向けの文書に社内の数字（松竹梅・目標価格・利益）や社内用のグラフは載せられません。"
+    "文書生成（日本のビジネス文書の書式、docx/xlsx/pdf、A4）。項目は data.fields の説明のとおりで、未記入があると"
+    "作成できません。差出人・宛名は実在の名称が必要で、例の値（〇〇、（例）、A社）は使えません。確認できていなければ"
+    "オーナーに尋ね、先に作るなら draft=true で「下書き」と明記して作ります。取引先向けの文書に社内の数字（松竹梅・"
+    "目標価格・利益）や社内用のグラフは載せられません。出力の enclosures が実際の添付物で、notices はオーナーに必ず"
+    "伝えること。"
 )
 
 __all__ = [
@@ -445,10 +586,16 @@ __all__ = [
     "Item",
     "Layout",
     "Table",
+    "as_self",
     "attachments",
+    "below_minimum",
     "check",
+    "draft_mark",
+    "enclosure_names",
+    "enclosures",
     "field_values",
     "layout",
+    "requested_rate",
     "run",
     "to_docx",
     "to_pdf",

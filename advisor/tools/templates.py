@@ -4,6 +4,11 @@ A template names its title, its audience (a document for the buyer by default), 
 letter (頭語・結語 from the tone), the fields it needs (each with a Japanese label, a kind that says
 how a value is written, and an example: the tool's schema lists them), its paragraphs with
 ``{field}`` placeholders and the ``{user_text}`` slot for the owner's own paragraphs, and the 記 part.
+
+A paragraph (or a 記 line) may be a mapping ``{text, when: enclosure, join}``: ``when: enclosure``
+keeps it only when the document really encloses something (a table or a chart), so a letter never
+says 「…を添付いたしました」 over nothing; ``{enclosures}`` names what is enclosed; ``join: true``
+continues the paragraph before it instead of starting a new one.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ DOCUMENT_TYPES = ("quotation", "request_letter", "negotiation_materials", "agree
 TONES = ("formal", "friendly", "assertive", "urgent")
 USER_TEXT = "{user_text}"
 HEADER_FIELDS = ("recipient", "sender")  # filled from data.recipient / data.sender
+BUILTINS = ("enclosures",)  # placeholders the tool fills itself
 
 
 class Tone(BaseModel):
@@ -52,19 +58,34 @@ def placeholders(text: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(text) if name]
 
 
+class Paragraph(BaseModel):
+    """A paragraph with a condition (``when``) or one that continues the paragraph before it (``join``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(min_length=1)
+    when: Literal["enclosure"] | None = None
+    join: bool = False
+
+
+def text_of(item: str | Paragraph) -> str:
+    return item if isinstance(item, str) else item.text
+
+
 class DocumentTemplate(PolicyModel):
     policy_name: ClassVar[str] = "advisor document template"
     title: str = Field(min_length=1)
     audience: Audience = "external"
     letter: bool = False
     fields: dict[str, TemplateField] = Field(default_factory=dict)
-    body: list[str] = Field(min_length=1)
-    record: list[str] = Field(default_factory=list)
+    body: list[str | Paragraph] = Field(min_length=1)
+    record: list[str | Paragraph] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _placeholders_are_fields(self) -> DocumentTemplate:
-        used = {n for text in [*self.body, *self.record] if text != USER_TEXT for n in placeholders(text)}
-        unknown = sorted(used - set(self.fields))
+        texts = [text_of(item) for item in [*self.body, *self.record]]
+        used = {n for text in texts if text != USER_TEXT for n in placeholders(text)}
+        unknown = sorted(used - set(self.fields) - set(BUILTINS))
         if unknown:
             raise ValueError(f"placeholders {unknown} are not listed under fields")
         return self
@@ -105,11 +126,13 @@ def fields_text() -> str:
 
 
 __all__ = [
+    "BUILTINS",
     "DOCUMENT_TYPES",
     "HEADER_FIELDS",
     "TONES",
     "USER_TEXT",
     "DocumentTemplate",
+    "Paragraph",
     "TemplateField",
     "Tone",
     "ToneFile",
@@ -117,5 +140,6 @@ __all__ = [
     "fill",
     "placeholders",
     "template",
+    "text_of",
     "tones",
 ]

@@ -23,6 +23,7 @@ MAX_CHUNK_CHARS = 12_000
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ヶ]")
 _LATIN = re.compile(r"[a-z]+|[0-9]+")
 _KEEP_POS = frozenset({"名詞", "動詞", "形容詞", "形状詞"})
+_NOUN = "名詞"
 _STOP_EN_WORDS = (
     "a an and are as at be been but by can could did do does for from had has have he her his how i if "
     "in into is it its may more most no not of on or our she should so such than that the their them "
@@ -100,9 +101,14 @@ def _chunks(text: str) -> list[str]:
     return out
 
 
-def _japanese(chunk: str) -> list[tuple[str, str]]:
+@cache
+def _pos_is_noun(pos_id: int) -> bool:
+    return _pos_is_content(pos_id) and _dictionary().pos_of(pos_id)[0] == _NOUN
+
+
+def _japanese(chunk: str, nouns: bool = False) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    content = _pos_is_content
+    content = _pos_is_noun if nouns else _pos_is_content
     for m in sudachi_tokenizer("B").tokenize(chunk):
         if not content(m.part_of_speech_id()):
             continue
@@ -130,6 +136,16 @@ def tokenize(text: str) -> list[str]:
     return [t for t, _ in token_pairs(text)]
 
 
+def noun_tokens(text: str) -> list[str]:
+    """The tokens of ``text`` that are nouns (and Latin words), as :func:`tokenize` writes them: what a
+    question is about, without what it asks to do with it (教えて, 変わった)."""
+    text = unicodedata.normalize("NFKC", text)
+    out: list[str] = []
+    for chunk in _chunks(text):
+        out.extend(t for t, _ in (_japanese(chunk, nouns=True) if _JAPANESE.search(chunk) else _latin(chunk)))
+    return out
+
+
 def is_japanese(text: str) -> bool:
     """Whether kana or kanji make up a noticeable share of the text (a cheap language guess)."""
     sample = text[:4000]
@@ -141,6 +157,7 @@ __all__ = [
     "MAX_CHUNK_CHARS",
     "SplitModeName",
     "is_japanese",
+    "noun_tokens",
     "sudachi_tokenizer",
     "token_pairs",
     "tokenize",

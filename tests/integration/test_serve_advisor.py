@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -194,7 +197,8 @@ async def finish_turn(page: Page, service: httpx.Client, index: int) -> None:
 
 
 EXCHANGE = (
-    "材料費が20%、エネルギー費が30%上がりました。値上げ幅を試算して松竹梅のグラフにし、取引先への申入書も作ってください"
+    "材料費が20%、エネルギー費が30%上がりました。値上げ幅を試算して松竹梅のグラフにし、取引先への申入書も作ってください。"
+    "差出人は株式会社山田製作所 代表取締役 山田太郎、宛名は株式会社丸山商事 購買部 御中です"
 )
 IDENTIFIER = re.compile(r"\b[A-Za-z]+_[A-Za-z0-9_]+\b")
 
@@ -242,6 +246,26 @@ def document_texts(service: httpx.Client, files: list[dict[str, Any]]) -> dict[s
             cells = [c.text for t in doc.tables for r in t.rows for c in r.cells]
             texts["docx"] = "\n".join([*(p.text for p in doc.paragraphs), *cells])
     return texts
+
+
+def render_letter(service: httpx.Client, letter: dict[str, Any]) -> None:
+    """The letter's first page as a PNG for a person to look at (pdftoppm, poppler-utils), beside the
+    screenshots; an A4 page at 100 dpi is 827 x 1169 px."""
+    import subprocess
+    import tempfile
+
+    from matplotlib import image as mpimg
+
+    with tempfile.TemporaryDirectory() as folder:
+        pdf = Path(folder) / "letter.pdf"
+        pdf.write_bytes(service.get(letter["href"], headers=AUTH).content)
+        target = screenshot_path("advisor-letter")
+        subprocess.run(
+            ["pdftoppm", "-png", "-r", "100", "-l", "1", "-singlefile", str(pdf), str(target.with_suffix(""))],
+            check=True,
+            timeout=60,
+        )
+    assert mpimg.imread(target).shape[:2] == (1169, 827)
 
 
 async def test_one_full_exchange_in_chromium_gives_a_letter_a_buyer_can_receive(
@@ -294,18 +318,36 @@ async def test_one_full_exchange_in_chromium_gives_a_letter_a_buyer_can_receive(
     assert refused and all(e["metadata"]["input"]["attachments"] for e in refused)
     letters = [f for f in state["files"] if f["tool"] == "generate_document"]
     assert {f["audience"] for f in letters} == {"external"}
+    today = date.today().isoformat()
+    assert sorted(f["name"] for f in letters) == [f"価格改定のお願い_{today}.docx", f"価格改定のお願い_{today}.pdf"]
+    got = service.get(next(f["href"] for f in letters if f["type"] == "pdf"), headers=AUTH)
+    assert got.headers["content-disposition"] == (
+        f"attachment; filename=\"_{today}.pdf\"; filename*=UTF-8''{quote(f'価格改定のお願い_{today}.pdf')}"
+    )
     texts = document_texts(service, letters)
     assert set(texts) == {"pdf", "docx"}
     for kind, text in texts.items():
         flat = text.replace("\n", "")
-        for needed in ("価格改定のお願い", "拝啓", "敬具", "記", "以上", "12.75%", "材料費", "2,818,750円"):
+        needed_parts = ("価格改定のお願い", "拝啓", "敬具", "記", "以上", "12.75%", "材料費", "2,818,750円")
+        for needed in (*needed_parts, "株式会社丸山商事", "株式会社山田製作所", "コスト上昇の内訳を添付いたしました"):
             assert needed in flat, (kind, needed, flat[:400])
+        assert "下書き" not in flat and "（例）" not in flat and "当社" not in flat
         assert "3,063,859" not in flat and "3063859" not in flat and "3,131,944" not in flat  # no target price
         assert not IDENTIFIER.search(text) and "{" not in text and "}" not in text, (kind, text[:400])
+    said = await answer.inner_text()
+    assert "添付はコスト上昇の内訳です" in said and "社内用の松竹梅のグラフは取引先に渡せないため" in said
+    chart = answer.locator("figure")  # on a phone: tap the chart to open it full size, or save it
+    assert (await chart.locator("a.zoom").get_attribute("href") or "").startswith("blob:")
+    assert await chart.locator("a.zoom").get_attribute("target") == "_blank"
+    assert await chart.locator("a.download").inner_text() == "グラフをダウンロード"
+    async with page.expect_download() as saving:
+        await chart.locator("a.download").click()
+    assert (await saving.value).suggested_filename == f"松竹梅の価格案（円）_{today}.png"
     for width in (1280, 390):
         await shoot(page, "advisor-exchange", width, at=".msg.assistant:nth-child(7)")
         await shoot(page, "advisor-exchange-files", width, at=".msg.assistant:nth-child(7) .tools")
     await check_phone_layout(page)
+    render_letter(service, next(f for f in letters if f["type"] == "pdf"))
     await page.click("#newchat")
     assert await page.is_visible("#welcome") and await page.locator(".msg").count() == 0
     assert await page.evaluate("sessionStorage.getItem('advisor.session')") is None

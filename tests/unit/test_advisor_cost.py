@@ -153,16 +153,31 @@ def test_no_price_and_no_margin_is_rejected() -> None:
         compute(CostImpactInput.model_validate(data))
 
 
-async def test_the_xlsx_holds_formulas_over_the_inputs(tmp_path: Path) -> None:
+async def test_the_xlsx_holds_formulas_over_the_inputs_formatted_to_read_and_print(tmp_path: Path) -> None:
+    """Issue 37 (2): the formulas were live but every cell General (3131944.444, 0.1275): now 円 with
+    separators, rates in %, widths, an A4 print area and the chart's 松竹梅 names."""
+    from datetime import date
+
+    from advisor.labels import labels
+
     ctx = ToolContext(load_settings(None, {"data_dir": str(tmp_path)}), session_id="s1")
     out = await run(CostImpactInput.model_validate({**SPEC_INPUT, "export_xlsx": True}), ctx)
     (saved,) = out.files
-    assert saved.key.startswith("advisor/s1/") and saved.type == "excel"
+    assert saved.key == f"advisor/s1/コスト試算_{date.today().isoformat()}.xlsx" and saved.type == "excel"
     path = tmp_path / "artifacts" / saved.key
     sheet = load_workbook(path).active
     assert sheet is not None
     cells = {c.coordinate: c.value for row in sheet.iter_rows() for c in row if c.value is not None}
-    assert cells["A1"] == "項目" and cells["A6"] == "合計"
-    assert cells["D2"] == "=B2*(1+C2)" and cells["B6"] == "=SUM(B2:B5)"
-    assert any(isinstance(v, str) and v.startswith("=D6/(1-") for v in cells.values())
-    assert cells["B2"] == 1000000 and cells["C2"] == 0.2
+    assert cells["A1"] == "コスト試算" and cells["A3"] == "項目" and cells["A8"] == "合計"
+    assert cells["D4"] == "=B4*(1+C4)" and cells["B8"] == "=SUM(B4:B7)"
+    assert any(isinstance(v, str) and v.startswith("=D8/(1-") for v in cells.values())
+    assert cells["B4"] == 1000000 and cells["C4"] == 0.2
+    assert sheet["B4"].number_format == sheet["D8"].number_format == sheet["E8"].number_format == '#,##0"円"'
+    assert sheet["C4"].number_format == "+0.00%;-0.00%;0.00%" and sheet["B11"].number_format == "0.00%"
+    names = [sheet.cell(r, 1).value for r in range(15, 19)]
+    assert names == [*(labels().scenarios[k] for k in ("premium", "standard", "minimum")), "損益分岐"]
+    assert all(sheet.cell(r, 2).number_format == '#,##0"円"' for r in range(15, 19))
+    assert all(sheet.cell(r, 3).number_format.startswith("+0.00%") for r in range(15, 19))
+    assert [sheet.column_dimensions[c].width for c in "ABCDE"] == [24, 18, 12, 18, 16]
+    assert sheet.print_area == "'コスト試算'!$A$1:$E$18"
+    assert str(sheet.page_setup.paperSize) == sheet.PAPERSIZE_A4 and sheet.sheet_properties.pageSetUpPr.fitToPage

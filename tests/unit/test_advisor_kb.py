@@ -173,3 +173,24 @@ def test_ingest_reads_the_folder_like_a_corpus(tmp_path: Path) -> None:
     ctx = ToolContext(settings)
     for hit in search(KnowledgeInput(query="root passwd bin bash", top_k=5), ctx).results:
         assert "root:x:0:0" not in hit.content and "/etc/passwd" not in hit.source
+
+
+def test_a_passage_must_hold_the_question_to_answer_it() -> None:
+    """Issue 37 (8): the best passage for a question the knowledge base knows nothing of still ranks first;
+    the coverage floor (advisor.kb_min_coverage) keeps it from being given as an answer, and never drops a
+    relevant passage the ranking found for a question written for the knowledge base."""
+    from advisor.settings import AdvisorSettings
+
+    kb = knowledge_base()
+    floor = AdvisorSettings.model_fields["kb_min_coverage"].default
+    questions = Path(__file__).resolve().parents[1] / "data" / "advisor" / "kb_questions.jsonl"
+    rows = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(rows) >= 30
+    for row in rows:
+        found = {h.chunk.id for h in kb.search(row["question"], 10)} & set(row["relevant"])
+        kept = {h.chunk.id for h in kb.search(row["question"], 10, min_coverage=floor)} & set(row["relevant"])
+        assert kept == found, row["question"]
+    unknown = ("補助金について教えて", "IT導入補助金の申請方法", "ものづくり補助金は使えますか", "融資を受けたい")
+    for question in unknown:
+        assert kb.search(question, 5)  # ranked all the same ...
+        assert kb.search(question, 5, min_coverage=floor) == [], question  # ... but no passage holds it
