@@ -8,6 +8,8 @@
 - ``reference/system-packages.md``: the Debian packages of ``data/system-packages.txt``.
 - ``benchmarks.md``: each script of ``benchmarks/`` (its docstring) with its latest recorded result
   (``benchmarks/results/<script>.json``, written by ``benchmarks/record.py``).
+- ``systems/critic-sample.md``: what ``magi critic data/critic/examples/ideas.json`` prints with the
+  shipped scripted judge (the real engine in this process), so the critic's page quotes real output.
 
 Usage: ``.venv/bin/python docs/generate.py`` rewrites the pages; ``--check`` only compares and exits 1
 naming the stale ones. ``mkdocs build`` runs the check (``docs/hooks.py``), so ``make test`` fails on
@@ -465,6 +467,51 @@ def modules_page() -> str:
     return "\n".join(line for i, line in enumerate(lines) if line or lines[i - 1]) + "\n"
 
 
+# --- critic sample ------------------------------------------------------------------------------
+
+
+def critic_sample_page() -> str:
+    """The critic's Markdown for the five sample ideas, run by the real engine in this process with the
+    shipped scripted judge and the default options (no cache, a throwaway store)."""
+    import asyncio
+    import tempfile
+
+    from core.runtime import InProcessRuntime
+    from core.settings import load_settings
+    from critic.engine import evaluate_ideas
+    from critic.markdown import critic_markdown
+    from critic.models import CriticInput
+
+    sample = REPO / "data" / "critic" / "examples" / "ideas.json"
+    ideas = CriticInput.model_validate_json(sample.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as folder:
+        settings = load_settings(
+            None,
+            {
+                "data_dir": folder,
+                "llm": {"provider": "python:critic.scripted:judge"},
+                "critic": {"cache": False, "samples": 1, "market_weight": 50, "synergy_weight": 50},
+            },
+        )
+        out = asyncio.run(evaluate_ideas(ideas, settings, InProcessRuntime()))
+    body = critic_markdown(out).replace("\n# ", "\n## ").removeprefix("# ")
+    return "\n".join(
+        [
+            GENERATED_NOTE.format(source="the critic's engine and Markdown run on data/critic/examples/ideas.json"),
+            "",
+            "# Critic: sample output",
+            "",
+            "What `magi critic data/critic/examples/ideas.json` prints with the shipped scripted judge",
+            "(`MAGI_LLM_PROVIDER=python:critic.scripted:judge`, one judgement per idea, weights 50:50), as",
+            "the engine wrote it when these docs were built. Every figure is the arithmetic of the figures",
+            "shown beside it ([Scoring](critic.md#scoring)).",
+            "",
+            "## " + body.rstrip(),
+            "",
+        ]
+    )
+
+
 # --- driver -----------------------------------------------------------------------------------------
 
 PAGES: dict[str, Callable[[], str]] = {
@@ -473,6 +520,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "reference/system-packages.md": system_packages_page,
     "reference/modules.md": modules_page,
     "benchmarks.md": benchmarks_page,
+    "systems/critic-sample.md": critic_sample_page,
 }
 
 
