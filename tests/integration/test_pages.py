@@ -224,7 +224,7 @@ async def test_a_council_of_several_runs_shows_the_distribution(platform: str, p
     assert shown in ("承認", "否決", "条件付き") and shown in await page.inner_text("#run-rationale")
     assert not await page.locator("#panels-note").is_hidden()
     await phone_check(page, "council_runs")
-    await page.evaluate("() => render(lastResult.deliberations[0])")  # one run alone: a split of its own
+    # one run alone, told it is a split (no two sages agree): headlined as a split, no dissent
     await page.evaluate(
         "() => render(Object.assign({}, lastResult.deliberations[0], {split: true, decision: 'CONDITIONAL'}))"
     )
@@ -275,6 +275,28 @@ async def test_a_critic_run_ranks_the_five_sample_ideas(platform: str, page: Pag
     await phone_check(page, "critic")
     await page.wait_for_selector("#history li")
     assert "選定あり" in await page.locator("#history li").first.inner_text()
+    # the CLI's Markdown of the same run (reopened from the history) gives the very figures of the cards
+    from critic.markdown import critic_markdown
+    from critic.models import CriticOutput
+
+    listed = httpx.get(platform + "/critic/evaluations", timeout=30).json()["items"][0]
+    kept = httpx.get(f"{platform}/critic/evaluations/{listed['id']}", timeout=30).json()["result"]
+    rows = [line.split(" | ") for line in critic_markdown(CriticOutput.model_validate(kept)).splitlines()]
+    table = {r[1]: (r[2], r[3], r[5]) for r in rows if len(r) == 7 and r[0].startswith("| ") and r[0][2:].isdigit()}
+    for card in await page.locator("#ranking .rank").all():
+        title = await card.locator(".head .title").inner_text()
+        parts = await card.locator(".parts").inner_text()
+        market, synergy, total = table[title]
+        assert f"市場性 {market}点" in parts and f"シナジー {synergy}点" in parts, (title, parts, table[title])
+        assert await card.locator(".total").inner_text() == total
+    # reopened from the 履歴: the same ranking
+    await page.goto(platform + "/critic/")
+    await page.wait_for_selector("#history li button")
+    await page.locator("#history li button").first.click()
+    await page.wait_for_function("() => document.querySelectorAll('#ranking .rank').length === 5")
+    assert [float(t) for t in await page.locator("#ranking .total").all_inner_texts()] == totals
+    assert "履歴から開きました" in await page.inner_text("#status")
+    await phone_check(page, "critic_history")
 
 
 async def reconciles(page: Page) -> None:
