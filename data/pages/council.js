@@ -303,9 +303,21 @@ function describeDecision(item) {
   return verdictChip(item.outcome);
 }
 
-// A reopened decision fills the decision section as it was answered (the sage panels stay as they are).
+// The sage panels of a finished deliberation, step by step as they were shown live.
+function fillPanels(d) {
+  buildPanels();
+  for (const entry of d.thinking || []) showAnswer({ sage: entry.sage, phase: "thinking", ok: true, stance: entry.output.vote });
+  for (const round of d.debate || []) {
+    for (const e of round.entries) showAnswer({ sage: e.sage, phase: "debate", round: round.round, ok: true, stance: e.turn.stance });
+  }
+  for (const v of d.votes || []) showAnswer({ sage: v.sage, phase: "voting", ok: Boolean(v.final), stance: v.final });
+}
+
+// A reopened decision fills the page as it was answered: the decision, and the panels of its (first) run.
 function reopen(result) {
   render(result);
+  fillPanels(result.deliberations ? result.deliberations[0] : result);
+  $("panels-note").hidden = !result.deliberations;
   $("decision").scrollIntoView({ block: "start" });
 }
 
