@@ -241,11 +241,9 @@ def _arguments(name: str, text: str, done: dict[str, dict[str, Any]], context: s
         cost = done.get("calculate_cost_impact", {})
         if "scenarios" in cost:
             s = cost["scenarios"]
-            cats = [
+            cats = [  # the scenarios under the names the calculation gave them (the workbook's too)
                 {"label": "現在価格", "value": cost["current_price"]},
-                {"label": "梅（最低）", "value": s["minimum"]["new_price"]},
-                {"label": "竹（標準）", "value": s["standard"]["new_price"]},
-                {"label": "松（理想）", "value": s["premium"]["new_price"]},
+                *({"label": s[k]["label"], "value": s[k]["new_price"]} for k in ("minimum", "standard", "premium")),
             ]
             return {
                 "data": {"categories": cats},
@@ -289,7 +287,7 @@ def _arguments(name: str, text: str, done: dict[str, dict[str, Any]], context: s
 
 SENDER = re.compile(r"差出人[はをが：:]\s*([^、。\n]+)")
 RECIPIENT = re.compile(r"宛[名先][はをが：:]\s*([^、。\n]+)")
-RATE = re.compile(r"(\d+(?:\.\d+)?)\s*[%％]")
+RATE = re.compile(r"(\d+(?:\.\d+)?\s*[%％])\s*(?:の|で)?\s*(?:値上げ|改定|価格改定)")  # 5%の値上げ, 10%で改定
 
 
 def _said(text: str) -> dict[str, str]:
@@ -299,10 +297,9 @@ def _said(text: str) -> dict[str, str]:
         match = pattern.search(text)
         if match:
             found[key] = re.sub(r"(です|でお願いします)$", "", match.group(1).strip()).strip()
-    first_line = text.split("\n", 1)[0]
-    rate = RATE.search(first_line) if ("申入" in first_line or "値上げ" in first_line) else None
+    rate = RATE.search(text.split("\n", 1)[0])  # a rate asked for in this message, not a cost's rise
     if rate:
-        found["rate"] = rate.group(0)
+        found["rate"] = rate.group(1).replace(" ", "")
     return found
 
 

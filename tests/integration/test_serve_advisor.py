@@ -265,7 +265,8 @@ def render_letter(service: httpx.Client, letter: dict[str, Any]) -> None:
             check=True,
             timeout=60,
         )
-    assert mpimg.imread(target).shape[:2] == (1169, 827)
+    height, width = mpimg.imread(target).shape[:2]
+    assert width == 827 and abs(height - 1169) <= 1  # A4 (297 mm = 1169.3 px), rounded either way
 
 
 async def test_one_full_exchange_in_chromium_gives_a_letter_a_buyer_can_receive(
@@ -322,13 +323,22 @@ async def test_one_full_exchange_in_chromium_gives_a_letter_a_buyer_can_receive(
     assert sorted(f["name"] for f in letters) == [f"価格改定のお願い_{today}.docx", f"価格改定のお願い_{today}.pdf"]
     got = service.get(next(f["href"] for f in letters if f["type"] == "pdf"), headers=AUTH)
     assert got.headers["content-disposition"] == (
-        f"attachment; filename=\"_{today}.pdf\"; filename*=UTF-8''{quote(f'価格改定のお願い_{today}.pdf')}"
+        f"attachment; filename=\"{today}.pdf\"; filename*=UTF-8''{quote(f'価格改定のお願い_{today}.pdf')}"
     )
     texts = document_texts(service, letters)
     assert set(texts) == {"pdf", "docx"}
     for kind, text in texts.items():
         flat = text.replace("\n", "")
-        needed_parts = ("価格改定のお願い", "拝啓", "敬具", "記", "以上", "12.75%", "材料費", "2,818,750円")
+        needed_parts = (
+            "価格改定のお願い",
+            "拝啓",
+            "敬具",
+            "記",
+            "以上",
+            "製品価格を12.75%改定",
+            "材料費",
+            "2,818,750円",
+        )
         for needed in (*needed_parts, "株式会社丸山商事", "株式会社山田製作所", "コスト上昇の内訳を添付いたしました"):
             assert needed in flat, (kind, needed, flat[:400])
         assert "下書き" not in flat and "（例）" not in flat and "当社" not in flat

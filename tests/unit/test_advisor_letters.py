@@ -182,3 +182,18 @@ async def test_knowledge_the_base_does_not_hold_is_said_so_not_cited(tmp_path: P
     done = next(e for e in events if e["type"] == "done")["text"]
     assert labels().notices["kb_nothing_mode1"] in done
     assert "出典" not in done and "独占禁止法" not in done and "取適法" not in done
+
+
+async def test_the_chart_names_the_scenarios_as_the_workbook_does(tmp_path: Path) -> None:
+    """Issue 37 (2): the workbook said 梅（最低防衛） where the chart said 梅（最低）: one set of names."""
+    from tests.unit.test_advisor_orchestrator import make, state, turn
+
+    o, repo = make(tmp_path)
+    await turn(o, "材料費が上がりました。値上げ幅を試算して松竹梅のグラフにしてください")
+    results = {r["tool"]: r for r in state(repo).attributes["tool_results"]}
+    drawn = [c["label"] for c in results["generate_chart"]["input"]["data"]["categories"]][1:]
+    assert drawn == [labels().scenarios[k] for k in ("minimum", "standard", "premium")]
+    (workbook,) = results["calculate_cost_impact"]["output"]["files"]
+    sheet = load_workbook(tmp_path / "artifacts" / workbook["key"]).active
+    assert sheet is not None
+    assert sorted(drawn) == sorted(str(sheet.cell(r, 1).value) for r in range(15, 18))
