@@ -173,10 +173,14 @@ class Runtime(Protocol):
         max_concurrency: int | None = None,
         name: str | None = None,
         node_id: str | None = None,
+        restarts: int = 0,
         **kwargs: Any,
     ) -> Handle[T]:
         """Start an agent; ``spread`` asks for placement across nodes (pools); ``name`` makes it findable;
-        ``node_id`` (from :func:`current_node_id`) pins it to that node, e.g. where its files are."""
+        ``node_id`` (from :func:`current_node_id`) pins it to that node, e.g. where its files are.
+        ``restarts``: an agent whose process or node dies is started again (elsewhere, unless pinned)
+        up to that many times, and the calls it was running are sent again to the new one: for agents
+        whose state can be rebuilt (an NLP worker, the collector over its store caches)."""
 
     async def get_or_create(
         self,
@@ -256,6 +260,7 @@ class InProcessRuntime:
         max_concurrency: int | None = None,
         name: str | None = None,
         node_id: str | None = None,
+        restarts: int = 0,
         **kwargs: Any,
     ) -> Handle[T]:
         return Handle(cls(*args, **kwargs), remote=False, name=name)
@@ -352,6 +357,7 @@ class RayRuntime:
         max_concurrency: int | None = None,
         name: str | None = None,
         node_id: str | None = None,
+        restarts: int = 0,
         **kwargs: Any,
     ) -> Handle[T]:
         if spread and node_id is not None:
@@ -367,6 +373,8 @@ class RayRuntime:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
         if max_concurrency is not None:
             options["max_concurrency"] = max_concurrency
+        if restarts:
+            options |= {"max_restarts": restarts, "max_task_retries": restarts}
         actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
         return Handle(actor, remote=True, name=name)
 
@@ -452,6 +460,34 @@ async def _drain(queue: Any) -> list[dict[str, Any]]:
     except Exception as exc:
         log.warning("could not read progress events: %s", exc)
         return []
+
+
+def lost_in_cluster(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is Ray saying an actor, worker, node or object was lost: a
+    fault of the cluster, not of the work, so the work may be done again elsewhere."""
+    try:
+        import ray.exceptions as rx
+    except ImportError:  # pragma: no cover - Ray is a dependency
+        return False
+    lost = (rx.RayActorError, rx.NodeDiedError, rx.WorkerCrashedError, rx.ObjectLostError, rx.LocalRayletDiedError)
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, lost):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def restarted_actor() -> bool:
+    """Whether this code runs in a Ray actor that was started again (its process or node died)."""
+    import ray
+
+    if not ray.is_initialized():
+        return False
+    context = ray.get_runtime_context()
+    return context.get_actor_id() is not None and bool(context.was_current_actor_reconstructed)
 
 
 def current_node_id() -> str:
@@ -641,8 +677,10 @@ __all__ = [
     "keyed_name",
     "local_cpus",
     "loopback_worker_hook",
+    "lost_in_cluster",
     "maybe_await",
     "ray_runtime",
+    "restarted_actor",
     "start_ray",
     "stop_ray",
 ]
