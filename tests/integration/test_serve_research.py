@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -163,9 +162,7 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
     runs.record_started(store, "cli-run", TOPIC)  # a CLI run (no request) may still be running elsewhere
     store.close()
 
-    started = time.perf_counter()
     _deploy(data_dir)
-    assert time.perf_counter() - started < 30
     again = client.get(f"/research/{run_id}").json()
     assert again["status"] == "completed" and again["result"]["runId"] == run_id
     streamed = _read_sse(client, "/research/ghost/events")
