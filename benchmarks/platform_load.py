@@ -74,6 +74,9 @@ KILLS = (
     ("magi", "sage", "ray::Sage"),
     ("critic", "critic worker", "ray::CriticWorker"),
 )
+# How soon the cluster notices a lost node (Ray's defaults: a health check every 3 s, 5 missed), as an
+# operator would tune it (docs/operations/cluster.md): every check is 1 s apart, 3 missed mark it dead.
+NODE_HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
 HEALTH = {app: ("/healthz" if app == "research" else f"/{app}/healthz") for app in APPS}
 STORE_DOWN = 503  # what a request that needs the store is answered while it is down
 
@@ -533,22 +536,30 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
 
 
+def explained(ledger: Ledger, call: Call) -> str | None:
+    """Why a failed call failed, when a fault explains it: in flight at a kill (of one of its app's
+    processes, or of a node), or a 503 while the store was down; None otherwise."""
+    kills = [k.at for k in ledger.kills if k.app == call.app] + [k.at for k in ledger.node_kills]
+    if any(call.started <= at <= call.ended for at in kills):
+        return "kill"
+    outages = [r.window() for r in ledger.store_restarts]
+    if call.status == STORE_DOWN and any(call.started <= end and call.ended >= begin for begin, end in outages):
+        return "store"
+    return None
+
+
+def unexplained(ledger: Ledger) -> list[Call]:
+    return [c for c in ledger.calls if not c.ok and not c.lost and explained(ledger, c) is None]
+
+
 def per_app(ledger: Ledger, since: float) -> dict[str, Any]:
     report: dict[str, Any] = {}
-    outages = [r.window() for r in ledger.store_restarts]
     for app in APPS:
         calls = [c for c in ledger.calls if c.app == app and (c.ended >= since or c.lost)]  # ended in the phase
         answered = [c.ended - c.started for c in calls if c.ok]
         failed = [c for c in calls if not c.ok and not c.lost]
-        kills = [k.at for k in ledger.kills if k.app == app] + [k.at for k in ledger.node_kills]  # a node: every app
-        at_kill = [c for c in failed if any(c.started <= at <= c.ended for at in kills)]
-        store_down = [
-            c
-            for c in failed
-            if c not in at_kill
-            and c.status == STORE_DOWN
-            and any(c.started <= end and c.ended >= begin for begin, end in outages)
-        ]
+        at_kill = [c for c in failed if explained(ledger, c) == "kill"]  # a node kill counts for every app
+        store_down = [c for c in failed if explained(ledger, c) == "store"]
         report[app] = {
             "requests": len(calls),
             "answered": len(answered),
@@ -653,7 +664,8 @@ def platform(nodes: int, latency: float) -> Any:
                 postgres = PostgresServer(pg_root)
                 postgres.start()
                 base["store_url"] = postgres.create_database()
-                cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+                head = {"num_cpus": 1, "include_dashboard": False, "_system_config": NODE_HEALTH_CHECKS}
+                cluster = Cluster(initialize_head=True, head_node_args=head)
                 for _ in range(nodes - 1):
                     cluster.add_node(num_cpus=1)
                 cluster.wait_for_nodes()
@@ -761,6 +773,12 @@ async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
     checks["replicas_at_end"] = replicas_at_end
     failed = await asyncio.to_thread(failed_runs, env.store_url)
     rss_ratio = at_end["rss_mb"] / at_start["rss_mb"] if at_start["rss_mb"] else None
+    other = [
+        {"app": c.app, "at_s": round(c.started - measured_from, 1), "ended_s": round(c.ended - measured_from, 1)}
+        | {"error": c.error, "said": c.detail}
+        for c in unexplained(ledger)
+        if c.ended >= measured_from
+    ]
     return {
         "duration_s": args.duration,
         "warmup_s": args.warmup,
@@ -793,6 +811,7 @@ async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
             for r in ledger.store_restarts
         ],
         "answers_while_store_down": answers_while_down(ledger) if ledger.store_restarts else {},
+        "other_errors": other[:20],
         "research_runs_failed": len(failed),
         "research_failures": failed,
         "checks": checks,

@@ -43,6 +43,7 @@ from sqlalchemy.exc import DBAPIError
 from core.errors import ConfigError, MagiError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
+from core.runtime import lost_in_cluster
 from core.settings import Settings
 from core.store import retry_while_unavailable_async, unavailable
 from core.telemetry import adopted, carried
@@ -372,6 +373,8 @@ class ResearchService(AppService):
             log.warning("run %s: another replica runs it now; this one stopped", run_id)
             return
         except Exception as exc:
+            if lost_in_cluster(exc) and await self._give_back(run_id):
+                return
             message = first_line(exc)
             log.warning("run %s failed: %s", run_id, message)
             partial = exc.partial if isinstance(exc, ResearchError) else None
@@ -382,6 +385,21 @@ class ResearchService(AppService):
             return
         assert sink.terminal is not None  # the engine's researchCompleted
         await self._store_outcome(sink, lambda: runs.finish_completed(self._store, result, sink.terminal, owner=owner))
+
+    async def _give_back(self, run_id: str) -> bool:
+        """A run cut by a lost node (its agents, collector or NLP workers went with it) waits again for
+        a replica, which runs it from the start (``researchRequeued``); attempts still count, so a run
+        that brings nodes down ends failed. False when it could not be given back (failed it, then)."""
+        try:
+            given = await retry_while_unavailable_async(
+                lambda: run_queue.release(self._store, run_id, self._lease), wait_s=STORE_WAIT_S, what="requeueing"
+            )
+        except DBAPIError:
+            return False
+        if given:
+            log.warning("run %s: part of it was on a node that was lost; it runs again", run_id)
+            self._wakeup.set()
+        return given
 
     async def _store_outcome(self, sink: runs.StoreEventSink, finish: Any) -> None:
         """The run's waiting events, then its final status, waiting for a store that restarts; a

@@ -83,6 +83,8 @@ MAX_TOPIC_CHARS = 500
 SNAPSHOT_TIMEOUT_S = 2.0
 RESEARCH_SHARE = 90.0  # progress % the iterations cover; the final report takes the rest
 COLLECTOR_RESTARTS = 3  # its node may die; pages and analyses are in the store's caches
+# An agent whose node dies starts again on another and runs its search again (it holds nothing else).
+AGENT_RESTARTS = 1
 SUMMARY_ROLE = "research.summary"  # LLM role of the executive summary (model/params: llm.models, llm.params)
 
 
@@ -187,6 +189,7 @@ class _Run:
                 num_cpus=0,
                 max_concurrency=4,
                 name=agent_name(self.run_id, iteration, agent_id, attempt),
+                restarts=AGENT_RESTARTS,
             )
         return self.agents[agent_id]
 
@@ -586,6 +589,7 @@ def _lang(topic: str) -> str:
 
 
 __all__ = [
+    "AGENT_RESTARTS",
     "COLLECTOR_RESTARTS",
     "MAX_TOPIC_CHARS",
     "RESEARCH_SHARE",

@@ -187,6 +187,21 @@ def claim_next(
     return None, failed
 
 
+def release(store: Store, run_id: str, lease: Lease) -> bool:
+    """Give a run back to the queue (it waits again, first in line, for any replica): its work was cut
+    by a fault of the cluster (a node lost with its agents), not by the run. Its attempts still count.
+    False when the run is no longer this replica's."""
+    with store.transaction() as conn:
+        cur = conn.execute(
+            sa.text(
+                "UPDATE research_runs SET status='accepted', owner=NULL, heartbeat_at=NULL, lease_until=NULL "
+                "WHERE run_id=:run_id AND owner=:owner AND status='running'"
+            ),
+            {"run_id": run_id, "owner": lease.owner},
+        )
+        return cur.rowcount == 1
+
+
 def renew(store: Store, run_id: str, lease: Lease, *, now: float | None = None) -> bool:
     """Extend this replica's lease on a running run; False when it is no longer this replica's to run
     (taken over after the lease expired, or finished): the replica must stop the run."""
@@ -220,6 +235,7 @@ __all__ = [
     "lapsed_owners",
     "owner_of",
     "queue_position",
+    "release",
     "renew",
     "waiting_count",
 ]
