@@ -78,6 +78,18 @@ def retry_while_unavailable(call: Callable[[], R], *, wait_s: float, what: str, 
         time.sleep(pause_s)
 
 
+@contextmanager
+def outage_tolerated(what: str) -> Iterator[None]:
+    """Go on without what the block does when the store cannot be reached (logged: ``what`` was
+    skipped); any other database error is raised as usual."""
+    try:
+        yield
+    except exc.DBAPIError as err:
+        if not unavailable(err):
+            raise
+        log.warning("store unavailable; %s skipped: %s", what, first_line(err))
+
+
 async def retry_while_unavailable_async(call: Callable[[], R], *, wait_s: float, what: str, pause_s: float = 0.5) -> R:
     """:func:`retry_while_unavailable` for an event loop: each try in a worker thread, the pauses awaited."""
     deadline = time.monotonic() + wait_s
@@ -342,6 +354,7 @@ __all__ = [
     "Store",
     "configured_url",
     "open_store",
+    "outage_tolerated",
     "register_migration",
     "retry_while_unavailable",
     "retry_while_unavailable_async",

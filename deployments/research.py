@@ -45,7 +45,7 @@ from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
 from core.runtime import lost_in_cluster
 from core.settings import Settings
-from core.store import retry_while_unavailable_async, unavailable
+from core.store import outage_tolerated, retry_while_unavailable_async, unavailable
 from core.telemetry import adopted, carried
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
@@ -232,7 +232,7 @@ class ResearchService(AppService):
                 continue
             if failed:
                 log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
-            with contextlib.suppress(DBAPIError):  # a figure for autoscaling: the last one seen will do
+            with outage_tolerated("reading the queue's depth"):  # for autoscaling: the last one seen will do
                 self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
             QUEUE_DEPTH.set(self._waiting_seen)
             if claimed is None:
@@ -281,7 +281,7 @@ class ResearchService(AppService):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
                 return
-            with contextlib.suppress(DBAPIError):
+            with outage_tolerated("reading the queue's depth"):
                 self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
         await task
 
@@ -471,7 +471,7 @@ class ResearchService(AppService):
                 if event.type in runs.TERMINAL_EVENTS:
                     return
             if not batch:
-                with contextlib.suppress(DBAPIError):
+                with outage_tolerated("checking whether the run ended"):
                     run = await asyncio.to_thread(runs.load_run, self._store, run_id)
                     if run is None or run.status not in runs.UNFINISHED:
                         return  # finished, and its terminal event was already sent before Last-Event-ID
