@@ -732,7 +732,9 @@ async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
     corpus = str(data_path("corpus"))
     queries = router_queries()
     ledger = Ledger()
-    limits = httpx.Limits(max_connections=64)
+    # A new connection per request, as behind a load balancer that stops using a lost node's proxy: a
+    # kept-alive connection to the proxy of a node that went would fail the next request sent on it.
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{env.port}", timeout=CLIENT_TIMEOUT_S, limits=limits
     ) as http:
@@ -812,6 +814,11 @@ async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
         ],
         "answers_while_store_down": answers_while_down(ledger) if ledger.store_restarts else {},
         "other_errors": other[:20],
+        "lost_calls": [
+            {"app": c.app, "at_s": round(c.started - measured_from, 1), "error": c.error}
+            for c in ledger.calls
+            if c.lost
+        ][:20],
         "research_runs_failed": len(failed),
         "research_failures": failed,
         "checks": checks,

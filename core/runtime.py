@@ -347,6 +347,9 @@ class RayRuntime:
         self._queues: list[tuple[Any, EventSink]] = []
         self._pump: asyncio.Task[None] | None = None
         self._deliver_lock = asyncio.Lock()  # one reader at a time keeps events in order
+        # The constructor arguments of restartable agents, held until close(): Ray keeps large ones in
+        # the object store, and a restart after they went out of scope would fail (ray-project/ray#53727).
+        self._pinned: list[Any] = []
 
     def spawn(
         self,
@@ -375,6 +378,9 @@ class RayRuntime:
             options["max_concurrency"] = max_concurrency
         if restarts:
             options |= {"max_restarts": restarts, "max_task_retries": restarts}
+            args = tuple(self._ray.put(a) for a in args)
+            kwargs = {k: self._ray.put(v) for k, v in kwargs.items()}
+            self._pinned += [*args, *kwargs.values()]
         actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
         return Handle(actor, remote=True, name=name)
 
@@ -451,6 +457,7 @@ class RayRuntime:
         for queue, _ in self._queues:
             queue.shutdown()
         self._queues.clear()
+        self._pinned.clear()
 
 
 async def _drain(queue: Any) -> list[dict[str, Any]]:
