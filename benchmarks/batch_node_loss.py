@@ -67,10 +67,20 @@ def actors_by_node() -> dict[str, list[str]]:
     return found
 
 
-def remove_busiest_worker(cluster: Any) -> dict[str, Any]:
-    """Remove the worker node hosting most actors, as a crash would; returns what it hosted."""
+BATCH_ACTORS = {"ResearchAgent", "NlpWorker", "Collector"}
+
+
+def busiest_worker(cluster: Any) -> tuple[Any, int]:
+    """The worker node hosting most of the batch's actors, and how many it hosts."""
     hosted = actors_by_node()
-    node = max(cluster.worker_nodes, key=lambda n: len(hosted.get(n.node_id, [])))
+    node = max(cluster.worker_nodes, key=lambda n: len(BATCH_ACTORS.intersection(hosted.get(n.node_id, []))))
+    return node, sum(name in BATCH_ACTORS for name in hosted.get(node.node_id, []))
+
+
+def remove_busiest_worker(cluster: Any) -> dict[str, Any]:
+    """Remove the worker node hosting most of the batch's actors, as a crash would; returns what it hosted."""
+    hosted = actors_by_node()
+    node, _ = busiest_worker(cluster)
     components = dict(sorted(Counter(hosted.get(node.node_id, [])).items()))
     cluster.remove_node(node, allow_graceful=False)
     return {"node": node.node_id[:12], "components": components}
@@ -116,6 +126,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             job = asyncio.create_task(asyncio.to_thread(research_batch.main, argv))
             while done_count(out) < args.kill_after and not job.done():
                 await asyncio.sleep(0.5)
+            deadline = time.monotonic() + 60  # then wait for topics in flight to have actors on a worker node
+            while not job.done() and time.monotonic() < deadline:
+                if (await asyncio.to_thread(busiest_worker, cluster))[1]:
+                    break
+                await asyncio.sleep(0.2)
             killed_at, done_before = time.monotonic(), done_count(out)
             node = await asyncio.to_thread(remove_busiest_worker, cluster)
             exit_code = await job
