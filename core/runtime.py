@@ -429,8 +429,11 @@ class RayRuntime:
 
     def event_sink(self, sink: EventSink) -> EventSink:
         from ray.util.queue import Queue
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        queue = Queue(maxsize=10_000, actor_options={"num_cpus": 0})
+        # On this process's node: the queue then goes only with its reader, not with a node of agents.
+        here = NodeAffinitySchedulingStrategy(self._ray.get_runtime_context().get_node_id(), soft=True)
+        queue = Queue(maxsize=10_000, actor_options={"num_cpus": 0, "scheduling_strategy": here})
         self._queues.append((queue, sink))
         if self._pump is None:
             self._pump = asyncio.get_running_loop().create_task(self._pump_forever())
