@@ -2,20 +2,15 @@
 
 While it is down, a route that needs it answers 503 with Retry-After (never a 500), a research run's
 events wait in order, and a session commit of finished work waits for it; once it is back, the same
-Store serves again with no restart of anything (its pool re-establishes itself). One PostgreSQL server
-of this module's own, since the session's is shared by every other test."""
+Store serves again with no restart of anything (its pool re-establishes itself). It is the session's
+PostgreSQL server that stops and starts (a test that fails meanwhile starts it again)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import pwd
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
@@ -29,26 +24,15 @@ from research.events import ResearchStarted
 from sessions.gateway import SessionHost
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 from sessions.store import SessionRepository
-from tests.postgres import PG_BIN, PG_USER, PostgresServer
+from tests.postgres import PostgresServer
 
 POLICY = SessionPolicy(ttl_s=3600, previous_ttl_s=600, history_limit=500)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[PostgresServer]:
-    if not (PG_BIN / "initdb").is_file():
-        pytest.skip(f"PostgreSQL 15 binaries not found in {PG_BIN}: apt-get install -y postgresql-15")
-    root = Path(tempfile.mkdtemp(prefix="magi-pg-outage-"))
-    if os.geteuid() == 0:
-        entry = pwd.getpwnam(PG_USER)
-        os.chown(root, entry.pw_uid, entry.pw_gid)
-    pg = PostgresServer(root)
-    try:
-        pg.start()
-        yield pg
-    finally:
-        pg.stop()
-        shutil.rmtree(root, ignore_errors=True)
+@pytest.fixture
+def server(postgres_server: PostgresServer) -> PostgresServer:
+    """The session's server: tests run one at a time, so stopping it here stops no one else."""
+    return postgres_server
 
 
 @pytest.fixture
