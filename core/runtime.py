@@ -592,6 +592,9 @@ def _in_folder(folder: Path) -> Iterator[None]:
         os.chdir(before)
 
 
+LOCAL_START_ATTEMPTS = 3
+
+
 def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = True, serve: bool = False) -> None:
     """Attach to ``address``/``RAY_ADDRESS`` or start a local single-node Ray (dashboard off, every
     port on loopback: :func:`keep_ray_on_loopback`).
@@ -622,13 +625,23 @@ def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = T
                 if quiet:
                     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
                 keep_ray_on_loopback()
-                ray.init(
-                    address="local",
-                    num_cpus=local_cpus(settings),
-                    include_dashboard=False,
-                    runtime_env={"worker_process_setup_hook": "core.runtime.loopback_worker_hook"} if serve else None,
-                    **common,
-                )
+                for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+                    try:
+                        ray.init(
+                            address="local",
+                            num_cpus=local_cpus(settings),
+                            include_dashboard=False,
+                            runtime_env={"worker_process_setup_hook": "core.runtime.loopback_worker_hook"}
+                            if serve
+                            else None,
+                            **common,
+                        )
+                        break
+                    except Exception as exc:  # Ray waits a fixed 30 s for its raylet; a busy machine may need more
+                        if "timed out during startup" not in str(exc) or attempt == LOCAL_START_ATTEMPTS:
+                            raise
+                        log.warning("a local Ray did not start in time (attempt %d); trying again", attempt)
+                        ray.shutdown()
     except ray.exceptions.AuthenticationError as exc:
         raise RuntimeSetupError(
             f"Ray cluster at {target} refused this client: token authentication is on. Put the cluster's "
@@ -671,6 +684,7 @@ async def maybe_await(value: Awaitable[T] | T) -> T:
 __all__ = [
     "CONTEXT_CALL",
     "DEFAULT_NAMESPACE",
+    "LOCAL_START_ATTEMPTS",
     "LOOPBACK_ONLY_ENV",
     "Call",
     "Handle",
