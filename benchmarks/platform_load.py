@@ -140,6 +140,7 @@ class NodeKill:
     node: str
     components: list[str]  # what it hosted: "router replica", "NlpWorker", ...
     at: float
+    done_at: float = 0.0  # when every process of the node was gone (removing them takes a moment)
     research_run: str | None = None  # the run its research replica held when it went
     replaced_after_s: float | None = None
 
@@ -455,6 +456,7 @@ async def kill_node(ledger: Ledger, cluster: Any, store_url: str, replicas: int,
     kill = NodeKill(node.node_id[:12], hosted, time.monotonic(), research_run=run_id)
     ledger.node_kills.append(kill)
     await asyncio.to_thread(cluster.remove_node, node, False)
+    kill.done_at = time.monotonic()
     while time.monotonic() < kill.at + 180:
         await asyncio.sleep(0.5)
         outside = await asyncio.to_thread(replicas_outside, node.node_id)
@@ -539,8 +541,9 @@ def percentile(values: list[float], q: float) -> float | None:
 def explained(ledger: Ledger, call: Call) -> str | None:
     """Why a failed call failed, when a fault explains it: in flight at a kill (of one of its app's
     processes, or of a node), or a 503 while the store was down; None otherwise."""
-    kills = [k.at for k in ledger.kills if k.app == call.app] + [k.at for k in ledger.node_kills]
-    if any(call.started <= at <= call.ended for at in kills):
+    kills = [(k.at, k.at) for k in ledger.kills if k.app == call.app]
+    kills += [(k.at, k.done_at or time.monotonic()) for k in ledger.node_kills]  # its processes die over a moment
+    if any(call.started <= end and begin <= call.ended for begin, end in kills):
         return "kill"
     outages = [r.window() for r in ledger.store_restarts]
     if call.status == STORE_DOWN and any(call.started <= end and call.ended >= begin for begin, end in outages):
@@ -810,6 +813,7 @@ async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
         ],
         "node_kills": [
             {"node": k.node, "components": k.components, "at_s": round(k.at - measured_from, 1)}
+            | {"removed_in_s": round(k.done_at - k.at, 1)}
             | {"research_run": k.research_run, "replaced_after_s": k.replaced_after_s}
             for k in ledger.node_kills
         ],
