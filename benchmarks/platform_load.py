@@ -668,10 +668,19 @@ def platform(nodes: int, latency: float) -> Any:
                 postgres.start()
                 base["store_url"] = postgres.create_database()
                 head = {"num_cpus": 1, "include_dashboard": False, "_system_config": NODE_HEALTH_CHECKS}
-                cluster = started_cluster(lambda: Cluster(initialize_head=True, head_node_args=head))
-                for _ in range(nodes - 1):
-                    cluster.add_node(num_cpus=1)
-                cluster.wait_for_nodes()
+
+                def three_nodes() -> Any:
+                    made = Cluster(initialize_head=True, head_node_args=head)
+                    try:
+                        for _ in range(nodes - 1):
+                            made.add_node(num_cpus=1)
+                        made.wait_for_nodes()
+                    except Exception:
+                        made.shutdown()
+                        raise
+                    return made
+
+                cluster = started_cluster(three_nodes)
                 ray.init(address=cluster.address, log_to_driver=False)
             else:
                 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
