@@ -676,7 +676,7 @@ def platform(nodes: int, latency: float) -> Any:
                             made.add_node(num_cpus=1)
                         made.wait_for_nodes()
                     except Exception:
-                        made.shutdown()
+                        made.shutdown()  # type: ignore[no-untyped-call]
                         raise
                     return made
 
