@@ -474,7 +474,11 @@ class ResearchService(AppService):
                 with outage_tolerated("checking whether the run ended"):
                     run = await asyncio.to_thread(runs.load_run, self._store, run_id)
                     if run is None or run.status not in runs.UNFINISHED:
-                        return  # finished, and its terminal event was already sent before Last-Event-ID
+                        # It may have finished after the read above: its last events (the terminal one is
+                        # stored with the status) are read once more, then the stream ends.
+                        for event in await asyncio.to_thread(runs.load_events, self._store, run_id, after):
+                            yield sse_frame(event.type, event.json, event.seq)
+                        return
                 idle += POLL_S
                 if idle >= KEEPALIVE_S:
                     idle = 0.0
