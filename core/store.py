@@ -21,8 +21,11 @@ side, and one inherited through ``fork`` drops the parent's pooled connections o
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,7 +33,7 @@ from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
@@ -44,6 +47,8 @@ from core.version import release, release_key
 if TYPE_CHECKING:
     from core.settings import Settings
 
+log = logging.getLogger(__name__)
+R = TypeVar("R")
 DB_FILENAME = "magi.sqlite3"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK_KEY = 0x6D616769  # "magi": the advisory lock that serialises migrations on PostgreSQL
@@ -51,6 +56,61 @@ SUPPORTED = ("sqlite", "postgresql")
 STORE_GROUP = "magi.store"  # entry points: the modules that register migrations (pyproject.toml)
 
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]  # a result row: index it, unpack it, or use ``._mapping``
+STORE_RETRY_AFTER_S = 5  # what a caller refused while the store is unreachable is told to wait
+
+
+def unavailable(failure: BaseException) -> bool:
+    """Whether ``failure`` says the store cannot be reached right now (PostgreSQL down or restarting, a
+    connection cut, SQLite's file locked past its timeout, the pool exhausted) rather than that a
+    statement is wrong: the first is worth a retry (and a 503 to a caller), the second is a bug."""
+    error: BaseException | None = failure
+    while error is not None:
+        if isinstance(error, exc.OperationalError | exc.InterfaceError | exc.TimeoutError):
+            return True
+        if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+            return True
+        error = error.__cause__
+    return False
+
+
+def retry_while_unavailable(call: Callable[[], R], *, wait_s: float, what: str, pause_s: float = 0.5) -> R:
+    """``call()``, again every ``pause_s`` while the store is unavailable, for up to ``wait_s``; for
+    work already done that must not be lost to a store restart (a run's final status, an event).
+    Blocking: from a worker thread or a process without an event loop."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return call()
+        except exc.DBAPIError as err:
+            if not unavailable(err) or time.monotonic() >= deadline:
+                raise
+            log.warning("store unavailable while %s (%s); trying again", what, first_line(err))
+        time.sleep(pause_s)
+
+
+@contextmanager
+def outage_tolerated(what: str) -> Iterator[None]:
+    """Go on without what the block does when the store cannot be reached (logged: ``what`` was
+    skipped); any other database error is raised as usual."""
+    try:
+        yield
+    except exc.DBAPIError as err:
+        if not unavailable(err):
+            raise
+        log.warning("store unavailable; %s skipped: %s", what, first_line(err))
+
+
+async def retry_while_unavailable_async(call: Callable[[], R], *, wait_s: float, what: str, pause_s: float = 0.5) -> R:
+    """:func:`retry_while_unavailable` for an event loop: each try in a worker thread, the pauses awaited."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await asyncio.to_thread(call)
+        except exc.DBAPIError as err:
+            if not unavailable(err) or time.monotonic() >= deadline:
+                raise
+            log.warning("store unavailable while %s (%s); trying again", what, first_line(err))
+        await asyncio.sleep(pause_s)
 
 
 MigrationStep = Callable[[Connection], None]
@@ -384,6 +444,7 @@ __all__ = [
     "MIGRATION_LOCK_KEY",
     "SQLITE_BUSY_TIMEOUT_MS",
     "STORE_GROUP",
+    "STORE_RETRY_AFTER_S",
     "SUPPORTED",
     "AnyRow",
     "Migration",
@@ -393,6 +454,10 @@ __all__ = [
     "configured_url",
     "known_migrations",
     "open_store",
+    "outage_tolerated",
     "register_migration",
+    "retry_while_unavailable",
+    "retry_while_unavailable_async",
     "sqlite_url",
+    "unavailable",
 ]

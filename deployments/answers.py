@@ -14,10 +14,13 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy.exc import DBAPIError
 
 from core.errors import first_line
 from core.events import Event, StreamFailed, event_frame, json_frame
+from core.store import STORE_RETRY_AFTER_S, unavailable
 from core.telemetry.context import request_id_field
 from core.validation import printable
 
@@ -25,6 +28,7 @@ log = logging.getLogger(__name__)
 _SERVER_PATH = re.compile(r"(?<![\w.:/])/[^\s'\",;)]+")
 INVALID_SETTING = "invalid setting: "  # how a ConfigError about one option starts (core/settings.py)
 NO_LLM = "no LLM is configured on this service; ask its operator"
+STORE_DOWN = "the service's store cannot be reached right now (restarting?); nothing was done: send it again shortly"
 SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
@@ -66,6 +70,24 @@ def no_llm() -> JSONResponse:
     return error_answer(503, NO_LLM)
 
 
+def store_unavailable() -> JSONResponse:
+    """503 with Retry-After: the store is down (a PostgreSQL restart); the request was not done."""
+    return error_answer(503, STORE_DOWN, headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
+
+
+def answer_store_outages(api: FastAPI) -> None:
+    """Make ``api`` answer :func:`store_unavailable` when a route fails because the store cannot be
+    reached, instead of a 500; any other database error stays a 500 (a bug, logged as one)."""
+
+    async def handler(_request: Request, exc: Exception) -> JSONResponse:
+        if not unavailable(exc):
+            raise exc
+        log.warning("store unavailable; answered 503: %s", first_line(exc))
+        return store_unavailable()
+
+    api.add_exception_handler(DBAPIError, handler)
+
+
 def event_stream(frames: AsyncIterator[bytes], headers: Mapping[str, str] | None = None) -> StreamingResponse:
     """A ``text/event-stream`` response of SSE frames (core/events.py encodes them), never cached."""
     return StreamingResponse(frames, media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})})
@@ -100,11 +122,14 @@ __all__ = [
     "INVALID_SETTING",
     "NO_LLM",
     "SSE_HEADERS",
+    "STORE_DOWN",
+    "answer_store_outages",
     "error_answer",
     "event_stream",
     "failure_text",
     "invalid_option",
     "no_llm",
     "progress_frames",
+    "store_unavailable",
     "without_server_paths",
 ]

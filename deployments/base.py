@@ -42,6 +42,7 @@ from core.settings import Settings, load_settings
 from core.telemetry.logs import dress_handlers
 from core.telemetry.settings import LoggingSettings, TelemetrySettings
 from core.telemetry.tracing import configure_tracing
+from deployments.answers import answer_store_outages
 from deployments.pages import add_pages
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
@@ -99,6 +100,7 @@ def http_api(
     page_paths = add_pages(api, pages or {})
     api.state.guard = guard(api, open_paths=(*open_paths, *page_paths))
     answer_invalid_requests(api)
+    answer_store_outages(api)  # a store restart answers 503 + Retry-After, not 500
     api.add_middleware(RequestTelemetry)  # added last: outermost, so the guard's refusals carry the id too
     # Registered as the base class's method: Serve's ingress turns it into a route of each replica.
     api.add_api_route("/healthz", AppService.healthz, methods=["GET"], summary="Readiness, one part per need")
