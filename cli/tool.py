@@ -42,6 +42,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.settings import LLM_ROLES
     from advisor.tools import REGISTRY, get_tool, validate_input
     from core.errors import InputError
     from core.files import read_input_text
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(raw, dict):
         raise InputError(f"--input {args.input}: expected a JSON object of the tool's fields, got {type(raw).__name__}")
     data = validate_input(REGISTRY[args.name], raw)
-    llm = make_llm(settings.llm)
+    llm = make_llm(settings.llm, LLM_ROLES[-1])  # the tools run in the advisor's specialist mode
     if args.session is not None:
         result = asyncio.run(_recorded(settings, validate_session_id(args.session, "--session"), args.name, data, llm))
     else:

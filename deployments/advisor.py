@@ -35,11 +35,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
 from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
+from advisor.settings import LLM_ROLES as ADVISOR_ROLES
 from core.errors import ConfigError, InputError, LLMNotConfiguredError, first_line
-from core.events import StreamFailed, event_frame
+from core.events import event_frame
 from core.settings import Settings
 from deployments.affinity import affinity_options
-from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
+from deployments.answers import error_answer, event_stream, invalid_option, no_llm, stream_failed
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, llm_check, sessions_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
@@ -149,7 +150,7 @@ class AdvisorService(AppService):
         self._purger = asyncio.get_event_loop().create_task(self._purge_forever())
         self.checks = [
             store_check(store),
-            llm_check(settings.llm, "POST /advisor/chat"),
+            llm_check(settings.llm, "POST /advisor/chat", ADVISOR_ROLES),
             Check("files", self._artifacts_reachable),
             task_check("retention", lambda: self._purger),
             sessions_check(lambda: len(self._sessions), lambda: self._passivation),
@@ -248,7 +249,7 @@ class AdvisorService(AppService):
                     yield event_frame(with_href(session_id, event))
             except Exception as exc:
                 log.exception("advisor turn failed")
-                yield event_frame(StreamFailed(message=failure_text(exc)))
+                yield event_frame(stream_failed(exc))
             finally:
                 slot.__exit__()
 
@@ -347,7 +348,7 @@ class AdvisorService(AppService):
                 ctx = ToolContext(
                     self.settings,
                     session_id=key,
-                    llm=make_llm(self.settings.llm),
+                    llm=make_llm(self.settings.llm, ADVISOR_ROLES[-1]),  # the tools run in the specialist mode
                     earlier=list(state.attributes.get("tool_results", [])),
                     negotiation_rounds=list(state.attributes.get("negotiation", [])),
                     files=list(state.attributes.get("files", [])),

@@ -54,12 +54,17 @@ class SystemEntry(BaseModel):
 
 
 class PageCatalogue(PolicyModel):
-    """Every label the pages show, in Japanese and English, and the systems the home page lists."""
+    """Every label the pages show, in Japanese and English, and the systems the home page lists.
+
+    ``shared`` names labels a page takes from a system's own catalogue (data/<system>/messages.yaml)
+    rather than repeating them: ``{router: [why.]}`` gives the pages ``router.why.memory`` and every
+    other key of the router's catalogue that starts with ``why.``."""
 
     policy_name: ClassVar[str] = "page labels"
     policy_version: ClassVar[int] = 1
 
     systems: list[SystemEntry] = Field(min_length=1)
+    shared: dict[str, list[str]] = Field(default_factory=dict)
     labels: dict[str, dict[str, str]] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -71,8 +76,16 @@ class PageCatalogue(PolicyModel):
         return self
 
     def by_language(self) -> dict[str, dict[str, str]]:
-        """``{"ja": {key: text}, "en": {key: text}}``: what the pages' script reads."""
-        return {lang: {key: texts[lang] for key, texts in self.labels.items()} for lang in LANGUAGES}
+        """``{"ja": {key: text}, "en": {key: text}}``: what the pages' script reads (the shared labels
+        of the systems' catalogues included, under ``<system>.``)."""
+        from core.messages import catalogue as system_catalogue
+
+        texts = {key: dict(value) for key, value in self.labels.items()}
+        for system, prefixes in self.shared.items():
+            for key, message in system_catalogue(system).messages.items():
+                if key.startswith(tuple(prefixes)):
+                    texts[f"{system}.{key}"] = {"ja": message.ja, "en": message.en}
+        return {lang: {key: value[lang] for key, value in texts.items()} for lang in LANGUAGES}
 
 
 @cache

@@ -28,9 +28,30 @@ class LanguageDetection(CamelModel):
     failed: bool = False
 
 
-class Classification(CamelModel):
-    """Why the router chose what it chose: the rule that decided and the evidence it saw."""
+RuleName = Literal[
+    "memory",
+    "time",
+    "events",
+    "ambiguous_cafe",
+    "ambiguous_room",
+    "question_word",
+    "keywords",
+    "follow_up",
+    "follow_up_alone",
+    "saino",
+    "engineer_cafe",
+    "membership",
+    "purpose",
+    "no_topic",
+]
 
+
+class Classification(CamelModel):
+    """Why the router chose what it chose: the rule that decided (``rule``, a key whose words are in
+    data/router/messages.yaml under ``why.``), the evidence it saw (``matched``: the words of the
+    question, never a pattern), and ``reason``, the same in English for logs and developers."""
+
+    rule: RuleName = "no_topic"
     reason: str
     matched: list[str] = Field(default_factory=list)
     subject: str | None = None
