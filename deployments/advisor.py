@@ -1,8 +1,8 @@
 """Serve app ``advisor`` (route_prefix ``/advisor``): the price pass-through advisor over HTTP.
 
-- ``GET /advisor/`` the chat page (plain HTML+JS, Japanese). It holds no data, so it is served
-  without a key; every call it makes sends ``Authorization: Bearer <key>`` (the key is typed once
-  into the page and kept in the tab's sessionStorage).
+- ``GET /advisor/`` the chat page (data/pages/advisor.html: the pages' shared header, labels in
+  Japanese or English). It holds no data, so it is served without a key; every call it makes sends
+  ``Authorization: Bearer <key>`` (the key is typed once into the page and kept in the tab).
 - ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?, threshold?}`` (the
   advisor section's options for this turn) -> Server-Sent Events:
   ``session``, ``detection``, ``mode``, ``consent``, ``tool``, ``file``, ``compressed``, ``delta``,
@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
@@ -68,7 +68,7 @@ MEDIA = {
 }
 
 api = http_api(
-    "MAGI price pass-through advisor", "価格転嫁アドバイザー: chat, tools, sessions, files.", open_paths=("/",)
+    "MAGI price pass-through advisor", "価格転嫁アドバイザー: chat, tools, sessions, files.", pages={"/": "advisor.html"}
 )
 
 
@@ -127,7 +127,6 @@ def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
 class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
         from advisor.conversation import SESSION_NAMESPACE
-        from core.resources import data_path
         from core.storage import open_artifacts
         from core.store import open_store
         from sessions.gateway import SessionHost
@@ -145,7 +144,6 @@ class AdvisorService(AppService):
         )
         self._passivation = asyncio.get_event_loop().create_task(self._sessions.passivate_forever())
         self._artifacts = open_artifacts(settings)
-        self._page = data_path("advisor", "chat.html").read_text(encoding="utf-8")
         self._orchestrator: Any = None
         self._purger = asyncio.get_event_loop().create_task(self._purge_forever())
         self.checks = [
@@ -192,10 +190,6 @@ class AdvisorService(AppService):
     def _too_many(self, exc: Exception) -> JSONResponse:
         response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
         return response
-
-    @api.get("/")
-    async def page(self) -> HTMLResponse:
-        return HTMLResponse(self._page, headers={"cache-control": "no-store", "x-content-type-options": "nosniff"})
 
     @api.post("/chat")
     async def chat(self, body: ChatBody, request: Request) -> Response:

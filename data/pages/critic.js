@@ -69,7 +69,7 @@ function ideasFromJson() {
   try {
     parsed = JSON.parse($("ideas-json").value);
   } catch (error) {
-    throw new Error(t("critic.bad_json", { detail: error.message }));
+    throw new Error(t("critic.bad_json"));  // the browser's own message is in its language, not the page's
   }
   const ideas = Array.isArray(parsed) ? parsed : parsed && parsed.ideas;
   if (!Array.isArray(ideas)) throw new Error(t("critic.no_ideas_key"));
