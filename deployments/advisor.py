@@ -68,7 +68,9 @@ MEDIA = {
 }
 
 api = http_api(
-    "MAGI price pass-through advisor", "価格転嫁アドバイザー: chat, tools, sessions, files.", pages={"/": "advisor.html"}
+    "MAGI price pass-through advisor",
+    "価格転嫁アドバイザー: chat, tools, sessions, files.",
+    pages={"/": "advisor.html"},
 )
 
 
