@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from core.models import CamelModel
 
@@ -54,6 +54,14 @@ class Classification(CamelModel):
     rule: RuleName = "no_topic"
     reason: str
     matched: list[str] = Field(default_factory=list)
+
+    @field_validator("matched")
+    @classmethod
+    def _as_words(cls, matched: list[str]) -> list[str]:
+        """The words as a person reads them: a vocabulary prefix mark (``seat*``) dropped, each word once."""
+        words = [w.rstrip("*").strip() for w in matched]
+        return list(dict.fromkeys(w for w in words if w))
+
     subject: str | None = None
     inherited: bool = False
     fuzzy: bool = False
