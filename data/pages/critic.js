@@ -18,7 +18,7 @@ function fieldName(loc) {
     const idea = t("critic.idea_n", { n: loc[1] + 1 });
     if (loc.length < 3) return idea;
     const key = "critic.field_" + loc[2];
-    return idea + "・" + (Object.prototype.hasOwnProperty.call(MAGI.catalogue().labels[MAGI.lang] || {}, key) ? t(key) : t("critic.field_other"));
+    return idea + (MAGI.lang === "ja" ? "・" : ", ") + (Object.prototype.hasOwnProperty.call(MAGI.catalogue().labels[MAGI.lang] || {}, key) ? t(key) : t("critic.field_other"));
   }
   return OPTIONS[loc[0]] ? t(OPTIONS[loc[0]]) : null;
 }
@@ -187,8 +187,9 @@ function render(out) {
   $("close").textContent = out.tooCloseToCall ? t("critic.too_close") : "";
   const best = ranked[0];
   // no idea selected (every total under the service's minimum): why, with the numbers that decided it
-  if (out.selectedIdea && best) $("reason").textContent = t("critic.selected", { title: best.title, total: num(best.totalScore, 1) });
-  else if (best) $("reason").textContent = t("critic.none_selected", { title: best.title, total: num(best.totalScore, 1), minimum: num(out.minTotal, 0) });
+  const title = best ? MAGI.content("span", best.title) : null;
+  if (out.selectedIdea && best) $("reason").replaceChildren(MAGI.tNodes("critic.selected", { title, total: num(best.totalScore, 1) }));
+  else if (best) $("reason").replaceChildren(MAGI.tNodes("critic.none_selected", { title, total: num(best.totalScore, 1), minimum: num(out.minTotal, 0) }));
   else $("reason").textContent = "";
 }
 

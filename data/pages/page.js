@@ -46,6 +46,7 @@ const MAGI = (() => {
     apply(document);
     mountLanguageButton();
     mountKeyBox();
+    document.documentElement.dataset.ready = "true";  // the page speaks its visitor's language from here on
     return catalogue;
   }
 
@@ -240,5 +241,19 @@ const MAGI = (() => {
     return e;
   }
 
-  return { lang, locale, t, start, el, content, num, percent, call, postJson, failure, streamFailure, showError, stream, copyText, bar, onKey, catalogue: () => catalogue };
+  // A label with some of its fields as nodes (a title a person wrote, marked with its own language):
+  // tNodes("critic.selected", { title: content("span", title), total: "12" }).
+  function tNodes(key, vars) {
+    const out = document.createDocumentFragment();
+    const nodes = Object.entries(vars || {}).filter(([, v]) => v instanceof Node);
+    const plain = Object.fromEntries(Object.entries(vars || {}).filter(([, v]) => !(v instanceof Node)));
+    let pieces = [t(key, plain)];
+    for (const [name, node] of nodes) {
+      pieces = pieces.flatMap((p) => (typeof p === "string" ? p.split("{" + name + "}").flatMap((s, i) => (i ? [node.cloneNode(true), s] : [s])) : [p]));
+    }
+    for (const p of pieces) if (p !== "") out.append(p);
+    return out;
+  }
+
+  return { lang, locale, t, tNodes, start, el, content, num, percent, call, postJson, failure, streamFailure, showError, stream, copyText, bar, onKey, catalogue: () => catalogue };
 })();

@@ -42,7 +42,7 @@ async function loadCorpora() {
   const body = await answer.json();
   $("corpus").replaceChildren();
   for (const c of body.corpora) {
-    const option = text("option", c.name);
+    const option = MAGI.content("option", c.name);  // a folder's name, as it is on disk
     option.value = c.name;
     $("corpus").append(option);
   }
@@ -129,7 +129,7 @@ function iterationBlock(it) {
     const strategy = r.strategy || {};
     const sources = (strategy.preferredSources || []).map((k) => (known("research.source." + k) ? t("research.source." + k) : t("research.source.unknown")));
     const reading = known("research.reading_" + strategy.reading) ? t("research.reading_" + strategy.reading) : "—";
-    const parts = [t("research.approach", { reading, sources: sources.length ? sources.join(MAGI.lang === "ja" ? "・" : ", ") : t("research.none") })];
+    const parts = [t("research.approach", { reading, sources: sources.length ? sources.join(MAGI.lang === "ja" ? "・" : ", ") : t("research.any_source") })];
     if (s) parts.push(t("research.scores", { consistency: num(s.consistencyScore, 3), reliability: num(s.sourceReliabilityScore, 3), coverage: num(s.coverageScore, 3), overall: num(s.overallScore, 3) }));
     list.append(text("li", t("research.agent_n", { n: r.agentId }) + (MAGI.lang === "ja" ? "：" : ": ") + parts.join(MAGI.lang === "ja" ? "。" : "; ")));
   }
@@ -179,8 +179,10 @@ function render(result) {
     charts.className = "";
     const img = document.createElement("img");
     img.className = "chart";
+    const title = MAGI.content("div", chart.title);
     img.alt = chart.title;
-    charts.append(MAGI.content("div", chart.title), img);
+    img.lang = title.lang;  // the chart's words are the report's, in the topic's language
+    charts.append(title, img);
     authorisedBlob(`research/${result.runId}/charts/${chart.file}`)
       .then((url) => { img.src = url; })
       .catch((error) => { img.replaceWith(text("div", error.message, "muted")); });
