@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.common import emit, settings_from
+from cli.language import say
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     files = result.get("files") or []
     lines = [f"# {args.name}", "", "```json", json.dumps(result, ensure_ascii=False, indent=2), "```"]
     if files:
-        lines += ["", "Files:", *(f"- {f['url']}" for f in files)]
+        lines += ["", say("tool.files"), *(f"- {f['url']}" for f in files)]
     emit(settings, result, "\n".join(lines))
     return 0
 

@@ -115,8 +115,8 @@ class OptionSpec:
             return self.marker.help
         assert self.info is not None
         description = self.info.description or self.name
-        if self.off:
-            return f"switch off: {description}"
+        if self.off:  # the flag negates the setting: said as such, not as the setting itself
+            return f"turn off (on by default): {description}"
         default = self.info.get_default(call_default_factory=True)
         hidden = default in (None, [], {}) or isinstance(default, Path)  # a server's path is not shown
         shown = "" if hidden else f" (default: {_shown(default)})"
