@@ -5,7 +5,8 @@ reads them), English otherwise; ``MAGI_LANG=ja|en`` overrides. A system's result
 what was asked (a Japanese question gets a Japanese decision); only the command's own words follow the
 locale. The words are in ``data/cli/messages.yaml``: :func:`localize` puts them into a parser built
 in English (every command, flag and argparse's own headings), so the commands declare their flags as
-before.
+before; a settings option's English help stays its setting's description (the one declaration), its
+Japanese comes from ``option.<section>.<key>``.
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def _help_text(key_options: list[str], english: str, lang: Lang) -> str | None:
     """The catalogue's text for the first key it has, with the default the English help gave."""
     messages = catalogue("cli").messages
     key = next((k for k in key_options if k in messages), None)
-    if key is None:
-        return None
+    if key is None or (lang == "en" and key.startswith("option.")):
+        return None  # an option's English help is its setting's own description (declared once)
     text = catalogue("cli").text(key, lang)
     if english.startswith(OFF_PREFIX):
         return catalogue("cli").text("option.off", lang, what=text)
