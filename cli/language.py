@@ -108,7 +108,7 @@ def option_keys() -> dict[str, str]:
     from core.options import declared
     from core.settings import registered_sections
 
-    return {spec.help: spec.dotted for section in registered_sections().values() for spec in declared(section)}
+    return {spec.flag_help: spec.dotted for section in registered_sections().values() for spec in declared(section)}
 
 
 P = TypeVar("P", bound=argparse.ArgumentParser)
