@@ -319,6 +319,9 @@ async def test_research_page_in_every_state(platform: str, context: BrowserConte
         arg=await expected(page, "research.done"),
         timeout=WAIT_MS * 3,
     )
+    await page.wait_for_function(  # every chart drawn (or said to be missing) before the screenshot
+        "() => [...document.querySelectorAll('#charts img')].every((i) => i.complete && i.naturalWidth > 0)"
+    )
     transparency = await page.inner_text("#transparency")
     assert (await expected(page, "research.scores")).split("{")[0].strip() in transparency
     await check(page, "research_done")
