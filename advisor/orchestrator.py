@@ -30,7 +30,7 @@ from advisor.events import (
 from advisor.metrics import TURNS, count_event
 from advisor.modes import Detection, detect
 from advisor.policy import Mode, modes
-from advisor.settings import AdvisorSettings
+from advisor.settings import LLM_ROLES, AdvisorSettings
 from advisor.tools.base import ToolContext
 from core.errors import InputError
 from core.llm.base import LLMClient
@@ -51,7 +51,9 @@ def _stamp(base: datetime, offset: int) -> datetime:
 class Orchestrator:
     def __init__(self, settings: Settings, sessions: SessionGateway, llm: LLMClient | None = None) -> None:
         if llm is None:
-            llm = require_llm(settings.llm, "the advisor")
+            llm = require_llm(settings.llm, "the advisor", LLM_ROLES[0])
+            for role in LLM_ROLES[1:]:  # every role of a turn has a model that can answer it
+                require_llm(settings.llm, "the advisor", role)
         self.settings = settings
         self.section = AdvisorSettings.of(settings)
         self.policy = self.section.session_policy()

@@ -21,7 +21,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.errors import ConfigError, InputError, first_line
+from core.errors import ConfigError, InputError, LLMNotConfiguredError
 from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
 from deployments.base import AppService, bind, builder, http_api, service
@@ -29,6 +29,7 @@ from deployments.readiness import llm_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from magi.events import EventCallback
+from magi.models import SageName
 from magi.settings import COUNCIL_OPTIONS
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class MagiService(AppService):
         self._serve = ServeSettings.of(settings)
         self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks running per client
         self._overrides = overrides_for(load_plugins(CouncilSettings.of(settings)))
-        self.checks = [llm_check(settings.llm, "POST /magi/ask")]
+        self.checks = [llm_check(settings.llm, "POST /magi/ask", tuple(sage.role for sage in SageName))]
 
     def _prepare(self, body: AskRequest) -> tuple[str, Settings]:
         from magi.api import check_llm
@@ -93,9 +94,9 @@ class MagiService(AppService):
         """The question and its settings, or the answer refusing the request (422; 503 without an LLM)."""
         try:
             return self._prepare(body)
+        except LLMNotConfiguredError:
+            return no_llm()
         except (ConfigError, InputError) as exc:
-            if isinstance(exc, ConfigError) and "needs an LLM" in first_line(exc):
-                return no_llm()
             return invalid_option(exc)
 
     def _busy(self, exc: ClientBusyError) -> JSONResponse:
