@@ -4,6 +4,10 @@ Agents ask it for pages however often they like (several agents, several iterati
 is fetched once (or read from the page cache), every distinct content is analysed once (or read
 from the analysis cache) by the NLP pool, and syndicated copies are linked to their original.
 The counters it keeps go into the report, so "nothing twice" is checked, not assumed.
+
+Pages and analyses also go to the store's caches, so a collector started again after its node died
+(the engine spawns it restartable) rebuilds what it held from there: a page it is asked to
+:meth:`~Collector.read` and no longer knows is collected again, from the caches.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from datetime import date
 from actors.collection import Collected, CollectionStats, SourceFailure
 from actors.metrics import CACHE_HITS, PAGES
 from actors.nlp_pool import BATCH_CHARS, NlpPool
-from core.runtime import current_node_id
+from core.runtime import current_node_id, restarted_actor
 from core.settings import Settings
 from core.store import open_store
 from core.telemetry.tracing import span
@@ -63,6 +67,7 @@ class Collector:
         self._fetch_counts: Counter[str] = Counter()
         self._analysis_counts: Counter[str] = Counter()
         self._stats = CollectionStats()
+        self._restarted = restarted_actor()  # its node died: what it held in memory went with it
 
     async def _setup(self) -> SearchSetup:
         """The search chain and local corpus, loaded once, in this process, off the event loop."""
@@ -188,6 +193,8 @@ class Collector:
 
     async def read(self, urls: list[str]) -> dict[str, Collected]:
         """The pages already collected among ``urls`` (with text and claims), for scoring and citation checks."""
+        if self._restarted:
+            await self.collect([u for u in dict.fromkeys(urls) if u not in self._tasks])
         done = {u: self._tasks[u] for u in dict.fromkeys(urls) if u in self._tasks and self._tasks[u].done()}
         return {
             u: self._current(t.result())

@@ -15,6 +15,7 @@ from core.runtime import Handle, Runtime
 from nlp.analysis import AnalysisInput, TextAnalysis
 
 BATCH_CHARS = 2500  # ~0.6 s of NLP: small enough to balance 2-8 workers, large enough to amortise calls
+WORKER_RESTARTS = 3  # a node lost now and then; a batch that kills its worker each time fails after that
 
 
 def batches(items: list[AnalysisInput], max_chars: int = BATCH_CHARS) -> list[list[int]]:
@@ -43,8 +44,15 @@ class NlpPool:
 
     @classmethod
     def start(cls, runtime: Runtime, size: int) -> NlpPool:
-        """``size`` workers of one CPU each, spread over the cluster's nodes."""
-        return cls([runtime.spawn(NlpWorker, num_cpus=1, spread=True, max_concurrency=1) for _ in range(size)])
+        """``size`` workers of one CPU each, spread over the cluster's nodes; a worker whose node dies
+        is started again on another, and the batch it held is analysed there (a worker keeps nothing
+        but its loaded model)."""
+        return cls(
+            [
+                runtime.spawn(NlpWorker, num_cpus=1, spread=True, max_concurrency=1, restarts=WORKER_RESTARTS)
+                for _ in range(size)
+            ]
+        )
 
     async def analyse(self, raw_items: Sequence[tuple[str, str | None] | AnalysisInput]) -> list[TextAnalysis]:
         """Analyses in the order of ``items``; batches run in parallel across the workers."""
@@ -83,6 +91,7 @@ class NlpPool:
 
 __all__ = [
     "BATCH_CHARS",
+    "WORKER_RESTARTS",
     "NlpPool",
     "batches",
 ]

@@ -30,14 +30,14 @@ from advisor.events import (
 from advisor.metrics import TURNS, count_event
 from advisor.modes import Detection, detect
 from advisor.policy import Mode, modes
-from advisor.settings import AdvisorSettings
+from advisor.settings import LLM_ROLES, AdvisorSettings
 from advisor.tools.base import ToolContext
 from core.errors import InputError
 from core.llm.base import LLMClient
 from core.llm.factory import require_llm
 from core.settings import Settings
 from core.validation import invalid_unicode_at, without_controls
-from sessions.gateway import SessionGateway
+from sessions.gateway import COMMIT_STORE_WAIT_S, SessionGateway
 from sessions.models import HistoryEntry
 
 Consent = Literal["accept", "refuse"]
@@ -51,7 +51,9 @@ def _stamp(base: datetime, offset: int) -> datetime:
 class Orchestrator:
     def __init__(self, settings: Settings, sessions: SessionGateway, llm: LLMClient | None = None) -> None:
         if llm is None:
-            llm = require_llm(settings.llm, "the advisor")
+            llm = require_llm(settings.llm, "the advisor", LLM_ROLES[0])
+            for role in LLM_ROLES[1:]:  # every role of a turn has a model that can answer it
+                require_llm(settings.llm, "the advisor", role)
         self.settings = settings
         self.section = AdvisorSettings.of(settings)
         self.policy = self.section.session_policy()
@@ -147,7 +149,12 @@ class Orchestrator:
                     )
                 )
                 attributes["pending"] = {"to": detection.mode, "from": current, "message": message}
-                await self.sessions.update(session_id, owner, Commit(entries, self.policy, attributes=attributes))
+                await self.sessions.update(
+                    session_id,
+                    owner,
+                    Commit(entries, self.policy, attributes=attributes),
+                    store_wait_s=COMMIT_STORE_WAIT_S,
+                )
                 yield ModeSelected(mode=current, name=texts.names[current])
                 yield ConsentAsked(from_mode=current, to=detection.mode, text=question)
                 yield TurnDone(mode=current, text=question, pending=detection.mode)
@@ -184,7 +191,9 @@ class Orchestrator:
             if isinstance(event, FileMade):
                 # Listed in the session before it is announced: a client fetches a file as soon as it
                 # hears of it (the chat page does), and the file endpoint serves only listed files.
-                await self.sessions.update(session_id, owner, Commit([], self.policy, files=[event.file]))
+                await self.sessions.update(
+                    session_id, owner, Commit([], self.policy, files=[event.file]), store_wait_s=COMMIT_STORE_WAIT_S
+                )
                 listed.append(event.file)
             yield event
         assert result is not None
@@ -207,6 +216,7 @@ class Orchestrator:
                 summary=compression.summary if compression else None,
                 compress_until=compression.until if compression else None,
             ),
+            store_wait_s=COMMIT_STORE_WAIT_S,
         )
         TURNS.inc(mode=mode)
         yield TurnDone(mode=mode, text=text, files=result.files)

@@ -33,6 +33,7 @@ from advisor.labels import percent, tool_label, yen
 from core.llm.base import LLMRequest, Message, TextPart, ToolCallPart, ToolResultPart
 
 LATENCY_ENV = "MAGI_ADVISOR_SCRIPTED_LATENCY_S"
+ROLES = ("advisor.",)  # the LLM roles it answers (core.llm.factory refuses it for others)
 MARK = "（スクリプト応答）"
 PRICE_WORDS = (
     "取引先",
@@ -449,6 +450,7 @@ __all__ = [
     "EXAMPLE_COSTS",
     "LATENCY_ENV",
     "MARK",
+    "ROLES",
     "classify",
     "coach",
     "consultation",

@@ -14,6 +14,10 @@ from core.options import Option, Options
 from core.settings import AbsolutePath, Section
 from sessions.models import SessionPolicy
 
+# The LLM roles the advisor's turns use; the first also names the advisor's client (its own provider
+# when llm.roles sets one, e.g. in data/llm/offline.yaml), and readiness checks each of them.
+LLM_ROLES = ("advisor.orchestrator", "advisor.mode1", "advisor.mode2")
+
 
 class AdvisorSettings(Section):
     name: ClassVar[str] = "advisor"
@@ -60,4 +64,4 @@ class AdvisorSettings(Section):
 ADVISOR_OPTIONS = Options(AdvisorSettings)
 
 
-__all__ = ["ADVISOR_OPTIONS", "AdvisorSettings"]
+__all__ = ["ADVISOR_OPTIONS", "LLM_ROLES", "AdvisorSettings"]

@@ -12,6 +12,7 @@ import sys
 
 from advisor.settings import ADVISOR_OPTIONS
 from cli.common import emit, settings_from
+from cli.language import say
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
@@ -59,9 +60,10 @@ async def _turn(args: argparse.Namespace) -> int:
     elif done is not None:
         if done.pending:
             sys.stdout.write(done.text)
-            sys.stdout.write("\n\n(answer with --consent accept or --consent refuse)")
+            sys.stdout.write("\n\n" + say("advisor.consent_hint"))
         if done.files:
-            sys.stdout.write("\n\nFiles:\n" + "\n".join(f"- {json.dumps(f['url'])[1:-1]}" for f in done.files))
+            files = "\n".join(f"- {json.dumps(f['url'])[1:-1]}" for f in done.files)
+            sys.stdout.write(f"\n\n{say('advisor.files')}\n{files}")
         sys.stdout.write("\n")
     return 0
 
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         emit(
             settings,
             {"sessions": report.sessions, "files": report.files},
-            f"Removed {len(report.sessions)} sessions and {report.files} files",
+            say("advisor.purged", sessions=len(report.sessions), files=report.files),
         )
         return 0
     if (args.message is None) == (args.consent is None):

@@ -18,6 +18,7 @@ from typing import Any
 from cli.common import emit, settings_from
 from core.errors import ConfigError, InputError
 from core.files import MAX_INPUT_BYTES, read_input_text
+from core.messages import catalogue
 from magi.events import CouncilDecided, CouncilEvent, PhaseStarted, SageAnswered
 
 
@@ -44,14 +45,20 @@ class CouncilProgress:
     def __call__(self, event: CouncilEvent) -> None:
         if self.console is None:
             return
+        from cli.language import say
+
         if isinstance(event, PhaseStarted):
-            where = f"debate round {event.round}" if event.round else event.phase
+            phase = f"council.phase_{event.phase}"
+            known = phase in catalogue("cli").messages
+            where = say("council.round", n=event.round) if event.round else say(phase) if known else event.phase
             self.console.print(f"[bold]▶ {where}[/bold]")
         elif isinstance(event, SageAnswered):
-            mark = "[green]✓[/green]" if event.ok else "[red]✗ failed[/red]"
+            mark = "[green]✓[/green]" if event.ok else f"[red]✗ {say('council.failed')}[/red]"
             self.console.print(f"  {event.sage.upper()} {mark}")
         elif isinstance(event, CouncilDecided):
-            self.console.print(f"[bold]decision: {event.decision}[/bold]")
+            verdict = f"verdict.{event.decision}"
+            said = say(verdict) if verdict in catalogue("cli").messages else event.decision
+            self.console.print(f"[bold]{say('council.decision', decision=said)}[/bold]")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from cli.common import emit, settings_from
 from core.errors import first_line
 from core.settings import Settings, describe
+from core.version import release
 
 if TYPE_CHECKING:
     from core.llm.roles import ResolvedRole
@@ -37,6 +38,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
         description="Show effective settings and check Ray, the store, GiNZA, search and the LLM.",
     )
     parser.add_argument("--llm", action="store_true", help="also send one tiny request through the LLM provider")
+    parser.add_argument("--settings", action="store_true", help="also list every effective setting after the checks")
     parser.add_argument(
         "--cluster",
         metavar="ADDRESS",
@@ -129,6 +131,7 @@ def check_llm(settings: Settings, send: bool) -> list[Check]:
     """One check per configured LLM role (``default`` and each ``llm.roles``/``models``/``params`` entry):
     its provider and model, and with ``send`` the answer to one tiny request."""
     from core.llm import resolve_role
+    from core.llm.offline import offline_config_path
     from core.llm.roles import configured_roles
 
     roles = [resolve_role(settings.llm, role) for role in configured_roles(settings.llm)]
@@ -137,8 +140,10 @@ def check_llm(settings: Settings, send: bool) -> list[Check]:
             Check(
                 "llm",
                 "warn",
-                "no LLM provider configured (research runs extractively)",
-                "set MAGI_LLM_PROVIDER=anthropic|openai|replay|python:MODULE:FUNCTION",
+                "no LLM provider configured: research and the café router work, the council, critic and advisor "
+                "answer 503 / exit 5",
+                "set MAGI_LLM_PROVIDER=anthropic|openai|replay|python:MODULE:FUNCTION; to try every system offline "
+                f"on the shipped scripted models: magi serve --config {offline_config_path()}",
             )
         ]
     return [_guarded(f"llm:{r.role}", partial(_check_role, settings, r, send)) for r in roles]
@@ -166,19 +171,35 @@ def _check_role(settings: Settings, resolved: ResolvedRole, send: bool) -> Check
     )
     generated: Generated[BaseModel] = asyncio.run(request)
     answer = generated.response.text.strip()[:40]
-    return Check(name, "ok", f"{where} answered {answer!r} in {time.perf_counter() - started:.2f} s")
+    said = generated.response.model or resolved.model  # the model that answered, not only the one asked for
+    return Check(
+        name,
+        "ok",
+        f"provider {resolved.endpoint.label}, model {said} answered {answer!r} "
+        f"in {time.perf_counter() - started:.2f} s",
+    )
 
 
 def check_store(settings: Settings) -> Check:
     from core.masking import masked
     from core.store import open_store
 
-    store = open_store(settings)  # connects and migrates: a bad URL or a down server fails here
+    store = open_store(settings)  # connects, migrates (refuses a newer release's store): failures land here
     try:
         applied = len(store.applied_migrations())
+        releases = store.releases()
     finally:
         store.close()
-    return Check("store", "ok", f"{store.dialect}: {masked(store.url)}, {applied} migrations applied")
+    written = f"migrated by {', '.join(releases)}" if releases else "no release recorded"
+    return Check("store", "ok", f"{store.dialect}: {masked(store.url)}, {applied} migrations applied ({written})")
+
+
+def check_carried_forward(settings: Settings) -> list[Check]:
+    """Each renamed or removed setting the config still uses: it works, and this says what to rename."""
+    return [
+        Check("settings", "warn", notice, "write the new name (docs: settings reference, renamed keys)")
+        for notice in settings.carried_forward
+    ]
 
 
 def check_font() -> Check:
@@ -207,11 +228,12 @@ def check_system_packages() -> list[Check]:
             checks.append(Check(name, "warn", f"not a Debian system, cannot check ({package.purpose})"))
         elif state:
             checks.append(Check(name, "ok", f"installed ({package.purpose})"))
-        else:
-            need = {"demo": "used by every command", "test": "used by the tests"}.get(package.group, "benchmarks")
+        elif package.group in ("demo", "test"):
+            need = {"demo": "used by every command", "test": "used by the tests"}[package.group]
             checks.append(
                 Check(name, "warn", f"missing; {need}: {package.purpose}", f"sudo apt-get install {package.name}")
             )
+        # a package only the benchmarks use is no concern of a user's machine: not reported when missing
     return checks
 
 
@@ -259,27 +281,39 @@ def run(args: argparse.Namespace) -> int:
         _guarded("search:ddgs", lambda: check_ddgs(settings)),
         _guarded("search:searxng", lambda: check_searxng(settings)),
     ]
+    checks += check_carried_forward(settings)
     llm_checks = check_llm(settings, args.llm)
     checks += [*llm_checks, _guarded("japanese-font", check_font), *check_system_packages()]
     for llm_check in llm_checks if args.llm else []:
         if llm_check.status != "ok":
             llm_check.status = "fail"
-    lines = ["# magi doctor", "", "## Settings", ""]
-    for key, value in describe(settings).items():
-        if isinstance(value, dict):
-            lines.append(f"- {key}:")
-            lines += [f"  - {sub}: {shown}" for sub, shown in value.items()]
-        else:
-            lines.append(f"- {key}: {value}")
-    lines += ["", "## Checks", ""]
+    # the checks first: what works and what to fix; the ~120 settings only when asked for (or in JSON)
+    lines = ["# magi doctor", "", f"magi-cluster {release()}", "", "## Checks", ""]
     for check in checks:
         lines.append(f"- [{check.status}] {check.name}: {check.detail}" + (f" — fix: {check.fix}" if check.fix else ""))
-    emit(settings, {"settings": describe(settings), "checks": [c.__dict__ for c in checks]}, "\n".join(lines))
+    described = describe(settings)
+    lines += ["", "## Settings", ""]
+    if args.settings:
+        for key, value in described.items():
+            if isinstance(value, dict):
+                lines.append(f"- {key}:")
+                lines += [f"  - {sub}: {shown}" for sub, shown in value.items()]
+            else:
+                lines.append(f"- {key}: {value}")
+    else:
+        count = sum(len(v) if isinstance(v, dict) else 1 for v in described.values())
+        lines.append(f"{count} effective settings: `magi doctor --settings` lists them (or --format json)")
+    emit(
+        settings,
+        {"version": release(), "settings": described, "checks": [c.__dict__ for c in checks]},
+        "\n".join(lines),
+    )
     return 1 if any(c.status == "fail" for c in checks) else 0
 
 
 __all__ = [
     "Check",
+    "check_carried_forward",
     "check_ddgs",
     "check_font",
     "check_ginza",

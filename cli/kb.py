@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from cli.common import emit, settings_from
+from cli.language import say
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser) -> None:
@@ -32,11 +33,11 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     report = ingest(settings, args.folder, args.category)
-    skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.skipped.items())) or "none"
+    skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report.skipped.items())) or say("kb.none")
     emit(
         settings,
         {"folder": report.folder, "written": report.written, "chunks": report.chunks, "skipped": report.skipped},
-        f"Ingested {len(report.written)} documents ({report.chunks} chunks) into {report.folder}; skipped: {skipped}",
+        say("kb.ingested", documents=len(report.written), chunks=report.chunks, folder=report.folder, skipped=skipped),
     )
     return 0
 

@@ -11,6 +11,7 @@ from typing import NoReturn
 
 from cli import advisor, council, critic, doctor, history, kb, research, route, serve, tool
 from cli.common import shared_options
+from cli.language import localize, say
 from core import __version__
 from core.errors import MagiError, first_line
 from core.telemetry import configure_tracing, request_scope, setup_logging
@@ -27,8 +28,10 @@ class MagiParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        hint = f"\ncommands: {', '.join(self.command_names)}" if "invalid choice" in message else ""
-        self.exit(2, f"{self.prog}: error: {message}{hint}\n")
+        hint = (
+            f"\n{say('usage.unknown_command')}: {', '.join(self.command_names)}" if "invalid choice" in message else ""
+        )
+        self.exit(2, f"{self.prog}: {say('usage.error')}: {message}{hint}\n")
 
 
 def build_parser(argv: Sequence[str] | None = None) -> MagiParser:
@@ -43,7 +46,7 @@ def build_parser(argv: Sequence[str] | None = None) -> MagiParser:
         module.register(commands, shared)
     council.register_plugins(commands, shared, argv)  # plugin commands (magi spec ...): known only from argv
     parser.command_names = tuple(commands.choices)
-    return parser
+    return localize(parser)
 
 
 def log_format(args: argparse.Namespace) -> LogFormat:

@@ -8,6 +8,7 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from cli.language import say
 from core.events import Event
 from research.events import (
     AgentCompleted,
@@ -35,7 +36,7 @@ class ProgressBars:
             disable=not enabled,
         )
         self._tasks: dict[tuple[int, int], TaskID] = {}
-        self._run = self._progress.add_task("research", total=100, stage="starting")
+        self._run = self._progress.add_task(say("progress.research"), total=100, stage=say("progress.starting"))
         self._lock = threading.Lock()
 
     def __enter__(self) -> ProgressBars:
@@ -51,7 +52,7 @@ class ProgressBars:
         key = (iteration, agent_id)
         if key not in self._tasks:
             self._tasks[key] = self._progress.add_task(
-                f"iteration {iteration} · agent {agent_id}", total=100, stage="waiting"
+                say("progress.agent", n=iteration, agent=agent_id), total=100, stage=say("progress.waiting")
             )
         return self._tasks[key]
 
@@ -59,11 +60,11 @@ class ProgressBars:
         """The run bar follows the events' progress percentage; its label says what the run is doing."""
         label = None
         if isinstance(event, IterationStarted):
-            label = f"iteration {event.iteration}"
+            label = say("progress.iteration", n=event.iteration)
         elif isinstance(event, ConsensusSelected):
-            label = f"iteration {event.iteration}: consensus from agent {event.selected_agent_id}"
+            label = say("progress.consensus", n=event.iteration, agent=event.selected_agent_id)
         elif isinstance(event, ResearchCompleted):
-            label = "done"
+            label = say("progress.done")
         if event.progress is not None:
             self._progress.update(self._run, completed=event.progress)
         if label:
@@ -73,15 +74,20 @@ class ProgressBars:
         with self._lock:
             self._overall(event)
             if isinstance(event, AgentStarted):  # also a retried agent: its bar starts again
-                self._progress.update(self._task(event.iteration, event.agent_id), completed=0, stage="starting")
+                self._progress.update(
+                    self._task(event.iteration, event.agent_id), completed=0, stage=say("progress.starting")
+                )
             elif isinstance(event, StageProgress):
                 index = STAGES.index(event.stage) if event.stage in STAGES else 0
                 fraction = event.done / event.total if event.total else 1.0
                 percent = 100 * (index + fraction) / len(STAGES)
-                stage = f"{event.stage} {event.done}/{event.total}"
+                name = say(f"stage.{event.stage}") if event.stage in STAGES else event.stage
+                stage = say("progress.stage", stage=name, done=event.done, total=event.total)
                 self._progress.update(self._task(event.iteration, event.agent_id), completed=percent, stage=stage)
             elif isinstance(event, AgentCompleted):
-                stage = "done" if event.success else f"failed: {(event.error or '')[:40]}"
+                stage = (
+                    say("progress.done") if event.success else say("progress.failed", error=(event.error or "")[:40])
+                )
                 self._progress.update(self._task(event.iteration, event.agent_id), completed=100, stage=stage)
 
 

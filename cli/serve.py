@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from typing import Any
@@ -34,6 +35,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
     parser.set_defaults(handler=run)
 
 
+class Stopped(Exception):
+    """SIGTERM arrived: leave the serving loop and shut down as on Ctrl-C."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped()
+
+
 def run(args: argparse.Namespace) -> int:
     import ray
     from ray import serve
@@ -54,27 +63,30 @@ def run(args: argparse.Namespace) -> int:
     apps = [(app, app.builder()) for app in config.applications]  # import errors before Ray starts
     owned = not ray.is_initialized() and not (args.address or settings.ray.address)
     start_ray(settings, address=args.address, serve=True)
+    # a service manager's stop (SIGTERM): the same clean shutdown as Ctrl-C, also while the apps start
+    # (set after Ray starts: Ray's own handler would print a stack dump and leave Serve running)
+    signal.signal(signal.SIGTERM, _stop)
     try:
         try:
             serve.start(http_options={"host": host, "port": port})
             for app, builder in apps:
                 serve.run(builder({**app.args, **overrides}), name=app.name, route_prefix=app.route_prefix)
-        except RuntimeError as exc:  # e.g. the port is taken, or a Serve with other HTTP options runs
-            raise RuntimeSetupError(f"could not start Ray Serve on {host}:{port}: {exc}") from exc
-        url = f"http://{host}:{port}"
-        store = masked(configured_url(settings))
-        sys.stdout.write(
-            f"serving {', '.join(app.name for app, _ in apps)} at {url} (store: {store}); "
-            f"try: curl -X POST {url}/research -H 'content-type: application/json' "
-            '-d \'{"topic": "中小企業の価格転嫁"}\'\nCtrl-C to stop\n'
-        )
-        sys.stdout.flush()
-        try:
+            url = f"http://{host}:{port}"
+            store = masked(configured_url(settings))
+            sys.stdout.write(
+                f"serving {', '.join(app.name for app, _ in apps)} at {url} (store: {store}); "
+                f"try: curl -X POST {url}/research -H 'content-type: application/json' "
+                '-d \'{"topic": "中小企業の価格転嫁"}\'\nCtrl-C to stop\n'
+            )
+            sys.stdout.flush()
             while True:
                 time.sleep(1)
-        except KeyboardInterrupt:
+        except RuntimeError as exc:  # e.g. the port is taken, or a Serve with other HTTP options runs
+            raise RuntimeSetupError(f"could not start Ray Serve on {host}:{port}: {exc}") from exc
+        except (KeyboardInterrupt, Stopped):
             sys.stderr.write("magi serve: stopping\n")
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if owned:
             serve.shutdown()  # type: ignore[no-untyped-call]
             stop_ray()
@@ -86,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 __all__ = [
     "OPEN_WARNING",
+    "Stopped",
     "register",
     "run",
 ]

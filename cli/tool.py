@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.common import emit, settings_from
+from cli.language import say
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -42,6 +43,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], shar
 
 
 def run(args: argparse.Namespace) -> int:
+    from advisor.settings import LLM_ROLES
     from advisor.tools import REGISTRY, get_tool, validate_input
     from core.errors import InputError
     from core.files import read_input_text
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(raw, dict):
         raise InputError(f"--input {args.input}: expected a JSON object of the tool's fields, got {type(raw).__name__}")
     data = validate_input(REGISTRY[args.name], raw)
-    llm = make_llm(settings.llm)
+    llm = make_llm(settings.llm, LLM_ROLES[-1])  # the tools run in the advisor's specialist mode
     if args.session is not None:
         result = asyncio.run(_recorded(settings, validate_session_id(args.session, "--session"), args.name, data, llm))
     else:
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     files = result.get("files") or []
     lines = [f"# {args.name}", "", "```json", json.dumps(result, ensure_ascii=False, indent=2), "```"]
     if files:
-        lines += ["", "Files:", *(f"- {f['url']}" for f in files)]
+        lines += ["", say("tool.files"), *(f"- {f['url']}" for f in files)]
     emit(settings, result, "\n".join(lines))
     return 0
 

@@ -37,9 +37,12 @@ class InputError(MagiError):
 
 
 class LLMNotConfiguredError(MagiError):
-    """A command needs an LLM but no provider is configured."""
+    """A command needs an LLM but no provider is configured (or the one configured cannot answer it).
 
-    exit_code = 3
+    One exit code for every command (``magi ask``, ``critic``, ``advisor``...): 5, which no command
+    uses for a result (``magi ask`` exits 0-4 with its decision)."""
+
+    exit_code = 5
 
 
 class LLMError(MagiError):

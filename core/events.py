@@ -54,6 +54,7 @@ class StreamFailed(Event):
 
     type: Literal["error"] = "error"
     message: str
+    code: str = Field("failed", description="The kind of failure (no_llm, llm_failed, invalid, timeout, failed).")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -110,13 +110,19 @@ class OptionSpec:
         return str if self.info is None else _without_none(self.info.annotation)
 
     @property
+    def flag_help(self) -> str:
+        """The help of the CLI flag: a negating flag (``--no-anonymity``) says it turns the setting off."""
+        if self.off and self.info is not None:
+            return f"turn off (on by default): {self.info.description or self.name}"
+        return self.help
+
+    @property
     def help(self) -> str:
+        """The setting's description and default (an HTTP field, a keyword: the setting itself)."""
         if isinstance(self.marker, Shorthand):
             return self.marker.help
         assert self.info is not None
         description = self.info.description or self.name
-        if self.off:
-            return f"switch off: {description}"
         default = self.info.get_default(call_default_factory=True)
         hidden = default in (None, [], {}) or isinstance(default, Path)  # a server's path is not shown
         shown = "" if hidden else f" (default: {_shown(default)})"
@@ -198,7 +204,7 @@ class Options:
         skipped = set(exclude)
         for spec in self.on("cli"):
             if spec.name not in skipped:
-                parser.add_argument(spec.flag, dest=spec.name, help=spec.help, **_argparse_kind(spec))
+                parser.add_argument(spec.flag, dest=spec.name, help=spec.flag_help, **_argparse_kind(spec))
 
     def from_args(self, args: argparse.Namespace, origin: str = "command-line option") -> Given:
         values: dict[str, Any] = {}

@@ -173,10 +173,14 @@ class Runtime(Protocol):
         max_concurrency: int | None = None,
         name: str | None = None,
         node_id: str | None = None,
+        restarts: int = 0,
         **kwargs: Any,
     ) -> Handle[T]:
         """Start an agent; ``spread`` asks for placement across nodes (pools); ``name`` makes it findable;
-        ``node_id`` (from :func:`current_node_id`) pins it to that node, e.g. where its files are."""
+        ``node_id`` (from :func:`current_node_id`) pins it to that node, e.g. where its files are.
+        ``restarts``: an agent whose process or node dies is started again (elsewhere, unless pinned)
+        up to that many times, and the calls it was running are sent again to the new one: for agents
+        whose state can be rebuilt (an NLP worker, the collector over its store caches)."""
 
     async def get_or_create(
         self,
@@ -256,6 +260,7 @@ class InProcessRuntime:
         max_concurrency: int | None = None,
         name: str | None = None,
         node_id: str | None = None,
+        restarts: int = 0,
         **kwargs: Any,
     ) -> Handle[T]:
         return Handle(cls(*args, **kwargs), remote=False, name=name)
@@ -342,6 +347,9 @@ class RayRuntime:
         self._queues: list[tuple[Any, EventSink]] = []
         self._pump: asyncio.Task[None] | None = None
         self._deliver_lock = asyncio.Lock()  # one reader at a time keeps events in order
+        # The constructor arguments of restartable agents, held until close(): Ray keeps large ones in
+        # the object store, and a restart after they went out of scope would fail (ray-project/ray#53727).
+        self._pinned: list[Any] = []
 
     def spawn(
         self,
@@ -352,6 +360,7 @@ class RayRuntime:
         max_concurrency: int | None = None,
         name: str | None = None,
         node_id: str | None = None,
+        restarts: int = 0,
         **kwargs: Any,
     ) -> Handle[T]:
         if spread and node_id is not None:
@@ -367,6 +376,11 @@ class RayRuntime:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
         if max_concurrency is not None:
             options["max_concurrency"] = max_concurrency
+        if restarts:
+            options |= {"max_restarts": restarts, "max_task_retries": restarts}
+            args = tuple(self._ray.put(a) for a in args)
+            kwargs = {k: self._ray.put(v) for k, v in kwargs.items()}
+            self._pinned += [*args, *kwargs.values()]
         actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
         return Handle(actor, remote=True, name=name)
 
@@ -415,8 +429,11 @@ class RayRuntime:
 
     def event_sink(self, sink: EventSink) -> EventSink:
         from ray.util.queue import Queue
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        queue = Queue(maxsize=10_000, actor_options={"num_cpus": 0})
+        # On this process's node: the queue then goes only with its reader, not with a node of agents.
+        here = NodeAffinitySchedulingStrategy(self._ray.get_runtime_context().get_node_id(), soft=True)
+        queue = Queue(maxsize=10_000, actor_options={"num_cpus": 0, "scheduling_strategy": here})
         self._queues.append((queue, sink))
         if self._pump is None:
             self._pump = asyncio.get_running_loop().create_task(self._pump_forever())
@@ -443,6 +460,7 @@ class RayRuntime:
         for queue, _ in self._queues:
             queue.shutdown()
         self._queues.clear()
+        self._pinned.clear()
 
 
 async def _drain(queue: Any) -> list[dict[str, Any]]:
@@ -452,6 +470,34 @@ async def _drain(queue: Any) -> list[dict[str, Any]]:
     except Exception as exc:
         log.warning("could not read progress events: %s", exc)
         return []
+
+
+def lost_in_cluster(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is Ray saying an actor, worker, node or object was lost: a
+    fault of the cluster, not of the work, so the work may be done again elsewhere."""
+    try:
+        import ray.exceptions as rx
+    except ImportError:  # pragma: no cover - Ray is a dependency
+        return False
+    lost = (rx.RayActorError, rx.NodeDiedError, rx.WorkerCrashedError, rx.ObjectLostError, rx.LocalRayletDiedError)
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, lost):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def restarted_actor() -> bool:
+    """Whether this code runs in a Ray actor that was started again (its process or node died)."""
+    import ray
+
+    if not ray.is_initialized():
+        return False
+    context = ray.get_runtime_context()
+    return context.get_actor_id() is not None and bool(context.was_current_actor_reconstructed)
 
 
 def current_node_id() -> str:
@@ -546,6 +592,9 @@ def _in_folder(folder: Path) -> Iterator[None]:
         os.chdir(before)
 
 
+LOCAL_START_ATTEMPTS = 3
+
+
 def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = True, serve: bool = False) -> None:
     """Attach to ``address``/``RAY_ADDRESS`` or start a local single-node Ray (dashboard off, every
     port on loopback: :func:`keep_ray_on_loopback`).
@@ -576,13 +625,23 @@ def start_ray(settings: Settings, *, address: str | None = None, quiet: bool = T
                 if quiet:
                     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
                 keep_ray_on_loopback()
-                ray.init(
-                    address="local",
-                    num_cpus=local_cpus(settings),
-                    include_dashboard=False,
-                    runtime_env={"worker_process_setup_hook": "core.runtime.loopback_worker_hook"} if serve else None,
-                    **common,
-                )
+                for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+                    try:
+                        ray.init(
+                            address="local",
+                            num_cpus=local_cpus(settings),
+                            include_dashboard=False,
+                            runtime_env={"worker_process_setup_hook": "core.runtime.loopback_worker_hook"}
+                            if serve
+                            else None,
+                            **common,
+                        )
+                        break
+                    except Exception as exc:  # Ray waits a fixed 30 s for its raylet; a busy machine may need more
+                        if "timed out during startup" not in str(exc) or attempt == LOCAL_START_ATTEMPTS:
+                            raise
+                        log.warning("a local Ray did not start in time (attempt %d); trying again", attempt)
+                        ray.shutdown()
     except ray.exceptions.AuthenticationError as exc:
         raise RuntimeSetupError(
             f"Ray cluster at {target} refused this client: token authentication is on. Put the cluster's "
@@ -625,6 +684,7 @@ async def maybe_await(value: Awaitable[T] | T) -> T:
 __all__ = [
     "CONTEXT_CALL",
     "DEFAULT_NAMESPACE",
+    "LOCAL_START_ATTEMPTS",
     "LOOPBACK_ONLY_ENV",
     "Call",
     "Handle",
@@ -641,8 +701,10 @@ __all__ = [
     "keyed_name",
     "local_cpus",
     "loopback_worker_hook",
+    "lost_in_cluster",
     "maybe_await",
     "ray_runtime",
+    "restarted_actor",
     "start_ray",
     "stop_ray",
 ]

@@ -2,7 +2,10 @@
 
 One small interface over a local folder (``<data_dir>/artifacts`` by default) or any fsspec URL
 (``s3://bucket/magi``, ``memory://magi`` in tests), so a cluster can keep them where every node
-and the user can reach them. Keys are relative, ``/``-separated paths confined to the root: an
+and the user can reach them. A cluster with a PostgreSQL store and no ``artifacts_url`` keeps them in
+the store (:class:`StoredArtifacts`): a file written by a replica on a node that later dies is still
+there, which a node's own disk would not promise; files an earlier version left in
+``<data_dir>/artifacts`` are still read from there. Keys are relative, ``/``-separated paths confined to the root: an
 absolute path or a ``..`` segment is refused. Local writes are atomic (a temporary file renamed
 into place), so a reader never sees half a file.
 """
@@ -18,9 +21,11 @@ from fsspec.implementations.local import LocalFileSystem
 
 from core.errors import ConfigError, InputError
 from core.files import atomic_write_bytes, exclusive_write_bytes
+from core.store import register_migration
 
 if TYPE_CHECKING:
     from core.settings import Settings
+    from core.store import Store
 
 PARTIAL_PREFIX = ".magi-partial-"  # temporary files of atomic local writes; never a key
 
@@ -150,11 +155,110 @@ class Artifacts:
         return True
 
 
+_ARTIFACTS_TABLE = "CREATE TABLE artifacts (key TEXT PRIMARY KEY, data {data} NOT NULL, modified TEXT NOT NULL)"
+register_migration(
+    "artifacts",
+    1,
+    _ARTIFACTS_TABLE.format(data="BLOB"),
+    variants={"postgresql": _ARTIFACTS_TABLE.format(data="BYTEA")},
+)
+
+
+class StoredArtifacts(Artifacts):
+    """Artifacts as rows of the project's store (table ``artifacts``), for a cluster whose nodes share
+    only the store; keys, answers and errors as :class:`Artifacts`. ``earlier`` is the folder files went
+    to before (read, listed and deleted too, never written)."""
+
+    def __init__(self, store: Store, earlier: Artifacts | None = None) -> None:
+        store.migrate()  # creates the table if this process's store opened before this module was imported
+        self._store = store
+        self._earlier = earlier
+        self.url = "store:artifacts"
+        self._local = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self._store, self._earlier))
+
+    def url_for(self, key: str) -> str:
+        return f"{self.url}/{check_key(key)}"
+
+    def put_bytes(self, key: str, data: bytes) -> str:
+        import sqlalchemy as sa
+
+        with self._store.transaction() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO artifacts (key, data, modified) VALUES (:key, :data, :at) "
+                    "ON CONFLICT (key) DO UPDATE SET data = excluded.data, modified = excluded.modified"
+                ),
+                {"key": check_key(key), "data": data, "at": datetime.now(UTC).isoformat()},
+            )
+        return self.url_for(key)
+
+    def put_new(self, key: str, data: bytes) -> str | None:
+        """Write ``key`` only when no row (nor an earlier file) has it: the insert is refused by the key
+        itself, so two writers racing on one key never both succeed."""
+        import sqlalchemy as sa
+
+        if self._earlier is not None and self._earlier.exists(key):
+            return None
+        with self._store.transaction() as conn:
+            added = conn.execute(
+                sa.text(
+                    "INSERT INTO artifacts (key, data, modified) VALUES (:key, :data, :at) ON CONFLICT (key) DO NOTHING"
+                ),
+                {"key": check_key(key), "data": data, "at": datetime.now(UTC).isoformat()},
+            ).rowcount
+        return self.url_for(key) if added else None
+
+    def get_bytes(self, key: str) -> bytes:
+        rows = self._store.query("SELECT data FROM artifacts WHERE key = :key", {"key": check_key(key)})
+        if rows:
+            return bytes(rows[0][0])
+        if self._earlier is not None and self._earlier.exists(key):
+            return self._earlier.get_bytes(key)
+        raise InputError(f"artifact {key!r} does not exist in the store; list(prefix) shows what does")
+
+    def exists(self, key: str) -> bool:
+        if self._store.query("SELECT 1 FROM artifacts WHERE key = :key", {"key": check_key(key)}):
+            return True
+        return self._earlier is not None and self._earlier.exists(key)
+
+    def list(self, prefix: str = "") -> list[str]:
+        check_key(prefix, prefix=True)
+        rows = self._store.query(
+            "SELECT key FROM artifacts WHERE substr(key, 1, :n) = :prefix", {"n": len(prefix), "prefix": prefix}
+        )
+        keys = {str(row[0]) for row in rows}
+        if self._earlier is not None:
+            keys.update(self._earlier.list(prefix))
+        return sorted(keys)
+
+    def modified(self, key: str) -> datetime | None:
+        rows = self._store.query("SELECT modified FROM artifacts WHERE key = :key", {"key": check_key(key)})
+        if rows:
+            return datetime.fromisoformat(str(rows[0][0]))
+        return self._earlier.modified(key) if self._earlier is not None else None
+
+    def delete(self, key: str) -> bool:
+        import sqlalchemy as sa
+
+        with self._store.transaction() as conn:
+            gone = conn.execute(sa.text("DELETE FROM artifacts WHERE key = :key"), {"key": check_key(key)}).rowcount
+        earlier = self._earlier is not None and self._earlier.delete(key)
+        return bool(gone) or earlier
+
+
 def open_artifacts(settings: Settings) -> Artifacts:
-    """The artifact store the settings name: ``artifacts_url``, else ``<data_dir>/artifacts``."""
+    """The artifact store the settings name: ``artifacts_url``; else, with a ``store_url`` (a cluster's
+    PostgreSQL), the store itself; else ``<data_dir>/artifacts``."""
     if settings.artifacts_url:
         return Artifacts(settings.artifacts_url)
     root = Path(settings.data_dir) / "artifacts"
+    if settings.store_url:
+        from core.store import open_store
+
+        return StoredArtifacts(open_store(settings), Artifacts(str(root)) if root.is_dir() else None)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -168,6 +272,7 @@ def open_artifacts(settings: Settings) -> Artifacts:
 __all__ = [
     "PARTIAL_PREFIX",
     "Artifacts",
+    "StoredArtifacts",
     "check_key",
     "open_artifacts",
 ]

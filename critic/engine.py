@@ -89,8 +89,15 @@ def judge_temperature(llm: LLMSettings, section: CriticSettings) -> float:
 
 
 def model_label(llm: LLMSettings) -> str:
-    """Provider and model of the judge, as they enter cache keys and the output."""
+    """Provider and model of the judge as configured, as they enter cache keys."""
     return resolve_role(llm, ROLE).label
+
+
+def answered_label(llm: LLMSettings, models: set[str]) -> str:
+    """Provider and the model(s) that answered, as the output shows them (``python:critic.scripted:judge/
+    critic-scripted``, not the configured name a scripted judge never was)."""
+    endpoint = resolve_role(llm, ROLE).endpoint
+    return f"{endpoint.provider if endpoint else 'none'}/{'+'.join(sorted(models))}"
 
 
 def preflight(settings: Settings) -> tuple[Weights, float, Profile]:
@@ -316,6 +323,7 @@ async def evaluate_ideas(
         tasks[idea.id] = asyncio.ensure_future(workers.judge(request, functools.partial(progress.judging, idea.id)))
 
     meter = UsageMeter()
+    answered: set[str] = set()  # the models that did answer (a scripted judge is not the configured name)
     by_id = {idea.id: idea for idea in ideas.ideas}
 
     def settle(idea_id: str, task: asyncio.Task[JudgeResult]) -> None:
@@ -339,6 +347,8 @@ async def evaluate_ideas(
             result = task.result()
             for call in result.calls:
                 meter.add(call.usage, call.model)
+                if call.model:
+                    answered.add(call.model)
             evaluation = evaluation_from(idea, result, profile, weights, section.token_budget)
         evaluations[idea_id] = evaluation
         progress.judged(idea_id, evaluation.status)
@@ -409,7 +419,7 @@ async def evaluate_ideas(
         weights=weights,
         samples=section.samples,
         profile=ProfileRef(name=profile.key, version=profile.base.version),
-        model=model,
+        model=answered_label(settings.llm, answered) if answered else model,
         usage=CriticUsage(
             llm=meter.summary(),
             token_budget=section.token_budget,

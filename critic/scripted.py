@@ -27,6 +27,7 @@ from core.llm.base import LLMRequest, LLMResponse, Usage
 from critic.prompt import SAMPLE_TAG
 
 MODEL = "critic-scripted"
+ROLES = ("critic.",)  # the LLM roles it answers (core.llm.factory refuses it for others)
 LATENCY_ENV = "CRITIC_SCRIPTED_LATENCY_S"
 NOISE_SHARE = 0.04
 
@@ -150,4 +151,4 @@ async def judge(request: LLMRequest) -> LLMResponse:
     return LLMResponse(output=answer, model=MODEL, usage=usage, stop_reason="end_turn")
 
 
-__all__ = ["ASSET_WORDS", "CAPS", "GROWTH_WORDS", "KEYWORDS", "LATENCY_ENV", "MODEL", "NOISE_SHARE", "judge"]
+__all__ = ["ASSET_WORDS", "CAPS", "GROWTH_WORDS", "KEYWORDS", "LATENCY_ENV", "MODEL", "NOISE_SHARE", "ROLES", "judge"]

@@ -1,8 +1,8 @@
 """Serve app ``advisor`` (route_prefix ``/advisor``): the price pass-through advisor over HTTP.
 
-- ``GET /advisor/`` the chat page (plain HTML+JS, Japanese). It holds no data, so it is served
-  without a key; every call it makes sends ``Authorization: Bearer <key>`` (the key is typed once
-  into the page and kept in the tab's sessionStorage).
+- ``GET /advisor/`` the chat page (data/pages/advisor.html: the pages' shared header, labels in
+  Japanese or English). It holds no data, so it is served without a key; every call it makes sends
+  ``Authorization: Bearer <key>`` (the key is typed once into the page and kept in the tab).
 - ``POST /advisor/chat`` ``{message | consent, sessionId?, userAttributes?, threshold?}`` (the
   advisor section's options for this turn) -> Server-Sent Events:
   ``session``, ``detection``, ``mode``, ``consent``, ``tool``, ``file``, ``compressed``, ``delta``,
@@ -33,16 +33,17 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
 from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
+from advisor.settings import LLM_ROLES as ADVISOR_ROLES
 from core.errors import ConfigError, InputError, LLMNotConfiguredError, first_line
-from core.events import StreamFailed, event_frame
+from core.events import event_frame
 from core.settings import Settings
 from deployments.affinity import affinity_options
-from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
+from deployments.answers import error_answer, event_stream, invalid_option, no_llm, stream_failed
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, llm_check, sessions_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
@@ -70,7 +71,9 @@ MEDIA = {
 }
 
 api = http_api(
-    "MAGI price pass-through advisor", "価格転嫁アドバイザー: chat, tools, sessions, files.", open_paths=("/",)
+    "MAGI price pass-through advisor",
+    "価格転嫁アドバイザー: chat, tools, sessions, files.",
+    pages={"/": "advisor.html"},
 )
 
 
@@ -140,7 +143,6 @@ def with_href(session_id: str, event: AdvisorEvent) -> AdvisorEvent:
 class AdvisorService(AppService):
     def __init__(self, settings: Settings) -> None:
         from advisor.conversation import SESSION_NAMESPACE
-        from core.resources import data_path
         from core.storage import open_artifacts
         from core.store import open_store
         from sessions.gateway import SessionHost
@@ -158,12 +160,11 @@ class AdvisorService(AppService):
         )
         self._passivation = asyncio.get_event_loop().create_task(self._sessions.passivate_forever())
         self._artifacts = open_artifacts(settings)
-        self._page = data_path("advisor", "chat.html").read_text(encoding="utf-8")
         self._orchestrator: Any = None
         self._purger = asyncio.get_event_loop().create_task(self._purge_forever())
         self.checks = [
             store_check(store),
-            llm_check(settings.llm, "POST /advisor/chat"),
+            llm_check(settings.llm, "POST /advisor/chat", ADVISOR_ROLES),
             Check("files", self._artifacts_reachable),
             task_check("retention", lambda: self._purger),
             sessions_check(lambda: len(self._sessions), lambda: self._passivation),
@@ -205,10 +206,6 @@ class AdvisorService(AppService):
     def _too_many(self, exc: Exception) -> JSONResponse:
         response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
         return response
-
-    @api.get("/")
-    async def page(self) -> HTMLResponse:
-        return HTMLResponse(self._page, headers={"cache-control": "no-store", "x-content-type-options": "nosniff"})
 
     @api.post("/chat")
     async def chat(self, body: ChatBody, request: Request) -> Response:
@@ -262,7 +259,7 @@ class AdvisorService(AppService):
                     yield event_frame(with_href(session_id, event))
             except Exception as exc:
                 log.exception("advisor turn failed")
-                yield event_frame(StreamFailed(message=failure_text(exc)))
+                yield event_frame(stream_failed(exc))
             finally:
                 slot.__exit__()
 
@@ -360,7 +357,7 @@ class AdvisorService(AppService):
                 ctx = ToolContext(
                     self.settings,
                     session_id=key,
-                    llm=make_llm(self.settings.llm),
+                    llm=make_llm(self.settings.llm, ADVISOR_ROLES[-1]),  # the tools run in the specialist mode
                     earlier=list(state.attributes.get("tool_results", [])),
                     negotiation_rounds=list(state.attributes.get("negotiation", [])),
                     files=list(state.attributes.get("files", [])),

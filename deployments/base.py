@@ -42,6 +42,8 @@ from core.settings import Settings, load_settings
 from core.telemetry.logs import dress_handlers
 from core.telemetry.settings import LoggingSettings, TelemetrySettings
 from core.telemetry.tracing import configure_tracing
+from deployments.answers import answer_store_outages
+from deployments.api_docs import add_api_docs
 from deployments.pages import add_pages
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
@@ -95,10 +97,12 @@ def http_api(
     """The FastAPI app of one Serve app: guarded (API keys, body cap; ``/healthz``, ``open_paths`` and
     the ``pages`` need no key), answering validation failures with a clear 422, with ``GET /healthz``.
     ``pages`` maps an app path to its HTML file in data/pages (deployments/pages.py)."""
-    api = FastAPI(title=title, description=description)
+    api = FastAPI(title=title, description=description, docs_url=None, redoc_url=None)
+    add_api_docs(api)  # Swagger UI from the app's own assets: the docs open with no network
     page_paths = add_pages(api, pages or {})
     api.state.guard = guard(api, open_paths=(*open_paths, *page_paths))
     answer_invalid_requests(api)
+    answer_store_outages(api)  # a store restart answers 503 + Retry-After, not 500
     api.add_middleware(RequestTelemetry)  # added last: outermost, so the guard's refusals carry the id too
     # Registered as the base class's method: Serve's ingress turns it into a route of each replica.
     api.add_api_route("/healthz", AppService.healthz, methods=["GET"], summary="Readiness, one part per need")

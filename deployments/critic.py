@@ -38,6 +38,7 @@ from core.settings import Settings
 from critic.errors import CriticError
 from critic.models import CriticInput, CriticOutput, IdeaList
 from critic.settings import CRITIC_OPTIONS, CriticSettings
+from critic.worker import ROLE as CRITIC_ROLE
 from deployments.answers import (
     error_answer,
     event_stream,
@@ -90,7 +91,7 @@ class CriticService(AppService):
         self._pool = WorkerPool(self._runtime, settings.llm, CriticSettings.of(settings).max_workers)
         self.checks = [
             store_check(self._store),
-            llm_check(settings.llm, "POST /critic/evaluate"),
+            llm_check(settings.llm, "POST /critic/evaluate", (CRITIC_ROLE,)),
             actors_check("workers", lambda: self._pool.handles),
         ]
 

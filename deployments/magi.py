@@ -28,7 +28,7 @@ from fastapi import Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.errors import ConfigError, InputError, first_line
+from core.errors import ConfigError, InputError, LLMNotConfiguredError
 from core.history import DEFAULT_PAGE, MAX_PAGE
 from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
@@ -38,6 +38,7 @@ from deployments.readiness import llm_check, store_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from magi.events import EventCallback
+from magi.models import SageName
 from magi.settings import COUNCIL_OPTIONS
 
 if TYPE_CHECKING:
@@ -76,7 +77,10 @@ class MagiService(AppService):
         self._serve = ServeSettings.of(settings)
         self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks running per client
         self._overrides = overrides_for(load_plugins(CouncilSettings.of(settings)))
-        self.checks = [store_check(self._store), llm_check(settings.llm, "POST /magi/ask")]
+        self.checks = [
+            store_check(self._store),
+            llm_check(settings.llm, "POST /magi/ask", tuple(sage.role for sage in SageName)),
+        ]
 
     def _prepare(self, body: AskRequest) -> tuple[str, Settings]:
         from magi.api import check_llm
@@ -111,9 +115,9 @@ class MagiService(AppService):
         """The question and its settings, or the answer refusing the request (422; 503 without an LLM)."""
         try:
             return self._prepare(body)
+        except LLMNotConfiguredError:
+            return no_llm()
         except (ConfigError, InputError) as exc:
-            if isinstance(exc, ConfigError) and "needs an LLM" in first_line(exc):
-                return no_llm()
             return invalid_option(exc)
 
     def _busy(self, exc: ClientBusyError) -> JSONResponse:

@@ -14,6 +14,7 @@ links (``static/page.css``, ``ask/stream``) must resolve inside the app's prefix
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -29,6 +30,8 @@ from core.resources import data_path
 LANGUAGES = ("ja", "en")
 MEDIA_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 LABELS_FILE = "labels.yaml"
+LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9]|[A-Za-z]")
+PLACEHOLDER = re.compile(r"\{[A-Za-z_]+\}")  # filled in by the page: not text a person reads
 PAGE_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
 
 
@@ -54,25 +57,53 @@ class SystemEntry(BaseModel):
 
 
 class PageCatalogue(PolicyModel):
-    """Every label the pages show, in Japanese and English, and the systems the home page lists."""
+    """Every label the pages show, in Japanese and English, and the systems the home page lists.
+
+    ``shared`` names labels a page takes from a system's own catalogue (data/<system>/messages.yaml)
+    rather than repeating them: ``{router: [why.]}`` gives the pages ``router.why.memory`` and every
+    other key of the router's catalogue that starts with ``why.``."""
 
     policy_name: ClassVar[str] = "page labels"
     policy_version: ClassVar[int] = 1
 
     systems: list[SystemEntry] = Field(min_length=1)
+    names: list[str] = Field(default_factory=list)
+    literal: list[str] = Field(default_factory=list, description="Labels that are code (a JSON example), not words.")
+    shared: dict[str, list[str]] = Field(default_factory=dict)
     labels: dict[str, dict[str, str]] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _every_language(self) -> PageCatalogue:
+        allowed = {n.casefold() for n in self.names}
         for key, texts in self.labels.items():
             missing = [lang for lang in LANGUAGES if not texts.get(lang)]
             if missing or set(texts) - set(LANGUAGES):
                 raise ValueError(f"label {key!r} needs exactly the languages {', '.join(LANGUAGES)} (text for each)")
+            for word in [] if key in self.literal else LATIN_WORD.findall(PLACEHOLDER.sub(" ", texts["ja"])):
+                if word.casefold() not in allowed:
+                    raise ValueError(
+                        f"label {key!r}: the Japanese text has the Latin word {word!r}; translate it, or list it "
+                        "under names if it is a proper name"
+                    )
         return self
 
+    def allowed_names(self) -> list[str]:
+        """The Latin words a Japanese page may show: these names and those of the shared catalogues."""
+        from core.messages import catalogue as system_catalogue
+
+        return [*self.names, *(n for system in self.shared for n in system_catalogue(system).names)]
+
     def by_language(self) -> dict[str, dict[str, str]]:
-        """``{"ja": {key: text}, "en": {key: text}}``: what the pages' script reads."""
-        return {lang: {key: texts[lang] for key, texts in self.labels.items()} for lang in LANGUAGES}
+        """``{"ja": {key: text}, "en": {key: text}}``: what the pages' script reads (the shared labels
+        of the systems' catalogues included, under ``<system>.``)."""
+        from core.messages import catalogue as system_catalogue
+
+        texts = {key: dict(value) for key, value in self.labels.items()}
+        for system, prefixes in self.shared.items():
+            for key, message in system_catalogue(system).messages.items():
+                if key.startswith(tuple(prefixes)):
+                    texts[f"{system}.{key}"] = {"ja": message.ja, "en": message.en}
+        return {lang: {key: value[lang] for key, value in texts.items()} for lang in LANGUAGES}
 
 
 @cache

@@ -8,7 +8,9 @@ missing is not cured by a restart, and a dead worker actor is replaced in place 
 :func:`actors_check`), so those only make ``/healthz`` say "not ready" while they last.
 
 ``/healthz`` is open without a key, so a part says only ready or not and what to look at; the reason
-(which may name hosts or folders) goes to the replica's log.
+(which may name hosts or folders) goes to the replica's log. A part that is not ready also carries its
+``code`` (``no_llm``, ``store``, ``task``, ``workers``), so the home page can say why in its visitor's
+language.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.errors import first_line
+from core.version import release
 
 if TYPE_CHECKING:
     from core.runtime import Handle
@@ -45,6 +48,7 @@ class Check:
     probe: Probe
     owned: bool = False
     hint: str = "not ready; see the service log"  # the part's detail when not ready
+    code: str = "not_ready"  # what kind of need is unmet, for a page to explain
 
 
 @dataclass(frozen=True)
@@ -55,9 +59,10 @@ class Part:
     ready: bool
     detail: str
     owned: bool = False
+    code: str = "not_ready"
 
     def as_json(self) -> dict[str, Any]:
-        return {"ready": self.ready, "detail": self.detail}
+        return {"ready": self.ready, "detail": self.detail} | ({} if self.ready else {"code": self.code})
 
 
 async def run_check(check: Check, timeout_s: float = PROBE_TIMEOUT_S) -> Part:
@@ -66,10 +71,10 @@ async def run_check(check: Check, timeout_s: float = PROBE_TIMEOUT_S) -> Part:
         detail = await asyncio.wait_for(check.probe(), timeout_s)
     except TimeoutError:
         log.warning("readiness: %s did not answer within %.0f s", check.name, timeout_s)
-        return Part(check.name, False, f"no answer within {timeout_s:.0f} s; {check.hint}", check.owned)
+        return Part(check.name, False, f"no answer within {timeout_s:.0f} s; {check.hint}", check.owned, check.code)
     except Exception as exc:  # any failure of a probe is "not ready"; the reason goes to the log only
         log.warning("readiness: %s not ready: %s", check.name, first_line(exc))
-        return Part(check.name, False, check.hint, check.owned)
+        return Part(check.name, False, check.hint, check.owned, check.code)
     return Part(check.name, True, detail, check.owned)
 
 
@@ -79,9 +84,15 @@ async def run_checks(checks: Sequence[Check], timeout_s: float = PROBE_TIMEOUT_S
 
 
 def report(parts: Sequence[Part]) -> tuple[int, dict[str, Any]]:
-    """The ``/healthz`` status and body: 200 ``{"status": "ok", "parts": ...}`` or 503 "not ready"."""
+    """The ``/healthz`` status and body: 200 ``{"status": "ok", "version": ..., "parts": ...}`` or 503
+    "not ready"; ``version`` is the release this replica runs (during a rolling upgrade, old and new
+    replicas answer side by side)."""
     ready = all(p.ready for p in parts)
-    body = {"status": "ok" if ready else "not ready", "parts": {p.name: p.as_json() for p in parts}}
+    body = {
+        "status": "ok" if ready else "not ready",
+        "version": release(),
+        "parts": {p.name: p.as_json() for p in parts},
+    }
     return (200 if ready else 503), body
 
 
@@ -92,21 +103,28 @@ def store_check(store: Store) -> Check:
         await asyncio.to_thread(store.query, "SELECT 1")
         return f"reachable ({store.dialect})"
 
-    return Check("store", probe, hint="the store cannot be reached; see the service log")
+    return Check("store", probe, hint="the store cannot be reached; see the service log", code="store")
 
 
-def llm_check(llm: LLMSettings, command: str) -> Check:
-    """An LLM is configured and its client can be made (nothing is sent to it); made once, then kept."""
+def llm_check(llm: LLMSettings, command: str, roles: tuple[str, ...] = ()) -> Check:
+    """An LLM is configured for each of the app's ``roles`` (none given: the default role) and its client
+    can be made (nothing is sent to it): a scripted model of another system is not ready here, rather
+    than up and failing on the first request. Made once, then kept."""
     from core.llm import require_llm
+    from core.llm.roles import resolve_role
 
     made: list[object] = []
 
     async def probe() -> str:
         if not made:
-            made.append(require_llm(llm, command))
-        return f"configured ({llm.provider})"
+            made.extend(require_llm(llm, command, role) for role in roles or (None,))
+        providers = sorted(
+            {r.endpoint.label for r in (resolve_role(llm, role) for role in roles or (None,)) if r.endpoint}
+        )
+        return f"configured ({', '.join(providers)})"
 
-    return Check("llm", probe, hint="no LLM is configured on this service; ask its operator")
+    hint = "no LLM is configured for this service's roles; ask its operator (magi doctor shows the offline models)"
+    return Check("llm", probe, hint=hint, code="no_llm")
 
 
 def task_check(name: str, task: Callable[[], asyncio.Task[Any] | None], *, started_lazily: bool = False) -> Check:
@@ -123,7 +141,9 @@ def task_check(name: str, task: Callable[[], asyncio.Task[Any] | None], *, start
             raise NotReady(f"{name} ended" + (f": {first_line(failure)}" if failure else ""))
         return "running"
 
-    return Check(name, probe, owned=True, hint="a background task of this replica stopped; it will be restarted")
+    return Check(
+        name, probe, owned=True, hint="a background task of this replica stopped; it will be restarted", code="task"
+    )
 
 
 def sessions_check(active: Callable[[], int], passivation: Callable[[], asyncio.Task[Any] | None]) -> Check:
@@ -135,7 +155,7 @@ def sessions_check(active: Callable[[], int], passivation: Callable[[], asyncio.
         await running.probe()
         return f"{active()} active on this replica"
 
-    return Check("sessions", probe, owned=True, hint=running.hint)
+    return Check("sessions", probe, owned=True, hint=running.hint, code="task")
 
 
 def actors_check(name: str, handles: Callable[[], MutableMapping[Any, Handle[Any]]]) -> Check:
@@ -160,7 +180,7 @@ def actors_check(name: str, handles: Callable[[], MutableMapping[Any, Handle[Any
             raise NotReady(f"{len(dead)} of {len(current)} {name} did not answer; taken out of the pool")
         return f"{len(current)} warm"
 
-    return Check(name, probe, hint="a worker process died; a new one starts with the next request")
+    return Check(name, probe, hint="a worker process died; a new one starts with the next request", code="workers")
 
 
 async def _ping(handle: Handle[Any]) -> None:

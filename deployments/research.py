@@ -25,6 +25,7 @@ most ``serve.queue_size`` × ``serve.max_replicas`` runs wait (429 beyond). Repl
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -37,11 +38,14 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
+from sqlalchemy.exc import DBAPIError
 
 from core.errors import ConfigError, MagiError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
+from core.runtime import lost_in_cluster
 from core.settings import Settings
+from core.store import outage_tolerated, retry_while_unavailable_async, unavailable
 from core.telemetry import adopted, carried
 from core.validation import bounded_int, invalid_unicode_at
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
@@ -64,10 +68,13 @@ log = logging.getLogger(__name__)
 APP_NAME = "research"
 ROUTE_PREFIX = "/"  # the app's own paths start with /research
 INTERRUPTED = "interrupted by restarts of the research service; resubmit"
-MAX_ATTEMPTS = 2  # a run interrupted by a restart runs again, but only so often: it may be the cause
+MAX_ATTEMPTS = 3  # a run whose replica died runs again, but only so often: it may be the cause
 IDLE_POLL_S = 1.0  # how often an idle replica looks for waiting runs (a POST to it wakes it at once)
 POLL_S = 0.25  # how often an open event stream looks for new events in the store
 KEEPALIVE_S = 15.0
+# How long a replica waits for its store to come back before giving up what it was storing (a run's
+# events and final status): longer than a restart of PostgreSQL, shorter than a forgotten outage.
+STORE_WAIT_S = 120.0
 
 MAX_EVENT_ID = 2**31 - 1  # a Last-Event-ID above this (or not plain digits) counts as absent
 OUTSIDE_ROOTS = "corpus is not one of the folders this service may read; ask its operator which ones are allowed"
@@ -129,6 +136,22 @@ def _replica_id() -> str:
     from ray import serve
 
     return serve.get_replica_context().replica_id.to_full_id_str()
+
+
+def _replica_alive(replica_id: str) -> bool:
+    """Whether the replica that wrote ``replica_id`` as a run's owner still lives (its actor has that name)."""
+    import ray
+
+    try:
+        ray.get_actor(replica_id, namespace="serve")
+    except ValueError:
+        return False
+    return True
+
+
+def _live_lapsed_owners(store: Any, lease: run_queue.Lease) -> set[str]:
+    """Owners whose lease lapsed but who still live (a store restart, a stalled loop): spared by claims."""
+    return {owner for owner in run_queue.lapsed_owners(store, lease) if _replica_alive(owner)}
 
 
 def _links(run_id: str) -> dict[str, str]:
@@ -194,12 +217,23 @@ class ResearchService(AppService):
         """Claim the oldest run nobody holds (waiting, or left by a replica whose lease expired), run it
         while renewing the lease; when there is none, wait for a POST here or the next poll."""
         while True:
-            claimed, failed = await asyncio.to_thread(
-                run_queue.claim_next, self._store, self._lease, MAX_ATTEMPTS, INTERRUPTED
-            )
+            try:
+                spare = await asyncio.to_thread(_live_lapsed_owners, self._store, self._lease)
+                claimed, failed = await asyncio.to_thread(
+                    functools.partial(
+                        run_queue.claim_next, self._store, self._lease, MAX_ATTEMPTS, INTERRUPTED, spare=spare
+                    )
+                )
+            except DBAPIError as exc:
+                if not unavailable(exc):
+                    raise
+                log.warning("store unavailable; looking for runs again in %g s: %s", IDLE_POLL_S, first_line(exc))
+                await asyncio.sleep(IDLE_POLL_S)
+                continue
             if failed:
                 log.warning("marked %d run(s) failed after repeated restarts: %s", len(failed), ", ".join(failed))
-            self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
+            with outage_tolerated("reading the queue's depth"):  # for autoscaling: the last one seen will do
+                self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
             QUEUE_DEPTH.set(self._waiting_seen)
             if claimed is None:
                 self._wakeup.clear()
@@ -226,17 +260,29 @@ class ResearchService(AppService):
         stored = {"request_id": await asyncio.to_thread(runs.request_id_of, self._store, claimed.run_id)}
         with adopted(self._submitted.pop(claimed.run_id, None) or stored):
             task = asyncio.get_running_loop().create_task(self._execute(claimed.run_id, claimed.topic, settings))
+        every = self._lease.renew_every_s
         while not task.done():
-            await asyncio.wait({task}, timeout=self._lease.renew_every_s)
+            await asyncio.wait({task}, timeout=every)
             if task.done():
                 break
-            if not await asyncio.to_thread(run_queue.renew, self._store, claimed.run_id, self._lease):
+            try:
+                renewed = await asyncio.to_thread(run_queue.renew, self._store, claimed.run_id, self._lease)
+            except DBAPIError as exc:
+                if not unavailable(exc):
+                    raise
+                # The store restarts: keep running, and renew as soon as it is back (before the lease
+                # expires, if it can), so that no other replica starts the run again meanwhile.
+                every = min(0.5, self._lease.renew_every_s)
+                continue
+            every = self._lease.renew_every_s
+            if not renewed:
                 log.warning("run %s was taken over by another replica; stopping it here", claimed.run_id)
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
                 return
-            self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
+            with outage_tolerated("reading the queue's depth"):
+                self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
         await task
 
     def _full(self) -> JSONResponse | None:
@@ -327,13 +373,42 @@ class ResearchService(AppService):
             log.warning("run %s: another replica runs it now; this one stopped", run_id)
             return
         except Exception as exc:
+            if lost_in_cluster(exc) and await self._give_back(run_id):
+                return
             message = first_line(exc)
             log.warning("run %s failed: %s", run_id, message)
             partial = exc.partial if isinstance(exc, ResearchError) else None
-            runs.finish_failed(self._store, run_id, message, sink.terminal, partial=partial, owner=owner)
+            await self._store_outcome(
+                sink,
+                lambda: runs.finish_failed(self._store, run_id, message, sink.terminal, partial=partial, owner=owner),
+            )
             return
         assert sink.terminal is not None  # the engine's researchCompleted
-        runs.finish_completed(self._store, result, sink.terminal, owner=owner)
+        await self._store_outcome(sink, lambda: runs.finish_completed(self._store, result, sink.terminal, owner=owner))
+
+    async def _give_back(self, run_id: str) -> bool:
+        """A run cut by a lost node (its agents, collector or NLP workers went with it) waits again for
+        a replica, which runs it from the start (``researchRequeued``); attempts still count, so a run
+        that brings nodes down ends failed. False when it could not be given back (failed it, then)."""
+        try:
+            given = await retry_while_unavailable_async(
+                lambda: run_queue.release(self._store, run_id, self._lease), wait_s=STORE_WAIT_S, what="requeueing"
+            )
+        except DBAPIError:
+            return False
+        if given:
+            log.warning("run %s: part of it was on a node that was lost; it runs again", run_id)
+            self._wakeup.set()
+        return given
+
+    async def _store_outcome(self, sink: runs.StoreEventSink, finish: Any) -> None:
+        """The run's waiting events, then its final status, waiting for a store that restarts; a
+        replica that cannot store them for ``STORE_WAIT_S`` leaves the run to a takeover."""
+        try:
+            await retry_while_unavailable_async(sink.flush, wait_s=STORE_WAIT_S, what="storing a run's events")
+            await retry_while_unavailable_async(finish, wait_s=STORE_WAIT_S, what="storing a run's outcome")
+        except LeaseLost:
+            log.warning("run %s: another replica runs it now; its outcome here is dropped", sink.run_id)
 
     @api.get("/research/{run_id}")
     async def status(self, run_id: str) -> JSONResponse:
@@ -384,16 +459,26 @@ class ResearchService(AppService):
     async def _stream(self, run_id: str, after: int) -> AsyncIterator[bytes]:
         idle = 0.0
         while True:
-            batch = await asyncio.to_thread(runs.load_events, self._store, run_id, after)
+            try:
+                batch = await asyncio.to_thread(runs.load_events, self._store, run_id, after)
+            except DBAPIError as exc:
+                if not unavailable(exc):
+                    raise
+                batch = []  # the store restarts: the stream waits for it, with keep-alives
             for event in batch:
                 after = event.seq
                 yield sse_frame(event.type, event.json, event.seq)
                 if event.type in runs.TERMINAL_EVENTS:
                     return
             if not batch:
-                run = await asyncio.to_thread(runs.load_run, self._store, run_id)
-                if run is None or run.status not in runs.UNFINISHED:
-                    return  # finished, and its terminal event was already sent before Last-Event-ID
+                with outage_tolerated("checking whether the run ended"):
+                    run = await asyncio.to_thread(runs.load_run, self._store, run_id)
+                    if run is None or run.status not in runs.UNFINISHED:
+                        # It may have finished after the read above: its last events (the terminal one is
+                        # stored with the status) are read once more, then the stream ends.
+                        for event in await asyncio.to_thread(runs.load_events, self._store, run_id, after):
+                            yield sse_frame(event.type, event.json, event.seq)
+                        return
                 idle += POLL_S
                 if idle >= KEEPALIVE_S:
                     idle = 0.0

@@ -29,10 +29,12 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve import Application
+from sqlalchemy.exc import DBAPIError
 
 from core.errors import ConfigError, InputError, MagiError, first_line
 from core.events import LogSink
 from core.settings import Settings
+from core.store import unavailable
 from deployments.affinity import affinity_options
 from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
@@ -45,7 +47,7 @@ from router.conversation import SESSION_NAMESPACE, Reply, Turn, TurnOutcome, che
 from router.events import RouteDecided
 from router.metrics import count_route
 from router.settings import ROUTER_OPTIONS, RouterSettings
-from sessions.gateway import SessionHost
+from sessions.gateway import COMMIT_STORE_WAIT_S, SessionHost
 from sessions.ids import ID_PATTERN, SessionNotFoundError, TooManySessionsError, session_key, validate_session_id
 from sessions.settings import SessionsSettings
 from sessions.store import SessionRepository
@@ -120,10 +122,11 @@ class RouterService(AppService):
         except InputError as exc:
             return error_answer(422, f"invalid request: query: {first_line(exc)}", loc=("body", "query"))
 
-    async def _turn(self, session_id: str, owner: str, turn: Turn | Reply) -> Any:
+    async def _turn(self, session_id: str, owner: str, turn: Turn | Reply, store_wait_s: float = 0.0) -> Any:
         """The turn in the session hosted under its key (sessions.ids.session_key): the client's own id,
         in the router's own namespace, never a name another client or system shares."""
-        return await self._sessions.update(session_key(SESSION_NAMESPACE, owner, session_id), owner, turn)
+        key = session_key(SESSION_NAMESPACE, owner, session_id)
+        return await self._sessions.update(key, owner, turn, store_wait_s=store_wait_s)
 
     async def _routed(self, body: RouteBody, request: Request, answer: bool) -> TurnOutcome | JSONResponse:
         query = self._query(body)
@@ -143,6 +146,11 @@ class RouterService(AppService):
             return response
         except SessionNotFoundError:
             return _not_found(body.session_id)
+        except DBAPIError as exc:
+            if unavailable(exc):
+                raise  # the store restarts: a 503 (the turn was not kept), not an answer that forgets it
+            log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
+            outcome = TurnOutcome.of(shared_router(section.confidence_threshold).route(query), None, query)
         except Exception as exc:  # the spec: a memory failure leaves the request type as found, and goes on
             log.error("[RouterAgent] Failed to get previous request type: %s", first_line(exc))
             outcome = TurnOutcome.of(shared_router(section.confidence_threshold).route(query), None, query)
@@ -183,7 +191,7 @@ class RouterService(AppService):
             answered = answer is not None
             if answer is not None:
                 reply = Reply(answer, result.language, result.agent, self._policy)
-                await self._turn(body.session_id, self.caller(request), reply)
+                await self._turn(body.session_id, self.caller(request), reply, store_wait_s=COMMIT_STORE_WAIT_S)
         if answer is None:
             answer = unavailable_answer(
                 result.agent,

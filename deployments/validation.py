@@ -30,15 +30,25 @@ def field_check(check: Callable[[T], T], value: T) -> T:
         raise ValueError(str(exc)) from exc
 
 
+LIMITS = ("min_length", "max_length", "ge", "le", "gt", "lt")  # the bounds a page can put in its own words
+
+
+def _limits(err: Any) -> dict[str, int | float]:
+    """The numeric bounds of a failed constraint (``{"max_length": 500}``), never the value sent."""
+    ctx = err.get("ctx") or {}
+    return {k: v for k, v in ctx.items() if k in LIMITS and isinstance(v, int | float) and not isinstance(v, bool)}
+
+
 def invalid_request(exc: RequestValidationError) -> JSONResponse:
-    """``{"error": "invalid request: field: why; ...", "detail": [{loc, msg, type}, ...]}`` with status 422."""
+    """``{"error": "invalid request: field: why; ...", "detail": [{loc, msg, type, ctx?}, ...]}`` with status
+    422; ``ctx`` holds the bound that was crossed (``max_length``, ``ge``...), so a page can say it."""
     problems: list[str] = []
     detail: list[dict[str, Any]] = []
     for err in exc.errors():
         loc = [printable(p) if isinstance(p, str) else p for p in err["loc"]]
         msg = printable(str(err["msg"]))
         problems.append(f"{'.'.join(str(p) for p in loc if p != 'body') or 'body'}: {msg}")
-        detail.append({"loc": loc, "msg": msg, "type": err["type"]})
+        detail.append({"loc": loc, "msg": msg, "type": err["type"], **({"ctx": c} if (c := _limits(err)) else {})})
     body = {"error": "invalid request: " + "; ".join(problems), "detail": detail, **request_id_field()}
     return JSONResponse(body, status_code=422)
 

@@ -10,6 +10,11 @@ Each topic gets a stable id (readable prefix + short hash of the normalised topi
 finished only when its marker exists. A re-submitted job skips finished topics and redoes the rest.
 A failing topic leaves ``error.json`` (one line) and does not stop the others; the exit code is 1
 if any topic failed, 2 for a bad topics file or setting. ``OUT/summary.json`` lists every topic.
+
+A topic whose research was cut by a fault of the cluster (a node lost with its agents, Ray's
+"actor died") is researched again at once, up to ``TOPIC_ATTEMPTS`` times in all: only the topics a
+lost node held are redone (``attempts`` in the summary; ``redone`` counts them), and the reports of
+finished topics, written by this driver, are never touched.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from core.validation import clean_text
 from research.settings import RESEARCH_OPTIONS
 
 MARKER = "done.json"
+TOPIC_ATTEMPTS = 3  # a topic cut by a lost node is researched again; twice more is plenty
 ERROR = "error.json"
 SUMMARY = "summary.json"
 Status = Literal["done", "skipped", "failed"]
@@ -57,6 +63,7 @@ class TopicOutcome:
     sources: int = 0
     seconds: float = 0.0
     error: str | None = None
+    attempts: int = 1  # > 1: its research was cut by a lost node (or worker) and done again
 
 
 # --- pure helpers (no Ray) -------------------------------------------------------------------------
@@ -125,13 +132,23 @@ Research = Callable[[str], Awaitable[Any]]
 async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome:
     """Research one topic (``research`` returns a ``ConsensusResearchResult``) and record it: reports, then the
     marker; or ``error.json``. Never raises for a failed research."""
+    from core.runtime import lost_in_cluster
     from research.outputs import write_outputs
 
     folder = out / topic.id
     remove_stale_temp_files(folder)  # a job stopped mid-write leaves them; this topic owns the folder
     started = time.perf_counter()
+    attempts = 0
     try:
-        result = await research(topic.text)
+        while True:
+            attempts += 1
+            try:
+                result = await research(topic.text)
+                break
+            except Exception as exc:
+                if attempts >= TOPIC_ATTEMPTS or not lost_in_cluster(exc):
+                    raise
+                print(f"[redo] {topic.id}: {one_line(exc)}; researching it again", flush=True)
         await asyncio.to_thread(write_outputs, result, folder)
     except Exception as exc:
         seconds = round(time.perf_counter() - started, 1)
@@ -146,7 +163,7 @@ async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome
             )
         except OSError as write_exc:  # the folder itself is unusable: the summary still reports the topic
             error = f"{error} (and {folder / ERROR} could not be written: {write_exc.strerror or write_exc})"
-        return TopicOutcome(topic.text, topic.id, "failed", seconds=seconds, error=error)
+        return TopicOutcome(topic.text, topic.id, "failed", seconds=seconds, error=error, attempts=attempts)
     seconds = round(time.perf_counter() - started, 1)
     marker = {
         "topic": topic.text,
@@ -154,12 +171,13 @@ async def run_topic(topic: Topic, out: Path, research: Research) -> TopicOutcome
         "runId": result.run_id,
         "sources": len(result.sources),
         "seconds": seconds,
+        "attempts": attempts,
         "report": "report.md",
         "result": "report.json",
     }
     atomic_write_text(folder / MARKER, json.dumps(marker, ensure_ascii=False, indent=2) + "\n")
     (folder / ERROR).unlink(missing_ok=True)  # a stale error of an earlier attempt
-    return TopicOutcome(topic.text, topic.id, "done", sources=len(result.sources), seconds=seconds)
+    return TopicOutcome(topic.text, topic.id, "done", sources=len(result.sources), seconds=seconds, attempts=attempts)
 
 
 async def run_batch(
@@ -219,7 +237,7 @@ def _width(text: str) -> int:
 
 def write_summary(out: Path, outcomes: Sequence[TopicOutcome]) -> Path:
     counts = {s: sum(o.status == s for o in outcomes) for s in ("done", "skipped", "failed")}
-    data = {**counts, "topics": [asdict(o) for o in outcomes]}
+    data = {**counts, "redone": sum(o.attempts > 1 for o in outcomes), "topics": [asdict(o) for o in outcomes]}
     return atomic_write_text(out / SUMMARY, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
@@ -352,6 +370,7 @@ __all__ = [
     "ERROR",
     "MARKER",
     "SUMMARY",
+    "TOPIC_ATTEMPTS",
     "Research",
     "Status",
     "Topic",

@@ -7,7 +7,6 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.errors import ConfigError, LLMNotConfiguredError
 from core.llm import LLMClient, require_llm
 from core.runtime import Runtime
 from core.settings import LLMSettings, Settings
@@ -19,12 +18,9 @@ from magi.settings import COUNCIL_OPTIONS, CouncilSettings
 
 
 def check_llm(llm: LLMSettings, command: str) -> None:
-    """No LLM configured is bad settings (exit 2), reported before any work."""
-    try:
-        for sage in SageName:
-            require_llm(llm, command, role=sage.role)
-    except LLMNotConfiguredError as exc:
-        raise ConfigError(str(exc)) from exc
+    """Every sage has a model that can answer it (LLMNotConfiguredError, exit 5, before any work)."""
+    for sage in SageName:
+        require_llm(llm, command, role=sage.role)
 
 
 async def ask(

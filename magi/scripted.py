@@ -42,6 +42,7 @@ from magi.models import SageName, Verdict
 
 LATENCY_ENV = "MAGI_SCRIPTED_LATENCY_S"
 MODEL = "magi-scripted"
+ROLES = ("magi.",)  # the LLM roles it answers (core.llm.factory refuses it for others)
 SLOW_S = 600.0
 LEANINGS: dict[SageName, tuple[tuple[Verdict, float], ...]] = {
     SageName.MELCHIOR: ((Verdict.APPROVE, 0.5), (Verdict.CONDITIONAL, 0.3), (Verdict.DENY, 0.2)),
@@ -300,6 +301,9 @@ async def respond(request: LLMRequest) -> LLMResponse:
     seed = int(session.group(1)[1:]) if session and session.group(1)[1:].isdigit() else 0
     directive = parse_directives(everything, seed).get(sage)
     name = request.output_name or ""
+    if not name and request.output_schema is None:  # a plain question (magi doctor --llm): a plain answer
+        text = "ok (magi.scripted answers the council's structured prompts; this is its plain reply)"
+        return LLMResponse(text=text, model=MODEL, usage=Usage(input_tokens=estimate_tokens(prompt), output_tokens=12))
     phase = PHASES.get(name, "other")
     if directive is not None:
         if phase in directive.fail:
@@ -329,6 +333,7 @@ __all__ = [
     "CODES",
     "LATENCY_ENV",
     "MODEL",
+    "ROLES",
     "SDD_FINDINGS",
     "SDD_VERDICTS",
     "Directive",

@@ -82,6 +82,9 @@ log = logging.getLogger(__name__)
 MAX_TOPIC_CHARS = 500
 SNAPSHOT_TIMEOUT_S = 2.0
 RESEARCH_SHARE = 90.0  # progress % the iterations cover; the final report takes the rest
+COLLECTOR_RESTARTS = 3  # its node may die; pages and analyses are in the store's caches
+# An agent whose node dies starts again on another and runs its search again (it holds nothing else).
+AGENT_RESTARTS = 1
 SUMMARY_ROLE = "research.summary"  # LLM role of the executive summary (model/params: llm.models, llm.params)
 
 
@@ -139,6 +142,7 @@ class _StageTracker:
 class _Attempt:
     reports: list[AgentReport] = field(default_factory=list)
     failures: list[AgentFailure] = field(default_factory=list)
+    lost: BaseException | None = None  # an agent's process or node that died (a cluster fault, not the run's)
 
 
 class _Run:
@@ -185,6 +189,7 @@ class _Run:
                 num_cpus=0,
                 max_concurrency=4,
                 name=agent_name(self.run_id, iteration, agent_id, attempt),
+                restarts=AGENT_RESTARTS,
             )
         return self.agents[agent_id]
 
@@ -237,6 +242,8 @@ class _Run:
                 continue
             failure = self._failure(i, context.iteration, attempt, outcome, elapsed_ms, snapshots.get(i))
             result.failures.append(failure)
+            if outcome.error is not None and self.runtime.lost(outcome.error):
+                result.lost = outcome.error
             self.events.emit(
                 AgentCompleted(
                     run_id=self.run_id,
@@ -330,7 +337,7 @@ class _Run:
                     f"iteration {context.iteration}: {len(attempt.failures)} of {self.config.agent_count} agents "
                     f"failed twice (first error: {first}); partial results are kept with the run",
                     partial=self.partial(),
-                )
+                ) from attempt.lost  # a lost node shows in the chain: a batch job may run the topic again
         await self._read_documents(attempt.reports)
         reports = [self._with_reliability(r) for r in attempt.reports]
         # CPU-bound: off the event loop, which also serves progress events (and HTTP in a Serve replica).
@@ -475,7 +482,9 @@ async def run_research(
     # The collector reads the local corpus (for itself and for the agents' searches), so it runs on this
     # node, the one where the folder was named and checked; agents and NLP workers may go anywhere.
     here = current_node_id() if uses_local_corpus(SearchSettings.of(settings)) else None
-    run.collector = collector = runtime.spawn(Collector, settings, pool, num_cpus=0, node_id=here)
+    run.collector = collector = runtime.spawn(
+        Collector, settings, pool, num_cpus=0, node_id=here, restarts=COLLECTOR_RESTARTS
+    )
     stopped_early: str | None = None
     try:
         context = initial_context()
@@ -580,6 +589,8 @@ def _lang(topic: str) -> str:
 
 
 __all__ = [
+    "AGENT_RESTARTS",
+    "COLLECTOR_RESTARTS",
     "MAX_TOPIC_CHARS",
     "RESEARCH_SHARE",
     "SNAPSHOT_TIMEOUT_S",

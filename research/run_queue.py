@@ -10,6 +10,11 @@ the condition and find the lease taken), so two replicas never hold a run at onc
 stalled past its lease finds it lost (:func:`renew`) and its writes refused (``owner`` in
 research/runs.py). Runs the CLI started have no stored request and are never taken over.
 
+A lease can also lapse while its owner lives: the store restarted (nobody could renew), or the owner's
+loop stalled under load. Taking such a run over would start it again for nothing (and count an
+attempt against it), so a claimer may name the owners it knows to be alive (``spare``): their runs are
+left to them for up to ``SPARE_LEASES`` more leases, time enough to renew once the store is back.
+
 Times are epoch seconds from the database's clock on PostgreSQL (replicas on several nodes agree),
 from this host's clock on SQLite (one machine); tests pass ``now``.
 """
@@ -33,6 +38,7 @@ from research.metrics import RUNS
 
 QUEUE_LOCK_KEY = 0x71756575  # "queu": the advisory lock that makes PostgreSQL's queue bound exact
 CANDIDATES = 8  # waiting or orphaned runs one claim looks at (others may take some meanwhile)
+SPARE_LEASES = 2.0  # how many lease lengths a live owner's lapsed lease is still respected
 
 # A run another replica may take: has a request to run again, is unfinished, and nobody holds a live lease.
 _CLAIMABLE = (
@@ -117,10 +123,32 @@ def queue_position(store: Store, run_id: str) -> int | None:
     return int(ahead[0][0]) + 1
 
 
+def lapsed_owners(store: Store, lease: Lease, *, now: float | None = None) -> set[str]:
+    """Owners of running runs whose lease lapsed recently (less than ``SPARE_LEASES`` leases ago): the
+    ones a claimer may ask about before it takes their runs over (see the module docstring)."""
+    with store.transaction() as conn:
+        at = clock(conn) if now is None else now
+        rows = conn.execute(
+            sa.text(
+                "SELECT DISTINCT owner FROM research_runs WHERE status = 'running' AND owner IS NOT NULL "
+                "AND lease_until < :now AND lease_until >= :since"
+            ),
+            {"now": at, "since": at - SPARE_LEASES * lease.ttl_s},
+        ).all()
+    return {str(row[0]) for row in rows}
+
+
 def claim_next(
-    store: Store, lease: Lease, max_attempts: int, error: str, *, now: float | None = None
+    store: Store,
+    lease: Lease,
+    max_attempts: int,
+    error: str,
+    *,
+    spare: frozenset[str] | set[str] = frozenset(),
+    now: float | None = None,
 ) -> tuple[Claimed | None, list[str]]:
-    """Take the oldest run nobody holds (waiting, or orphaned by a replica whose lease expired).
+    """Take the oldest run nobody holds (waiting, or orphaned by a replica whose lease expired), except
+    the runs of ``spare`` owners whose lease lapsed less than ``SPARE_LEASES`` leases ago.
 
     An orphaned run already started ``max_attempts`` times is marked failed with ``error`` instead (it
     may be what brings replicas down). Returns (the run claimed or None, ids of runs failed so).
@@ -130,12 +158,14 @@ def claim_next(
         at = clock(conn) if now is None else now
         rows = conn.execute(
             sa.text(
-                f"SELECT run_id, topic, request_json, attempts FROM research_runs WHERE {_CLAIMABLE} "
-                "ORDER BY started_at, run_id LIMIT :limit"
+                "SELECT run_id, topic, request_json, attempts, owner, lease_until FROM research_runs "
+                f"WHERE {_CLAIMABLE} ORDER BY started_at, run_id LIMIT :limit"
             ),
             {"now": at, "limit": CANDIDATES},
         ).all()
-        for run_id, topic, request_json, attempts in rows:
+        for run_id, topic, request_json, attempts, owner, lease_until in rows:
+            if owner in spare and lease_until is not None and lease_until >= at - SPARE_LEASES * lease.ttl_s:
+                continue  # its owner lives: it renews as soon as it can
             if attempts >= max_attempts:
                 message = f"{error} (it was started {attempts} times)"
                 if runs.fail_in(conn, run_id, message, condition=f" AND {_CLAIMABLE}", params={"now": at}):
@@ -155,6 +185,21 @@ def claim_next(
                 runs.append_in(conn, run_id, notice)
             return Claimed(run_id, topic, json.loads(request_json), attempts + 1), failed
     return None, failed
+
+
+def release(store: Store, run_id: str, lease: Lease) -> bool:
+    """Give a run back to the queue (it waits again, first in line, for any replica): its work was cut
+    by a fault of the cluster (a node lost with its agents), not by the run. Its attempts still count.
+    False when the run is no longer this replica's."""
+    with store.transaction() as conn:
+        cur = conn.execute(
+            sa.text(
+                "UPDATE research_runs SET status='accepted', owner=NULL, heartbeat_at=NULL, lease_until=NULL "
+                "WHERE run_id=:run_id AND owner=:owner AND status='running'"
+            ),
+            {"run_id": run_id, "owner": lease.owner},
+        )
+        return cur.rowcount == 1
 
 
 def renew(store: Store, run_id: str, lease: Lease, *, now: float | None = None) -> bool:
@@ -181,13 +226,16 @@ def owner_of(store: Store, run_id: str) -> str | None:
 __all__ = [
     "CANDIDATES",
     "QUEUE_LOCK_KEY",
+    "SPARE_LEASES",
     "Claimed",
     "Lease",
     "accept",
     "claim_next",
     "clock",
+    "lapsed_owners",
     "owner_of",
     "queue_position",
+    "release",
     "renew",
     "waiting_count",
 ]

@@ -9,6 +9,7 @@ replica whose lease was taken over cannot add events or a final status to the ru
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,13 +17,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from core.errors import first_line
 from core.events import Event
-from core.store import Store, register_migration
+from core.store import Store, register_migration, unavailable
 from core.telemetry.context import current_request_id
 from research.errors import LeaseLost
 from research.events import ResearchFailed
 from research.metrics import RUNS
 from research.result import ConsensusResearchResult
+
+log = logging.getLogger(__name__)
 
 
 def _now() -> str:
@@ -275,19 +279,35 @@ def load_events(store: Store, run_id: str, after_seq: int = 0) -> list[StoredEve
 
 class StoreEventSink:
     """Persists each event as it is emitted; holds back the terminal one for ``finish_*`` to store
-    together with the run's final status."""
+    together with the run's final status. While the store cannot be reached (a PostgreSQL restart)
+    events wait here, in order, and go with the next one that can be stored (or :meth:`flush`): a
+    run does not fail because its store restarted."""
 
     def __init__(self, store: Store, run_id: str, owner: str | None = None) -> None:
         self._store = store
-        self._run_id = run_id
+        self.run_id = run_id
         self._owner = owner  # a replica's run: its events are refused once another replica took it over
         self.terminal: Event | None = None
+        self._waiting: list[Event] = []
 
     def emit(self, event: Event) -> None:
         if event.type in TERMINAL_EVENTS:
             self.terminal = event
             return
-        append_event(self._store, self._run_id, event, owner=self._owner)
+        self._waiting.append(event)
+        try:
+            self.flush()
+        except sa.exc.DBAPIError as exc:
+            if not unavailable(exc):
+                raise
+            if len(self._waiting) == 1:
+                log.warning("run %s: store unavailable; its events wait (%s)", self.run_id, first_line(exc))
+
+    def flush(self) -> None:
+        """Store the events still waiting; raises when the store is still unavailable."""
+        while self._waiting:
+            append_event(self._store, self.run_id, self._waiting[0], owner=self._owner)
+            self._waiting.pop(0)
 
 
 __all__ = [

@@ -20,6 +20,7 @@ from core.llm.base import LLMRequest, TextPart
 from core.llm.fencing import fenced
 
 MODEL = "scripted-research"
+ROLES = ("research.",)  # the LLM roles it answers (core.llm.factory refuses it for others)
 LATENCY_ENV = "MAGI_SCRIPTED_LATENCY_S"
 _PAGE = re.compile(r"^## Page (\d+): ")
 _SOURCE = re.compile(r"^\[(\d+)\] ")
@@ -89,4 +90,4 @@ async def answer(request: LLMRequest) -> dict[str, Any]:
     return {"text": reply, "output": output, "model": MODEL, "usage": usage}
 
 
-__all__ = ["LATENCY_ENV", "MODEL", "answer"]
+__all__ = ["LATENCY_ENV", "MODEL", "ROLES", "answer"]

@@ -2,9 +2,11 @@
 
 - MemoryAgent: what the visitor asked before in this session (their own words, from the history).
 - TimeAgent: the current time in Asia/Tokyo.
-- Any other agent: that this desk cannot answer the topic yet and where the visitor can find out
-  (the official site, the staff) - never the internal agent's name, nothing about Engineer Cafe made
-  up, and "no language model" only when none is configured. Labels: ``data/router/messages.yaml``.
+- Any other agent: which desk the question belongs to (the routing is real without a model), that
+  this desk cannot answer the topic yet and where the visitor can find out (the official site, the
+  staff) - never the internal agent's name, nothing about Engineer Cafe made up - and, when no model
+  is configured, why, and what it can answer here (the time, the conversation so far).
+  Labels: ``data/router/messages.yaml``.
 """
 
 from __future__ import annotations
@@ -78,7 +80,10 @@ def unavailable_answer(
     if llm_failed:
         parts.append(c.text("answer.model_failed", lang))
     elif not llm_configured:
-        parts.append(c.text("answer.no_model", lang))
+        desk = (
+            c.text("answer.routed", lang, desk=c.text(f"agent.{agent}", lang)) if f"agent.{agent}" in c.messages else ""
+        )
+        parts = [desk + first, parts[1], c.text("answer.no_model", lang), c.text("answer.can_do", lang)]
     return ("" if lang == "ja" else " ").join(parts)
 
 

@@ -10,6 +10,21 @@ from core.messages import Lang, catalogue, format_percent
 from router.models import RouteResult
 
 
+def why(result: RouteResult, lang: Lang) -> str:
+    """The rule that decided, in words, with the words of the question it saw (never a pattern)."""
+    c = catalogue("router")
+    found = result.debug_info.classification
+    said = c.text(f"why.{found.rule}", lang)
+    if found.matched:
+        quoted = (
+            "、".join(f"「{w}」" for w in found.matched) if lang == "ja" else ", ".join(f"“{w}”" for w in found.matched)
+        )
+        said += f"（{quoted}）" if lang == "ja" else f" ({quoted})"
+    if found.abstained:
+        said += ("。" if lang == "ja" else "; ") + c.text("why.abstained", lang)
+    return said
+
+
 def route_markdown(query: str, result: RouteResult) -> str:
     c = catalogue("router")
     lang: Lang = "en" if result.language == "en" else "ja"
@@ -26,8 +41,9 @@ def route_markdown(query: str, result: RouteResult) -> str:
     lines += [
         c.text("route.language", lang, language=c.text(f"language.{result.language}", lang)),
         c.text("route.confidence", lang, confidence=format_percent(result.confidence, lang)),
+        c.text("route.why", lang, reason=why(result, lang)),
     ]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["route_markdown"]
+__all__ = ["route_markdown", "why"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from core.models import CamelModel
 
@@ -28,11 +28,40 @@ class LanguageDetection(CamelModel):
     failed: bool = False
 
 
-class Classification(CamelModel):
-    """Why the router chose what it chose: the rule that decided and the evidence it saw."""
+RuleName = Literal[
+    "memory",
+    "time",
+    "events",
+    "ambiguous_cafe",
+    "ambiguous_room",
+    "question_word",
+    "keywords",
+    "follow_up",
+    "follow_up_alone",
+    "saino",
+    "engineer_cafe",
+    "membership",
+    "purpose",
+    "no_topic",
+]
 
+
+class Classification(CamelModel):
+    """Why the router chose what it chose: the rule that decided (``rule``, a key whose words are in
+    data/router/messages.yaml under ``why.``), the evidence it saw (``matched``: the words of the
+    question, never a pattern), and ``reason``, the same in English for logs and developers."""
+
+    rule: RuleName = "no_topic"
     reason: str
     matched: list[str] = Field(default_factory=list)
+
+    @field_validator("matched")
+    @classmethod
+    def _as_words(cls, matched: list[str]) -> list[str]:
+        """The words as a person reads them: a vocabulary prefix mark (``seat*``) dropped, each word once."""
+        words = [w.rstrip("*").strip() for w in matched]
+        return list(dict.fromkeys(w for w in words if w))
+
     subject: str | None = None
     inherited: bool = False
     fuzzy: bool = False

@@ -133,7 +133,7 @@ class Router:
         saino = _hits(tokens, r.saino)
         engineer_cafe = find(tokens, r.engineer_cafe)
         membership = find(tokens, r.membership)
-        purpose = next((p.pattern for p in r.purpose if p.search(normalised)), None)
+        purpose = next((hit.group() for p in r.purpose if (hit := p.search(normalised)) is not None), None)
         if purpose is not None:  # what the place is for, not where: only a location question word decides
             candidates = [c for c in candidates if c.name != "location" or c.rank == RANK_QUESTION]
         cafe = find(tokens, r.generic_cafe) + find(tokens, r.cafe_items)
@@ -152,6 +152,7 @@ class Router:
                     language,
                     confidence,
                     Classification(
+                        rule="memory",
                         reason="Memory question: conversation cues " + ", ".join(cues),
                         matched=cues,
                         memory_score=score,
@@ -161,13 +162,15 @@ class Router:
 
         # 3. classification
         for pattern in r.current_time:
-            if pattern.search(normalised):
+            if (hit := pattern.search(normalised)) is not None:
                 return self._result(
                     "current-time",
                     None,
                     language,
                     0.95,
-                    Classification(reason="Current time question", matched=[pattern.pattern], memory_score=score),
+                    Classification(
+                        rule="time", reason="Current time question", matched=[hit.group()], memory_score=score
+                    ),
                 )
         if not (saino or cafe):  # calendar words are generic ("what's on") and yield to a named cafe
             events = events or calendar
@@ -179,7 +182,9 @@ class Router:
                 "event",
                 language,
                 0.9,
-                Classification(reason=f"Event keywords detected ({category})", matched=words, memory_score=score),
+                Classification(
+                    rule="events", reason=f"Event keywords detected ({category})", matched=words, memory_score=score
+                ),
             )
         if cafe and not saino and not engineer_cafe:
             return self._result(
@@ -188,6 +193,7 @@ class Router:
                 language,
                 0.7,
                 Classification(
+                    rule="ambiguous_cafe",
                     reason="Ambiguous cafe query: neither Engineer Cafe nor Saino named",
                     matched=[h.term.text for h in cafe],
                     memory_score=score,
@@ -207,6 +213,7 @@ class Router:
                     language,
                     0.7,
                     Classification(
+                        rule="ambiguous_room",
                         reason="Ambiguous meeting room: no floor named and not the basement",
                         matched=[c.word for c in candidates if c.name == "meeting-room"],
                         memory_score=score,
@@ -229,6 +236,7 @@ class Router:
                 language,
                 confidence,
                 Classification(
+                    rule="question_word" if best.rank == RANK_QUESTION else "keywords",
                     reason=reason,
                     matched=[c.word for c in candidates],
                     subject=others[0] if others else None,
@@ -238,7 +246,7 @@ class Router:
             )
 
         # 5. follow-up
-        followup = next((p.pattern for p in r.followups if p.search(normalised)), None)
+        followup = next((hit.group() for p in r.followups if (hit := p.search(normalised)) is not None), None)
         if followup is not None:
             new_words = self._new_topic(tokens)
             if new_words:
@@ -252,6 +260,7 @@ class Router:
                     language,
                     0.8,
                     Classification(
+                        rule="follow_up",
                         reason=f"Follow-up: inherits the previous request type {previous_request_type}",
                         matched=[followup],
                         inherited=True,
@@ -265,6 +274,7 @@ class Router:
                     language,
                     0.4,
                     Classification(
+                        rule="follow_up_alone",
                         reason="Follow-up with no previous request type in the session",
                         matched=[followup],
                         memory_score=score,
@@ -272,23 +282,27 @@ class Router:
                 )
         if saino or engineer_cafe or membership or purpose:
             if saino:
-                reason = "Saino named, no request type"
+                rule, reason = "saino", "Saino named, no request type"
             elif engineer_cafe:
-                reason = "Engineer Cafe named, no request type"
+                rule, reason = "engineer_cafe", "Engineer Cafe named, no request type"
             elif membership:
-                reason = "Membership or registration question"
+                rule, reason = "membership", "Membership or registration question"
             else:
-                reason = "Question about what the place is for"
+                rule, reason = "purpose", "Question about what the place is for"
             matched = [h.term.text for h in saino + engineer_cafe + membership] + ([purpose] if purpose else [])
             return self._result(
-                brand, None, language, 0.6, Classification(reason=reason, matched=matched, memory_score=score)
+                brand,
+                None,
+                language,
+                0.6,
+                Classification(rule=rule, reason=reason, matched=matched, memory_score=score),
             )
         return self._result(
             "general",
             None,
             language,
             0.6,
-            Classification(reason="No Engineer Cafe topic detected", memory_score=score),
+            Classification(rule="no_topic", reason="No Engineer Cafe topic detected", memory_score=score),
         )
 
     def _best(self, candidates: list[Candidate], lang: Literal["ja", "en"]) -> Candidate | None:

@@ -14,6 +14,7 @@ from core.llm.base import LLMRequest
 from core.llm.fencing import fenced
 
 LATENCY_ENV = "MAGI_ROUTER_SCRIPTED_LATENCY_S"
+ROLES = ("router.",)  # the LLM roles it answers (core.llm.factory refuses it for others)
 
 
 def answer(request: LLMRequest) -> str:
@@ -28,4 +29,4 @@ def answer(request: LLMRequest) -> str:
     return f"(scripted answer) A general answer to: {question!r} - message {turns} of this conversation."
 
 
-__all__ = ["LATENCY_ENV", "answer"]
+__all__ = ["LATENCY_ENV", "ROLES", "answer"]

@@ -15,6 +15,11 @@ and none is lost; a replica that dies loses nothing but its cache.
 A change is a callable ``(state, now) -> value`` (the router's ``Turn``, the advisor's ``Commit``);
 it may run twice when it loses a race, so it only edits the state it is given.
 
+A store that cannot be reached (PostgreSQL restarting) fails a change at once, so a new turn is
+refused (the app answers 503) rather than left hanging; a change whose work is already done (the
+answer a model gave) may instead wait ``store_wait_s`` for the store to come back
+(:data:`COMMIT_STORE_WAIT_S`), so that work is not thrown away.
+
 Store calls run in a worker thread when the store is a network database (PostgreSQL: a round trip
 must not hold the event loop); on SQLite they run on the loop, like the routing they carry: a turn's
 local write takes well under a millisecond, less than the two thread wake-ups a hop costs on a busy
@@ -32,6 +37,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from sqlalchemy.exc import DBAPIError
+
+from core.store import unavailable
 from sessions.metrics import ACTIVATIONS, ACTIVE, PASSIVATIONS
 from sessions.models import SessionPolicy, SessionState
 from sessions.settings import SessionsSettings
@@ -41,10 +49,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 Change = Callable[[SessionState, datetime], T]
+COMMIT_STORE_WAIT_S = 60.0  # how long finished work waits for a restarting store before it is given up
+STORE_RETRY_S = 0.5
 
 
 class SessionGateway(Protocol):
-    async def update(self, session_id: str, owner: str, change: Change[T]) -> T: ...
+    async def update(self, session_id: str, owner: str, change: Change[T], *, store_wait_s: float = 0.0) -> T: ...
 
 
 class Admission(NamedTuple):
@@ -109,15 +119,16 @@ class SessionHost:
         found = self._active.get(session_id)
         return found is not None and found.state is not None
 
-    async def update(self, session_id: str, owner: str, change: Change[T]) -> T:
+    async def update(self, session_id: str, owner: str, change: Change[T], *, store_wait_s: float = 0.0) -> T:
         """Apply ``change`` to the session (created on first use), store it, then return its value.
-        TooManySessionsError when it would be a new session one too many for ``owner``."""
+        TooManySessionsError when it would be a new session one too many for ``owner``; the store's
+        error when it cannot be reached for ``store_wait_s`` (0: at once)."""
         activation = self._enter(session_id)
         try:
             async with activation.lock:
                 try:
-                    done: tuple[T, SessionState] = await self._io(
-                        self._apply, session_id, owner, change, activation.state
+                    done: tuple[T, SessionState] = await self._stored(
+                        session_id, owner, change, activation.state, store_wait_s
                     )
                     value, activation.state = done
                 except BaseException:
@@ -151,6 +162,20 @@ class SessionHost:
             gone = self.passivate_idle()
             if gone:
                 log.debug("passivated %d idle sessions; %d active", gone, len(self._active))
+
+    async def _stored(
+        self, session_id: str, owner: str, change: Change[T], cached: SessionState | None, wait_s: float
+    ) -> tuple[T, SessionState]:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return await self._io(self._apply, session_id, owner, change, cached)
+            except DBAPIError as exc:
+                if not unavailable(exc) or time.monotonic() >= deadline:
+                    raise
+                log.warning("session %s: store unavailable; trying again: %s", session_id, exc.orig or exc)
+                cached = None  # whatever was written before the cut, the store has the truth
+            await asyncio.sleep(STORE_RETRY_S)
 
     async def _io(self, call: Callable[..., R], *args: Any) -> R:
         """``call(*args)``, a store call: in a worker thread when ``offload`` (see the module docstring)."""
@@ -201,4 +226,4 @@ class SessionHost:
         return gone
 
 
-__all__ = ["Admission", "Change", "SessionGateway", "SessionHost"]
+__all__ = ["COMMIT_STORE_WAIT_S", "Admission", "Change", "SessionGateway", "SessionHost"]

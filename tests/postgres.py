@@ -66,6 +66,10 @@ class PostgresServer:
             "--encoding=UTF8",
             "--locale=C.UTF-8",
         )
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server on its existing data (after :meth:`stop`: a store that comes back)."""
         options = (
             f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}"
             " -c fsync=off -c max_connections=200 -c shared_buffers=32MB"
@@ -85,6 +89,7 @@ class PostgresServer:
         )
 
     def stop(self) -> None:
+        """Stop at once, as a crash would (``-m immediate``: no checkpoint, clients cut off)."""
         with contextlib.suppress(RuntimeError):
             self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
 

@@ -20,6 +20,7 @@ from core.llm import metrics as llm_metrics
 from core.llm.base import LLMClient, LLMRequest, LLMResponse
 from core.llm.cost import UsageMeter
 from core.llm.limiter import LimitedClient
+from core.llm.offline import offline_hint
 from core.llm.python_provider import PREFIX, PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
 from core.llm.roles import Endpoint, RoleClient, apply_resolved, resolve_role
@@ -155,15 +156,39 @@ def build_provider(llm: LLMSettings, endpoint: Endpoint) -> LLMClient:
 
 
 def require_llm(llm: LLMSettings, command: str, role: str | None = None) -> LLMClient:
-    """The configured client, or ``LLMNotConfiguredError`` telling the user how to configure one."""
+    """The configured client, or ``LLMNotConfiguredError`` telling the user how to configure one: when
+    no provider is set for ``role``, and when the provider is a scripted model made for other roles
+    (the council's scripted model cannot judge an idea: refused now, not on the first call)."""
     client = make_llm(llm, role)
     if client is None:
         raise LLMNotConfiguredError(
             f"`{command}` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to anthropic "
             "(with ANTHROPIC_API_KEY), openai (with OPENAI_API_KEY, or MAGI_LLM_BASE_URL for a local server), "
-            "replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
+            f"replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION; {offline_hint(role)}."
         )
+    refusal = foreign_model(llm, role)
+    if refusal is not None:
+        raise LLMNotConfiguredError(f"`{command}` cannot run: {refusal}")
     return client
+
+
+def foreign_model(llm: LLMSettings, role: str | None) -> str | None:
+    """Why the provider of ``role`` cannot answer it (None: it can, or cannot tell). A python provider's
+    module may list the roles it answers in ``ROLES`` (prefixes, e.g. ``("magi.",)``)."""
+    if not role or role == "default":
+        return None
+    resolved = resolve_role(llm, role)
+    provider = resolved.endpoint.provider if resolved.endpoint else ""
+    if not provider.startswith(PREFIX):
+        return None
+    answers = PythonClient(provider).roles()
+    if answers is None or role.startswith(answers):
+        return None
+    return (
+        f"the configured model {provider} answers only the roles {', '.join(a + '*' for a in answers)}, not "
+        f"{role!r}; set llm.roles.{role}.provider in magi.yaml (or MAGI_LLM_PROVIDER for this system alone); "
+        f"{offline_hint(role)}"
+    )
 
 
 __all__ = [
@@ -171,6 +196,7 @@ __all__ = [
     "MeteredClient",
     "RoleRouter",
     "build_provider",
+    "foreign_model",
     "make_llm",
     "provider_of",
     "require_llm",

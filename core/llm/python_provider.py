@@ -120,6 +120,15 @@ class PythonClient:
             self._function = function
         return self._function
 
+    def roles(self) -> tuple[str, ...] | None:
+        """The LLM roles the function's module says it answers (its ``ROLES``: prefixes such as
+        ``"magi."``), or None when it does not say (then it is taken to answer every role)."""
+        self.load()
+        is_file = _is_file(self.target)
+        module = _load_file(Path(self.target)) if is_file else _load_module(self.target)
+        declared = getattr(module, "ROLES", None)
+        return tuple(str(r) for r in declared) if isinstance(declared, tuple | list) else None
+
     async def complete(self, request: LLMRequest) -> LLMResponse:
         function = self.load()
         if inspect.isasyncgenfunction(function):

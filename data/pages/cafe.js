@@ -24,16 +24,24 @@ function staffNote(route) {
   const box = el("div", null, "staff");
   const list = el("dl");
   const add = (key, value) => { list.append(el("dt", t(key)), el("dd", value)); };
-  add("cafe.agent", t("agent." + route.agent));
-  add("cafe.request_type", route.requestType ? route.requestType : t("cafe.none"));
-  add("cafe.category", route.category);
-  add("cafe.confidence", num(route.confidence, 2));
+  // every value by its label (the identifiers stay in the JSON), the reason in words with the words it saw
+  const known = (key) => Object.prototype.hasOwnProperty.call(MAGI.catalogue().labels[MAGI.lang] || {}, key);
+  const named = (key) => (known(key) ? t(key) : t("cafe.other"));
+  add("cafe.agent", named("agent." + route.agent));
+  add("cafe.request_type", route.requestType ? named("router.request." + route.requestType) : t("cafe.none"));
+  add("cafe.category", named("router.category." + route.category));
+  add("cafe.confidence", MAGI.percent(route.confidence));
   const why = route.debugInfo && route.debugInfo.classification;
   if (why) {
-    const flags = [];
-    if (why.inherited) flags.push(t("cafe.inherited"));
-    if (why.fuzzy) flags.push(t("cafe.fuzzy"));
-    add("cafe.why", why.reason + (why.matched && why.matched.length ? "（" + why.matched.join("・") + "）" : "") + (flags.length ? " — " + flags.join("・") : ""));
+    const value = el("dd", named("router.why." + why.rule));
+    if (why.matched && why.matched.length) {
+      value.append(MAGI.lang === "ja" ? "（" : " (");
+      why.matched.forEach((word, i) => { if (i) value.append(MAGI.lang === "ja" ? "、" : ", "); value.append(MAGI.content("q", word)); });
+      value.append(MAGI.lang === "ja" ? "）" : ")");
+    }
+    if (why.fuzzy) value.append(" — " + t("cafe.fuzzy"));
+    if (why.abstained) value.append(" — " + t("router.why.abstained"));
+    list.append(el("dt", t("cafe.why")), value);
   }
   add("cafe.language", t("language." + route.language));
   box.append(list);
@@ -42,11 +50,11 @@ function staffNote(route) {
 
 function bubble(role, text, route, agent) {
   const box = el("div", null, "msg " + role);
-  box.append(el("div", text, "text"));
+  box.append(MAGI.content("div", text, "text"));
   if (route) box.append(staffNote(route));
   else if (agent) {
     const note = el("div", null, "staff");
-    note.append(el("span", t("cafe.agent") + ": " + t("agent." + agent)));
+    note.append(el("span", t("cafe.agent") + ": " + (Object.prototype.hasOwnProperty.call(MAGI.catalogue().labels[MAGI.lang] || {}, "agent." + agent) ? t("agent." + agent) : t("cafe.other"))));
     box.append(note);
   }
   $("log").append(box);
@@ -97,7 +105,7 @@ async function send() {
   const id = sessionId();
   try {
     const answer = await MAGI.postJson("ask", { query, sessionId: id }, { [MULTIPLEX_HEADER]: id });
-    if (!answer.ok) throw new Error(await MAGI.failure(answer));
+    if (!answer.ok) throw new Error(await MAGI.failure(answer, (loc) => (loc[0] === "query" ? t("cafe.message") : null)));
     const body = await answer.json();
     bubble("assistant", body.answer, body.route);
     remember("assistant", body.answer, body.route);

@@ -6,6 +6,8 @@ const { t, el, num, percent } = MAGI;
 const $ = (id) => document.getElementById(id);
 const SAGES = ["melchior", "balthasar", "casper"];
 const OUTCOMES = ["APPROVE", "DENY", "CONDITIONAL", "SPLIT", "NO_DECISION"];
+const FIELDS = { prompt: "council.question", rounds: "council.rounds", threshold: "council.threshold", runs: "council.runs" };
+const fieldName = (loc) => (FIELDS[loc[0]] ? t(FIELDS[loc[0]]) : null);
 let lastResult = null;
 let followedRun = null;  // with several runs, the panels follow the first deliberation
 let history = null;  // the 履歴 view (history.js)
@@ -45,8 +47,12 @@ function showAnswer(data) {
   head.append(el("span", stepName(data.phase, data.round) + " ", "when"));
   if (data.ok && data.stance) {
     head.append(verdictChip(data.stance.verdict), el("span", " " + t("council.confidence", { value: num(data.stance.confidence, 2) }), "when"));
-    item.append(head, el("div", data.stance.reason, "reason"));
-    for (const condition of data.stance.conditions || []) item.append(el("div", t("council.condition_prefix") + condition, "reason muted"));
+    item.append(head, MAGI.content("div", data.stance.reason, "reason"));
+    for (const condition of data.stance.conditions || []) {
+      const line = el("div", t("council.condition_prefix"), "reason muted");
+      line.append(MAGI.content("span", condition));
+      item.append(line);
+    }
   } else {
     head.append(el("span", t("council.no_answer"), "chip v-NO_DECISION"));
     item.append(head);
@@ -56,6 +62,11 @@ function showAnswer(data) {
 
 function setBusy(busy) {
   for (const panel of document.querySelectorAll(".sage")) panel.classList.toggle("busy", busy);
+}
+
+// A deliberation that ended on an error: no panel keeps saying it waits for an answer.
+function stopWaiting() {
+  for (const waiting of document.querySelectorAll(".sage .waiting")) waiting.textContent = t("error.stopped");
 }
 
 function finals(d) {
@@ -111,16 +122,16 @@ function renderDetails(d, why) {
   why.textContent = rationale(d);
   const reasons = (d.votes || []).filter((v) => v.final).map((v) => {
     const li = el("li");
-    li.append(el("strong", sageName(v.sage) + ": "), verdictChip(v.final.verdict), el("span", " " + v.final.reason));
+    li.append(el("strong", sageName(v.sage) + ": "), verdictChip(v.final.verdict), " ", MAGI.content("span", v.final.reason));
     return li;
   });
   why.append(list(t("council.final_reasons"), reasons));
   $("conditions").replaceChildren(list(t("council.conditions"), (d.conditions || []).map((c) =>
-    el("li", c.text + "（" + c.sages.map(sageName).join("・") + "）"))));
+    MAGI.content("li", c.text + "（" + c.sages.map(sageName).join("・") + "）"))));
   const dissent = isSplit(d) ? [] : d.dissent || [];  // in a split there is no majority to dissent from
   $("dissent").replaceChildren(list(t("council.dissent"), dissent.map((x) => {
     const li = el("li");
-    li.append(el("strong", sageName(x.sage) + ": "), verdictChip(x.verdict), el("span", " " + x.reason));
+    li.append(el("strong", sageName(x.sage) + ": "), verdictChip(x.verdict), " ", MAGI.content("span", x.reason));
     return li;
   })));
   const table = el("table");
@@ -132,14 +143,14 @@ function renderDetails(d, why) {
     row.append(el("td", sageName(c.sage)));
     const blind = el("td"); if (c.blind) blind.append(verdictChip(c.blind)); else blind.textContent = "—";
     const final = el("td"); if (c.final) final.append(verdictChip(c.final)); else final.textContent = "—";
-    row.append(blind, final, el("td", conformityMark(c)));
+    row.append(blind, final, el("td", conformityMark(c), "mark"));
     table.append(row);
   }
   const wrap = el("div", null, "scroll");
   wrap.append(table);
   $("conformity").replaceChildren(el("h3", t("council.conformity")), wrap);
   if (d.failures && d.failures.length) {
-    $("conformity").append(list(t("council.failures"), d.failures.map((f) => el("li", sageName(f.sage) + ": " + stepName(f.phase, f.round) + " — " + f.message))));
+    $("conformity").append(list(t("council.failures"), d.failures.map((f) => el("li", sageName(f.sage) + ": " + stepName(f.phase, f.round) + " — " + t("council.no_answer")))));
   }
 }
 
@@ -267,7 +278,7 @@ $("form").addEventListener("submit", async (event) => {
   $("status").classList.remove("error");
   try {
     const answer = await MAGI.postJson("ask/stream", body, { "Accept": "text/event-stream" });
-    if (!answer.ok) throw new Error(await MAGI.failure(answer));
+    if (!answer.ok) throw new Error(await MAGI.failure(answer, fieldName));
     await MAGI.stream(answer, (kind, data) => {
       if (data.runId && followedRun === null && kind !== "result") followedRun = data.runId;
       const followed = !data.runId || data.runId === followedRun;
@@ -286,12 +297,13 @@ $("form").addEventListener("submit", async (event) => {
         $("status").textContent = t("council.done");
         return false;
       } else if (kind === "error") {
-        throw new Error(data.message || data.error);
+        throw new Error(MAGI.streamFailure(data));
       }
       return true;
     });
   } catch (error) {
     MAGI.showError(error);
+    stopWaiting();
   } finally {
     setBusy(false);
     $("ask").disabled = false;

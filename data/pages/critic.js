@@ -11,6 +11,18 @@ const FIELDS = [
 ];
 let formCount = 0;
 let history = null;  // the 履歴 view (history.js)
+const OPTIONS = { weights: "critic.market_weight", samples: "critic.samples", ideas: "critic.input_heading" };
+
+// A refused field in the page's words: "アイデア 2・名称" for ideas.1.title (the page's own labels).
+function fieldName(loc) {
+  if (loc[0] === "ideas" && Number.isInteger(loc[1])) {
+    const idea = t("critic.idea_n", { n: loc[1] + 1 });
+    if (loc.length < 3) return idea;
+    const key = "critic.field_" + loc[2];
+    return idea + (MAGI.lang === "ja" ? "・" : ", ") + (Object.prototype.hasOwnProperty.call(MAGI.catalogue().labels[MAGI.lang] || {}, key) ? t(key) : t("critic.field_other"));
+  }
+  return OPTIONS[loc[0]] ? t(OPTIONS[loc[0]]) : null;
+}
 const rows = new Map();  // idea id -> its progress line
 
 function mode() { return $("mode-form").checked ? "form" : "json"; }
@@ -58,11 +70,12 @@ function ideasFromJson() {
   try {
     parsed = JSON.parse($("ideas-json").value);
   } catch (error) {
-    throw new Error(t("critic.bad_json", { detail: error.message }));
+    throw new Error(t("critic.bad_json"));  // the browser's own message is in its language, not the page's
   }
   const ideas = Array.isArray(parsed) ? parsed : parsed && parsed.ideas;
   if (!Array.isArray(ideas)) throw new Error(t("critic.no_ideas_key"));
-  return ideas;
+  // an idea pasted without an id gets one from its place in the list (the service needs one per idea)
+  return ideas.map((idea, i) => (idea && typeof idea === "object" && !Array.isArray(idea) && idea.id === undefined ? Object.assign({ id: "idea-" + (i + 1) }, idea) : idea));
 }
 
 function statusChip(status) { return el("span", t("critic.status_" + status), "chip s-" + status); }
@@ -73,7 +86,7 @@ function showQueued(ideas) {
   for (const idea of ideas) {
     const li = el("li");
     li.dataset.idea = idea.id;
-    li.append(el("span", idea.title || idea.id, "title"), statusChip("queued"));
+    li.append(MAGI.content("span", idea.title || idea.id, "title"), statusChip("queued"));
     rows.set(idea.id, li);
     $("progress").append(li);
   }
@@ -125,7 +138,7 @@ function breakdown(e) {
   if ((e.reasons || []).length) {
     details.append(el("h3", t("critic.reasons")));
     const ul = el("ul");
-    for (const r of e.reasons) ul.append(el("li", r));
+    for (const r of e.reasons) ul.append(MAGI.content("li", r));
     details.append(ul);
   }
   const b = e.breakdown;
@@ -139,7 +152,7 @@ function breakdown(e) {
     table.append(head);
     for (const c of b.synergy.capabilities) {
       const row = el("tr");
-      row.append(el("td", c.name), el("td", `${num(c.points, 1)} / ${num(c.cap, 0)}`), el("td", c.strong ? "◎" : "—"));
+      row.append(MAGI.content("td", c.name), el("td", `${num(c.points, 1)} / ${num(c.cap, 0)}`), el("td", c.strong ? "◎" : "—"));
       table.append(row);
     }
     const wrap = el("div", null, "scroll");
@@ -149,11 +162,11 @@ function breakdown(e) {
     details.append(el("div", t("critic.quality_line", { scenario: num(sy.scenario.score, 2), verification: num(sy.verification.score, 2), quality: num(sy.quality, 2) }), "muted"));
     details.append(el("div", t("critic.synergy_line", { mapping: num(sy.mapping, 1), quality: num(sy.quality, 2), multiplier: num(sy.multiplier, 2), unclamped: num(sy.unclamped, 1), score: num(sy.score, 1) }), "muted"));
     if (sy.scenario && sy.scenario.story) {
-      details.append(el("h3", t("critic.story")), el("div", sy.scenario.story));
+      details.append(el("h3", t("critic.story")), MAGI.content("div", sy.scenario.story));
     }
     details.append(el("h3", t("critic.arithmetic")), el("div", t("critic.arithmetic_line", parts(e)), "muted"));
   }
-  for (const w of e.warnings || []) details.append(el("div", w, "muted"));
+  for (const w of e.warnings || []) details.append(MAGI.content("div", w, "muted"));
   return details;
 }
 
@@ -167,7 +180,7 @@ function render(out) {
     const item = el("div", null, "rank" + (out.selectedIdea && out.selectedIdea.id === e.ideaId ? " selected" : ""));
     item.dataset.idea = e.ideaId;
     const head = el("div", null, "head");
-    head.append(el("span", t("critic.rank_n", { n: i + 1 })), el("span", e.title, "title"), el("span", num(e.totalScore, 1), "total"));
+    head.append(el("span", t("critic.rank_n", { n: i + 1 })), MAGI.content("span", e.title, "title"), el("span", num(e.totalScore, 1), "total"));
     item.append(head, scale(e));
     const spread = e.spread ? t("critic.spread", { value: num(e.spread, 1) }) : "";
     item.append(el("div", t("critic.parts", parts(e)) + (spread ? " · " + spread : ""), "muted parts"));
@@ -179,15 +192,18 @@ function render(out) {
     const item = el("div", null, "rank");
     item.dataset.idea = e.ideaId;
     const head = el("div", null, "head");
-    head.append(el("span", e.title, "title"), statusChip(e.status));
-    item.append(head, el("div", e.error || "", "muted"));
+    head.append(MAGI.content("span", e.title, "title"), statusChip(e.status));
+    item.append(head);
     box.append(item);
   }
   $("close").hidden = !out.tooCloseToCall;
   $("close").textContent = out.tooCloseToCall ? t("critic.too_close") : "";
   const best = ranked[0];
-  // no idea selected (every total under the service's minimum): its reason says why
-  $("reason").textContent = out.selectedIdea && best ? t("critic.selected", { title: best.title, total: num(best.totalScore, 1) }) : out.selectionReason || "";
+  // no idea selected (every total under the service's minimum): why, with the numbers that decided it
+  const title = best ? MAGI.content("span", best.title) : null;
+  if (out.selectedIdea && best) $("reason").replaceChildren(MAGI.tNodes("critic.selected", { title, total: num(best.totalScore, 1) }));
+  else if (best) $("reason").replaceChildren(MAGI.tNodes("critic.none_selected", { title, total: num(best.totalScore, 1), minimum: num(out.minTotal, 0) }));
+  else $("reason").textContent = "";
 }
 
 $("mode-json").addEventListener("change", showMode);
@@ -216,7 +232,7 @@ $("form").addEventListener("submit", async (event) => {
   $("status").textContent = t("critic.running");
   try {
     const answer = await MAGI.postJson("evaluate/stream", body, { "Accept": "text/event-stream" });
-    if (!answer.ok) throw new Error(await MAGI.failure(answer));
+    if (!answer.ok) throw new Error(await MAGI.failure(answer, fieldName));
     await MAGI.stream(answer, (kind, data) => {
       if (kind === "ideaJudging") setStatus(data.ideaId, "judging");
       else if (kind === "ideaJudged") {
@@ -229,12 +245,13 @@ $("form").addEventListener("submit", async (event) => {
         $("status").textContent = t("critic.done");
         return false;
       } else if (kind === "error") {
-        throw new Error(data.message || data.error);
+        throw new Error(MAGI.streamFailure(data));
       }
       return true;
     });
   } catch (error) {
     MAGI.showError(error);
+    for (const [id, li] of rows) if (!li.dataset.status || li.dataset.status === "judging") setStatus(id, "stopped");
   } finally {
     $("evaluate").disabled = false;
   }

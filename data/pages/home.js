@@ -8,7 +8,23 @@ function join(prefix, path) {
   return (prefix.endsWith("/") ? prefix : prefix + "/") + path;
 }
 
-async function health(prefix, chip, links) {
+// Why a system is not ready, from the first unready part of its /healthz (its ``code``), with the fix
+// for the operator where there is one (a command, shown as code).
+const FIXES = { no_llm: "magi doctor" };
+function whyNotReady(body) {
+  const part = Object.values((body && body.parts) || {}).find((p) => !p.ready) || {};
+  const code = part.code || "not_ready";
+  const known = Object.prototype.hasOwnProperty.call(MAGI.catalogue().labels[MAGI.lang] || {}, "home.why_" + code);
+  const box = el("div", t(known ? "home.why_" + code : "home.why_not_ready"), "why");
+  if (FIXES[code]) {
+    const fix = el("div", t("home.fix_" + code) + " ", "muted");
+    fix.append(el("code", FIXES[code]));
+    box.append(fix);
+  }
+  return box;
+}
+
+async function health(prefix, chip, links, item) {
   try {
     const answer = await fetch(join(prefix, "healthz"), { cache: "no-store" });
     const ready = answer.status === 200;
@@ -17,9 +33,11 @@ async function health(prefix, chip, links) {
     chip.className = "chip health " + (ready ? "h-ok" : "h-bad");
     chip.textContent = ready ? t("home.ready") : absent ? t("home.absent") : t("home.not_ready");
     if (absent) links.replaceChildren(el("span", t("home.absent_help"), "muted"));
+    else if (!ready) item.append(whyNotReady(await answer.json().catch(() => ({}))));
   } catch (error) {
     chip.className = "chip health h-bad";
     chip.textContent = t("home.unreachable");
+    item.append(el("div", t("error.network"), "why"));
   }
 }
 
@@ -37,6 +55,6 @@ MAGI.start().then((catalogue) => {
     const chip = el("span", t("home.checking"), "chip health h-wait");
     item.append(el("div", t("system." + system.app), "name"), chip, el("div", t("system_what." + system.app), "what"), links);
     list.append(item);
-    health(system.prefix, chip, links);
+    health(system.prefix, chip, links, item);
   }
 });

@@ -46,6 +46,7 @@ const MAGI = (() => {
     apply(document);
     mountLanguageButton();
     mountKeyBox();
+    document.documentElement.dataset.ready = "true";  // the page speaks its visitor's language from here on
     return catalogue;
   }
 
@@ -109,10 +110,16 @@ const MAGI = (() => {
     return key ? { "Authorization": "Bearer " + key } : {};
   }
 
-  // Every data call goes through here: the page is open, the data is not.
+  // Every data call goes through here: the page is open, the data is not. A server that cannot be
+  // reached is said in the visitor's words (the browser's own "Failed to fetch" is not).
   async function call(path, options = {}) {
     const headers = Object.assign({}, options.headers || {}, authHeaders());
-    const answer = await fetch(path, Object.assign({}, options, { headers }));
+    let answer;
+    try {
+      answer = await fetch(path, Object.assign({}, options, { headers }));
+    } catch (error) {
+      throw new Error(t("error.network"));
+    }
     if (answer.status === 401) {
       if (keyBox) { keyBox.hidden = false; keyBox.classList.add("shown"); document.getElementById("apikey").focus(); }
       throw new Error(sessionStorage.getItem(KEY_ITEM) ? t("common.key_wrong") : t("common.key_needed"));
@@ -120,11 +127,49 @@ const MAGI = (() => {
     return answer;
   }
 
-  // What went wrong, said for a person: the service's error text, or the HTTP status.
-  async function failure(answer) {
-    let said = "";
-    try { said = (await answer.json()).error || ""; } catch (error) { said = ""; }
-    return t("common.failed_status", { status: answer.status }) + (said ? ": " + said : "");
+  // What went wrong, said for a person in the page's language. The service's own error text is English
+  // for API callers and may name settings or commands: the page reads only the status, the ``code`` and,
+  // for a refused field, its place (``loc``), its check (``type``) and the bound crossed (``ctx``).
+  // ``fieldName(loc)`` gives the page's own label of a field (null: the page does not know it).
+  async function failure(answer, fieldName) {
+    let body = {};
+    try { body = await answer.json(); } catch (error) { body = {}; }
+    const status = answer.status;
+    if (body.code === "no_llm") return t("error.no_llm");
+    if (status === 422 || status === 400) {
+      const problems = (body.detail || []).map((d) => fieldProblem(d, fieldName)).filter((p, i, all) => all.indexOf(p) === i);
+      return [t("error.invalid"), ...problems].join(" ");
+    }
+    if (status === 413) return t("error.too_large");
+    if (status === 429) return t("error.too_many");
+    if (status === 404) return t("error.not_found");
+    if (status === 503) return t("error.unavailable");
+    if (status >= 500) return t("error.server", { status });
+    return t("common.failed_status", { status });
+  }
+
+  const TOO_LONG = ["string_too_long", "too_long"];
+  const TOO_SHORT = ["string_too_short", "too_short"];
+  const NUMBER = ["int_parsing", "int_type", "float_parsing", "float_type", "int_from_float"];
+  function fieldProblem(detail, fieldName) {
+    const loc = (detail.loc || []).filter((p) => p !== "body" && p !== "query" && p !== "path");
+    const field = (fieldName && fieldName(loc)) || t("error.field_unknown");
+    const ctx = detail.ctx || {};
+    const type = String(detail.type || "");
+    if (type === "missing") return t("error.field_missing", { field });
+    if (TOO_LONG.includes(type) && ctx.max_length !== undefined) return t("error.field_too_long", { field, limit: num(ctx.max_length) });
+    if (TOO_SHORT.includes(type) && ctx.min_length !== undefined) return t("error.field_too_short", { field, limit: num(ctx.min_length) });
+    if (ctx.ge !== undefined || ctx.gt !== undefined) return t("error.field_min", { field, limit: num(ctx.ge !== undefined ? ctx.ge : ctx.gt) });
+    if (ctx.le !== undefined || ctx.lt !== undefined) return t("error.field_max", { field, limit: num(ctx.le !== undefined ? ctx.le : ctx.lt) });
+    if (NUMBER.includes(type)) return t("error.field_number", { field });
+    if (type === "literal_error" || type === "enum") return t("error.field_choice", { field });
+    return t("error.field_invalid", { field });
+  }
+
+  // The ``error`` event that ended a stream, in the page's language (its ``code`` says what kind).
+  function streamFailure(data) {
+    const code = (data && data.code) || "failed";
+    return code === "no_llm" ? t("error.no_llm") : t(Object.prototype.hasOwnProperty.call(labels, "error.stream_" + code) ? "error.stream_" + code : "error.stream_failed");
   }
 
   // A failure shown in the page's status line, marked as an error.
@@ -144,7 +189,12 @@ const MAGI = (() => {
     const decoder = new TextDecoder();
     let buffer = "";
     for (;;) {
-      const { value, done } = await reader.read();
+      let value, done;
+      try {
+        ({ value, done } = await reader.read());
+      } catch (error) {
+        throw new Error(t("error.network_lost"));  // the connection dropped mid-answer
+      }
       if (done) return;
       buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
       let cut;
@@ -183,5 +233,27 @@ const MAGI = (() => {
     return outer;
   }
 
-  return { lang, locale, t, start, el, num, percent, call, postJson, failure, showError, stream, copyText, bar, onKey, catalogue: () => catalogue };
+  // Text from a person or a model, marked with its own language (kana or kanji: Japanese), so that a
+  // screen reader reads it right and a page in the other language can tell it from its own labels.
+  function content(tag, text, cls) {
+    const e = el(tag, text, cls);
+    e.lang = /[\u3040-\u30ff\u3400-\u9fff]/.test(String(text || "")) ? "ja" : "en";
+    return e;
+  }
+
+  // A label with some of its fields as nodes (a title a person wrote, marked with its own language):
+  // tNodes("critic.selected", { title: content("span", title), total: "12" }).
+  function tNodes(key, vars) {
+    const out = document.createDocumentFragment();
+    const nodes = Object.entries(vars || {}).filter(([, v]) => v instanceof Node);
+    const plain = Object.fromEntries(Object.entries(vars || {}).filter(([, v]) => !(v instanceof Node)));
+    let pieces = [t(key, plain)];
+    for (const [name, node] of nodes) {
+      pieces = pieces.flatMap((p) => (typeof p === "string" ? p.split("{" + name + "}").flatMap((s, i) => (i ? [node.cloneNode(true), s] : [s])) : [p]));
+    }
+    for (const p of pieces) if (p !== "") out.append(p);
+    return out;
+  }
+
+  return { lang, locale, t, tNodes, start, el, content, num, percent, call, postJson, failure, streamFailure, showError, stream, copyText, bar, onKey, catalogue: () => catalogue };
 })();

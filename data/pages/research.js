@@ -9,6 +9,9 @@ const EVENTS = ["researchStarted", "iterationStarted", "agentStarted", "stagePro
   "scoringCompleted", "consensusSelected", "iterationCompleted", "researchCompleted", "researchFailed"];
 const STAGES = ["search", "fetch", "entities", "report"];
 let plannedIterations = 1;
+const FIELDS = { topic: "research.topic", agents: "research.agents", iterations: "research.iterations", corpus: "research.corpus" };
+const fieldName = (loc) => (FIELDS[loc[0]] ? t(FIELDS[loc[0]]) : null);
+const known = (key) => Object.prototype.hasOwnProperty.call(MAGI.catalogue().labels[MAGI.lang] || {}, key);
 
 // A source becomes a link only when it is a web address: a corpus or a page may name any URL,
 // and "javascript:" or "data:" in an href would run in this page, next to the API key.
@@ -31,14 +34,15 @@ async function loadCorpora() {
   let answer;
   try {
     answer = await MAGI.call("corpora");
+    if (!answer.ok) throw new Error(await MAGI.failure(answer, fieldName));
   } catch (error) {
-    $("status").textContent = error.message;
+    MAGI.showError(error);
     return;
   }
   const body = await answer.json();
   $("corpus").replaceChildren();
   for (const c of body.corpora) {
-    const option = text("option", c.name);
+    const option = MAGI.content("option", c.name);  // a folder's name, as it is on disk
     option.value = c.name;
     $("corpus").append(option);
   }
@@ -97,20 +101,57 @@ function track(kind, data) {
   }
 }
 
+// A figure's name from the research vocabulary ("中小企業／全く転嫁できなかった企業の割合"), never its key.
+function figureName(d) {
+  const subject = known("research.subject." + d.subject) ? t("research.subject." + d.subject) : null;
+  const attribute = known("research.attribute." + d.attribute) ? t("research.attribute." + d.attribute) : t("research.figure");
+  return subject ? t("research.figure_of", { subject, attribute }) : attribute;
+}
+
+// One iteration of the transparency section from its numbers (which report was chosen, each agent's
+// approach and scores); the service's own sentences are English and name reports by id, so they stay out.
+function iterationBlock(it) {
+  const block = el("div", null, "iteration");
+  block.append(text("h3", t("research.iteration_n", { n: it.iteration })));
+  const scoreOf = new Map((it.scores || []).map((s) => [s.reportId, s]));
+  const chosen = scoreOf.get(it.selectedReportId);
+  if (it.selectedAgentId) {
+    block.append(text("div", t("research.chosen", {
+      n: it.selectedAgentId, of: num((it.agentReports || []).length),
+      consistency: chosen ? num(chosen.consistencyScore, 3) : "—", overall: chosen ? num(chosen.overallScore, 3) : "—" })));
+  }
+  block.append(text("div", t("research.overlap", { value: num(it.sourceOverlap, 2) }), "muted"));
+  if (it.flaggedForReview) block.append(text("div", t("research.flagged"), "muted"));
+  if (it.retried) block.append(text("div", t("research.retried"), "muted"));
+  const list = document.createElement("ul");
+  for (const r of it.agentReports || []) {
+    const s = scoreOf.get(r.reportId);
+    const strategy = r.strategy || {};
+    const sources = (strategy.preferredSources || []).map((k) => (known("research.source." + k) ? t("research.source." + k) : t("research.source.unknown")));
+    const reading = known("research.reading_" + strategy.reading) ? t("research.reading_" + strategy.reading) : "—";
+    const parts = [t("research.approach", { reading, sources: sources.length ? sources.join(MAGI.lang === "ja" ? "・" : ", ") : t("research.any_source") })];
+    if (s) parts.push(t("research.scores", { consistency: num(s.consistencyScore, 3), reliability: num(s.sourceReliabilityScore, 3), coverage: num(s.coverageScore, 3), overall: num(s.overallScore, 3) }));
+    list.append(text("li", t("research.agent_n", { n: r.agentId }) + (MAGI.lang === "ja" ? "：" : ": ") + parts.join(MAGI.lang === "ja" ? "。" : "; ")));
+  }
+  for (const f of it.agentFailures || []) list.append(text("li", t("research.agent_failed", { n: f.agentId })));
+  block.append(list);
+  return block;
+}
+
 function render(result) {
   $("answer").className = "";
-  $("answer").textContent = result.executiveSummary.text;
+  $("answer").replaceChildren(MAGI.content("div", result.executiveSummary.text));
   const claims = $("claims");
   claims.replaceChildren();
   for (const c of result.claims) {
     const row = document.createElement("tr");
-    const said = text("td", c.text);
-    if (c.context) said.prepend(text("div", c.context, "muted"));  // the subject its document gives it
+    const said = MAGI.content("td", c.text);
+    if (c.context) said.prepend(MAGI.content("div", c.context, "muted"));  // the subject its document gives it
     row.append(said, text("td", t("research.confidence", { value: num(c.confidence, 2) })));
     const cell = document.createElement("td");
     for (const s of c.supporting) {
       const href = webAddress(s.url);
-      const source = text(href ? "a" : "span", s.title || s.url);
+      const source = MAGI.content(href ? "a" : "span", s.title || s.url);
       if (href) { source.href = href; source.rel = "noopener noreferrer"; }
       cell.append(source, document.createElement("br"));
     }
@@ -126,10 +167,11 @@ function render(result) {
     for (const side of [d.statement1, d.statement2]) {
       const one = document.createElement("div");
       one.className = "side";
-      one.append(text("strong", side.value), text("div", side.text), text("div", side.source, "muted"));
+      one.append(MAGI.content("strong", side.value), MAGI.content("div", side.text), text("div", side.source, "muted"));
       box.append(one);
     }
-    disputed.append(text("div", t("research.dispute_head", { subject: d.subject, attribute: d.attribute, type: t("research.dispute_" + d.type), severity: d.severity })), box);
+    const kind = known("research.dispute_" + d.type) ? t("research.dispute_" + d.type) : t("research.dispute_other");
+    disputed.append(text("div", t("research.dispute_head", { figure: figureName(d), type: kind, severity: num(d.severity) })), box);
   }
   const charts = $("charts");
   charts.replaceChildren();
@@ -137,8 +179,10 @@ function render(result) {
     charts.className = "";
     const img = document.createElement("img");
     img.className = "chart";
+    const title = MAGI.content("div", chart.title);
     img.alt = chart.title;
-    charts.append(text("div", chart.title), img);
+    img.lang = title.lang;  // the chart's words are the report's, in the topic's language
+    charts.append(title, img);
     authorisedBlob(`research/${result.runId}/charts/${chart.file}`)
       .then((url) => { img.src = url; })
       .catch((error) => { img.replaceWith(text("div", error.message, "muted")); });
@@ -146,29 +190,22 @@ function render(result) {
   const transparency = $("transparency");
   transparency.replaceChildren();
   transparency.className = "";
-  for (const it of result.iterations) {
-    transparency.append(text("h3", t("research.iteration_n", { n: it.iteration })));
-    transparency.append(text("div", t("research.overlap", { value: num(it.sourceOverlap, 2) })));
-    transparency.append(text("div", t("research.selection", { reason: it.selectionReason }), "muted"));
-    const list = document.createElement("ul");
-    for (const r of it.agentReports) {
-      list.append(text("li", t("research.agent_report", { n: r.agentId, reading: r.strategy.reading, decisions: r.decisions.join(" / ") })));
-    }
-    transparency.append(list);
-  }
+  for (const it of result.iterations) transparency.append(iterationBlock(it));
 }
 
 async function finish(runId) {
   const answer = await MAGI.call(`research/${runId}`);
+  if (!answer.ok) throw new Error(await MAGI.failure(answer, fieldName));
   const body = await answer.json();
-  $("status").textContent = body.status === "completed" ? t("research.done") : t("research.ended", { status: body.status, error: body.error || "" });
+  if (body.status === "completed") $("status").textContent = t("research.done");
+  else MAGI.showError(new Error(known("research.ended_" + body.status) ? t("research.ended_" + body.status) : t("research.ended_failed")));
   if (body.result) render(body.result);
   $("start").disabled = false;
 }
 
 async function follow(path) {
   const answer = await MAGI.call(path, { headers: { "Accept": "text/event-stream" } });
-  if (!answer.ok) throw new Error(t("research.progress_failed", { status: answer.status }));
+  if (!answer.ok) throw new Error(await MAGI.failure(answer, fieldName));
   await MAGI.stream(answer, (kind, data) => {
     if (!EVENTS.includes(kind)) return true;
     track(kind, data);
@@ -185,19 +222,20 @@ $("form").addEventListener("submit", async (event) => {
   $("agents-progress").replaceChildren();
   $("iteration").replaceChildren();
   plannedIterations = Number($("iterations").value) || 1;
+  $("status").classList.remove("error");
   const request = {
     topic: $("topic").value, agents: Number($("agents").value),
     iterations: Number($("iterations").value), corpus: $("corpus").value,
   };
   try {
     const answer = await MAGI.postJson("research", request);
+    if (answer.status !== 202) throw new Error(await MAGI.failure(answer, fieldName));
     const body = await answer.json();
-    if (answer.status !== 202) { $("status").textContent = t("research.error", { error: body.error || answer.status }); $("start").disabled = false; return; }
     $("status").textContent = t("research.running");
     await follow(body.links.events.replace(/^\//, ""));
     await finish(body.runId);
   } catch (error) {
-    $("status").textContent = error.message;
+    MAGI.showError(error);
     $("start").disabled = false;
   }
 });

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+RAY_START_ATTEMPTS = 3  # Ray's own start-up wait is fixed; a busy machine may need another go
 SYSTEM_NAMESPACES = frozenset({"serve"})  # Ray Serve's controller and proxies: the Serve tests own them
 
 
@@ -19,8 +20,17 @@ def start_local_ray() -> None:
 
     from tests.ports import free_port
 
-    port = free_port()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _metrics_export_port=port)
+    for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        port = free_port()
+        try:
+            ray.init(
+                address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _metrics_export_port=port
+            )
+            break
+        except Exception as exc:  # Ray gives its raylet 30 s to come up: on a loaded machine, not always enough
+            if "timed out during startup" not in str(exc) or attempt == RAY_START_ATTEMPTS:
+                raise
+            ray.shutdown()
     METRICS["url"] = f"http://127.0.0.1:{port}/metrics"
 
 

@@ -145,6 +145,41 @@ async def test_run_batch_skips_finished_records_failures_and_resumes(
     capsys.readouterr()
 
 
+async def test_a_topic_cut_by_a_lost_node_is_redone_and_nothing_else(
+    tmp_path: Path, researched: ConsensusResearchResult, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ray's own "actor died" (an agent on a node that went) behind the engine's error: that topic is
+    researched again and counted as redone; a topic that fails for its own reason is not retried."""
+    from ray.exceptions import ActorDiedError
+
+    import jobs.research_batch as rb
+    from research.errors import ResearchError
+
+    tries: dict[str, int] = {}
+    topics = parse_topics("a\nb\nc\n")
+
+    async def node_lost_once(topic: str) -> Any:
+        tries[topic] = tries.get(topic, 0) + 1
+        if topic == "b" and tries[topic] == 1:
+            try:
+                raise ActorDiedError()
+            except ActorDiedError as lost:
+                raise ResearchError("research run failed: the agent's node went") from lost
+        if topic == "c":
+            raise ResearchError("no page could be read")  # the topic's own failure
+        return _for(researched, topic)
+
+    outcomes = await run_batch(topics, tmp_path, node_lost_once, concurrency=2)
+    assert [o.status for o in outcomes] == ["done", "done", "failed"]
+    assert tries == {"a": 1, "b": 2, "c": 1}  # only what the node held was done again
+    assert [o.attempts for o in outcomes] == [1, 2, 1]
+    assert json.loads((tmp_path / topics[1].id / MARKER).read_text())["attempts"] == 2
+    rb.write_summary(tmp_path, outcomes)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["done"], summary["failed"], summary["redone"]) == (2, 1, 1)
+    assert "[redo]" in capsys.readouterr().out
+
+
 def test_a_half_written_marker_does_not_count(tmp_path: Path) -> None:
     topic = Topic("x", topic_id("x"), 1)
     (tmp_path / topic.id).mkdir()

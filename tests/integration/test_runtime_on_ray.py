@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+from pathlib import Path
 
 from core.events import ListSink
 from core.runtime import Handle, RayRuntime
@@ -65,4 +67,46 @@ async def test_gather_times_out_and_handles_pass_between_agents(ray_cluster: Non
     assert [e.agent_id for e in events.events if isinstance(e, StageProgress)] == [1]
     runtime.kill(a)
     runtime.kill(b)
+    await runtime.close()
+
+
+class Survivor:
+    """An agent whose state can be rebuilt: it says whether it is a restarted one."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.size = len(payload)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def restarted(self) -> bool:
+        from core.runtime import restarted_actor
+
+        return restarted_actor()
+
+    async def slow_size(self, started: str) -> int:
+        Path(started).touch()  # the caller waits for this, then kills the process
+        await asyncio.sleep(3600)
+        return self.size
+
+
+async def test_a_restartable_agent_comes_back_and_its_call_is_sent_again(ray_cluster: None, tmp_path: Path) -> None:
+    """What a lost node does to a restartable agent (an NLP worker, the collector): its process dies in the
+    middle of a call; Ray starts it again from its constructor arguments (a large one: kept by the runtime
+    in the object store) and sends the call again, so the caller sees an answer, not an error."""
+    runtime = RayRuntime()
+    agent = runtime.spawn(Survivor, b"x" * 300_000, num_cpus=0, restarts=1)
+    first = await agent.call(Survivor.pid)
+    assert not await agent.call(Survivor.restarted)
+    started = tmp_path / "started"
+    call = agent.call(Survivor.slow_size, str(started))
+    while not started.exists():  # the call is running in the agent: now it dies
+        await asyncio.sleep(0.05)
+    started.unlink()
+    os.kill(first, signal.SIGKILL)
+    while not started.exists():  # sent again to the restarted agent
+        await asyncio.sleep(0.05)
+    assert await agent.call(Survivor.restarted) and await agent.call(Survivor.pid) != first
+    call.cancel()
+    runtime.kill(agent)
     await runtime.close()

@@ -65,7 +65,7 @@ def test_magi_serve_listens_beyond_loopback_only_on_its_http_port(tmp_path: Path
     server = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "serve", "--host", "0.0.0.0", "--port", str(port)],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp_path / "stderr.log").open("w"),
         text=True,
         env=env,
         cwd=tmp_path,
@@ -85,6 +85,10 @@ def test_magi_serve_listens_beyond_loopback_only_on_its_http_port(tmp_path: Path
         assert any(address.endswith(f":{port}") for address, _ in listening), listening
         outside = [(a, n) for a, n in listening if not a.startswith(LOOPBACK)]
         assert outside and all(address == f"0.0.0.0:{port}" for address, _ in outside), outside
+        server.send_signal(signal.SIGTERM)  # a service manager's stop: a clean shutdown, no stack dump
+        assert server.wait(timeout=120) == 0
+        said = (tmp_path / "stderr.log").read_text()
+        assert "magi serve: stopping" in said and "SIGTERM received" not in said and "Traceback" not in said, said
     finally:
         os.killpg(server.pid, signal.SIGINT)
         try:

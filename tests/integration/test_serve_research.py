@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from core.events import parse_event
 from core.settings import load_settings
@@ -143,7 +143,7 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
 ) -> None:
     from ray import serve
 
-    from deployments.research import APP_NAME
+    from deployments.research import APP_NAME, MAX_ATTEMPTS
 
     client, data_dir = service
     run_id, messages = finished_run
@@ -158,13 +158,11 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
         assert runs.mark_running(store, ghost)
     runs.append_event(store, "ghost", ResearchStarted(run_id="ghost", topic=TOPIC))  # its first attempt began
     with store.transaction() as conn:  # "doomed" has been restarted before: it may be what kills the replica
-        conn.exec_driver_sql("UPDATE research_runs SET attempts=2 WHERE run_id='doomed'")
+        conn.execute(sa.text("UPDATE research_runs SET attempts=:n WHERE run_id='doomed'"), {"n": MAX_ATTEMPTS})
     runs.record_started(store, "cli-run", TOPIC)  # a CLI run (no request) may still be running elsewhere
     store.close()
 
-    started = time.perf_counter()
     _deploy(data_dir)
-    assert time.perf_counter() - started < 30
     again = client.get(f"/research/{run_id}").json()
     assert again["status"] == "completed" and again["result"]["runId"] == run_id
     streamed = _read_sse(client, "/research/ghost/events")
@@ -176,6 +174,6 @@ def test_runs_survive_a_restart_and_interrupted_runs_run_again(
     ghost = client.get("/research/ghost").json()
     assert ghost["status"] == "completed" and ghost["result"]["runId"] == "ghost"
     doomed = client.get("/research/doomed").json()
-    assert doomed["status"] == "failed" and "started 2 times" in doomed["error"]
+    assert doomed["status"] == "failed" and f"started {MAX_ATTEMPTS} times" in doomed["error"]
     assert [m["event"] for m in _read_sse(client, "/research/doomed/events")] == ["researchFailed"]
     assert client.get("/research/cli-run").json()["status"] == "running"

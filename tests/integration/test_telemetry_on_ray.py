@@ -171,7 +171,6 @@ def test_five_apps_report_metrics_logs_and_one_trace_per_request(cluster: tuple[
 
     # logs: the id in the replica's JSON lines and in the actors' (research agents, in worker logs)
     logs = Path(ray._private.worker._global_node.get_logs_dir_path())
-    time.sleep(1)
 
     def lines_with_id(files: list[Path]) -> list[dict[str, Any]]:
         found = []
@@ -181,12 +180,20 @@ def test_five_apps_report_metrics_logs_and_one_trace_per_request(cluster: tuple[
                     found.append(json.loads(line))
         return found
 
-    replica = lines_with_id(sorted((logs / "serve").glob("replica_research_*.log")))
-    workers = lines_with_id(sorted(logs.glob("worker-*.err")))
+    def agent_lines_in(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in workers if r.get("logger") == "research.agent" and r["requestId"] == RID]
+
+    deadline = time.monotonic() + 60  # log files are written by other processes: wait until they are there
+    while True:
+        replica = lines_with_id(sorted((logs / "serve").glob("replica_research_*.log")))
+        workers = lines_with_id(sorted(logs.glob("worker-*.err")))
+        if (replica and len(agent_lines_in(workers)) >= 2) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     # Serve's JSON in a replica (its logging config), with the project's context on every line
     assert replica and all(r["request_id"] == RID and r["system"] and r["node"] for r in replica)
     assert {"asctime", "levelname", "name", "message"} <= set(replica[-1])
-    agent_lines = [r for r in workers if r.get("logger") == "research.agent" and r["requestId"] == RID]
+    agent_lines = agent_lines_in(workers)
     assert len(agent_lines) >= 2 and {"time", "level", "system", "node", "message"} <= set(agent_lines[0])
 
     # the trace: spans of the request from the replica and from actors, one trace, all carrying the id

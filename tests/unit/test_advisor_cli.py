@@ -71,7 +71,7 @@ def test_simulate_negotiation_without_an_llm_says_how_to_configure_one(
         "opponent_persona": "logical",
         "user_response": "お願いします",
     }
-    assert main(["tool", "simulate_negotiation", "--input", str(write(tmp_path / "in.json", value))]) == 3
+    assert main(["tool", "simulate_negotiation", "--input", str(write(tmp_path / "in.json", value))]) == 5
     assert "llm.provider" in capsys.readouterr().err
 
 
@@ -109,7 +109,7 @@ def test_kb_ingest_and_advisor_turns(
     assert json.loads(capsys.readouterr().out)["chunks"] == 1
     assert main(["kb", "ingest", str(tmp_path / "none")]) == 2
     capsys.readouterr()
-    assert main(["advisor", "値上げの相談です"]) == 3  # no LLM: exit 3 before any work
+    assert main(["advisor", "値上げの相談です"]) == 5  # no LLM: exit 5 before any work
     assert "MAGI_LLM_PROVIDER" in capsys.readouterr().err
     monkeypatch.setenv("MAGI_LLM_PROVIDER", "python:advisor.scripted:respond")
     assert main(["advisor", "資金繰りが不安です", "--session", "c1"]) == 0

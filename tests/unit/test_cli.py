@@ -56,7 +56,7 @@ def test_bad_config_value_is_reported_with_file(tmp_path: Path) -> None:
 
 def test_doctor_llm_without_provider_fails_fast() -> None:
     result = magi("doctor", "--llm")
-    assert result.returncode == 3
+    assert result.returncode == 5
     assert "needs an LLM" in result.stderr and "MAGI_LLM_PROVIDER" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 

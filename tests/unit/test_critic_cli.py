@@ -61,7 +61,7 @@ def test_bad_options_are_exit_2(option: list[str], message: str, capsys: pytest.
     assert message in one_line_error(capsys)
 
 
-def test_no_llm_is_exit_3_before_any_work(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_llm_is_exit_5_before_any_work(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("MAGI_LLM_PROVIDER")
-    assert main(["critic", IDEAS]) == 3
+    assert main(["critic", IDEAS]) == 5
     assert "needs an LLM" in one_line_error(capsys)

@@ -42,7 +42,9 @@ def sample_ideas() -> CriticInput:
 
 
 async def test_japanese_markdown_golden_head_with_reasons_story_and_capabilities() -> None:
-    text = critic_markdown(await run(sample_ideas(), settings()))
+    out = await run(sample_ideas(), settings())
+    assert out.model == "python:critic.scripted:judge/critic-scripted"  # the model that answered, not llm.model
+    text = critic_markdown(out)
     head = text.split("- 重み:")[0]
     assert head == (
         "# 事業アイデアの評価: 丸の内ワークプレイスDXプラットフォームを選定\n\n"

@@ -10,6 +10,7 @@ import pytest
 from core.errors import ConfigError, LLMNotConfiguredError
 from core.llm import LimitedClient, LLMClient, make_llm, provider_of, require_llm
 from core.llm.anthropic import AnthropicClient
+from core.llm.offline import offline_config_path
 from core.llm.python_provider import PythonClient
 from core.llm.replay import RecordingClient, ReplayClient
 from core.settings import load_settings
@@ -31,7 +32,8 @@ def test_require_llm_explains_how_to_configure() -> None:
     assert str(info.value) == (
         "`magi research --summarise` needs an LLM, but none is configured. Set MAGI_LLM_PROVIDER to "
         "anthropic (with ANTHROPIC_API_KEY), openai (with OPENAI_API_KEY, or MAGI_LLM_BASE_URL for a local "
-        "server), replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION."
+        "server), replay (with MAGI_LLM_CASSETTE), or python:MODULE:FUNCTION; offline, `magi serve --config "
+        f"{offline_config_path()}` runs every system on its shipped model."
     )
 
 

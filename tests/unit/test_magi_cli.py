@@ -58,7 +58,7 @@ def test_bad_input_and_settings_exit_2(
     assert "give the request once" in capsys.readouterr().err
     assert main(["ask", "--in-process", "--file", str(tmp_path / "missing.txt")]) == 2
     monkeypatch.delenv("MAGI_LLM_PROVIDER")
-    assert main(["ask", "--in-process", "x"]) == 2
+    assert main(["ask", "--in-process", "x"]) == 5  # no LLM: one exit code for every command, apart from 0-4
     assert "needs an LLM" in capsys.readouterr().err
 
 

@@ -67,7 +67,7 @@ def test_every_cli_flag_is_the_sections_option(
     assert options.on("cli"), f"{system} declares no option"
     for spec in options.on("cli"):
         action = flags[spec.flag]
-        assert action.dest == spec.name and action.help == spec.help
+        assert action.dest == spec.name and action.help == spec.flag_help
         if spec.info is not None:
             assert spec.info.description and spec.info.description in spec.help  # the help is the section's
 

@@ -31,6 +31,7 @@ def test_route_markdown_in_japanese_golden() -> None:
         "- 聞いていること: 特定できませんでした\n"
         "- 言語: 日本語\n"
         "- 確信度: 60%\n"
+        "- 理由: 会員・利用登録についての質問です（「会員」、「会員登録」、「登録」）\n"
     )
     assert leaks(text, catalogue("router")) == []
 
@@ -44,6 +45,7 @@ def test_route_markdown_in_english_golden() -> None:
         "- asking about: equipment and seats\n"
         "- language: English\n"
         "- confidence: 85%\n"
+        "- why: words that name the topic (“seat”, “coworking”, “coworking space”, “co-working”)\n"
     )
     assert "None" not in text and "Agent" not in text
 
@@ -84,9 +86,11 @@ def test_visitor_answers_name_no_agent_and_say_what_to_do_next(query: str, confi
 def test_english_visitor_answer_golden() -> None:
     text = unavailable_answer("BusinessInfoAgent", "en", request_type="hours", official_site=SITE)
     assert text == (
-        "I can't give you details about opening hours here yet. For up-to-date information, see the official "
-        "Engineer Cafe site (https://engineercafe.jp/) or ask the staff on site. (No language model is set up "
-        "for this service, so nothing is guessed.)"
+        "This question is for the desk of visiting information (hours, prices, access). I can't give you details "
+        "about opening hours here yet. For up-to-date information, see the official Engineer Cafe site "
+        "(https://engineercafe.jp/) or ask the staff on site. (No language model is set up for this service, so "
+        "nothing is guessed.) Here I can tell you the current time and what you have asked so far in this "
+        "conversation."
     )
     configured = unavailable_answer("FacilityAgent", "en", request_type="wifi", llm_configured=True)
     assert "language model" not in configured and "FacilityAgent" not in configured

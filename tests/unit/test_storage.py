@@ -1,4 +1,5 @@
-"""Artifacts on a local folder and on fsspec's memory filesystem: the same suite runs on both."""
+"""Artifacts on a local folder, on fsspec's memory filesystem and in the store (SQLite, PostgreSQL: what a
+cluster with a ``store_url`` and no ``artifacts_url`` uses): the same suite runs on each."""
 
 from __future__ import annotations
 
@@ -11,14 +12,34 @@ import pytest
 
 from core.errors import ConfigError, InputError
 from core.settings import Settings
-from core.storage import PARTIAL_PREFIX, Artifacts, open_artifacts
+from core.storage import PARTIAL_PREFIX, Artifacts, StoredArtifacts, open_artifacts
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", "sqlite-store", "postgresql-store"])
 def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Artifacts:
     if request.param == "local":
         return open_artifacts(Settings(data_dir=tmp_path / "data"))
+    if request.param.endswith("-store"):
+        sqlite = f"sqlite:///{tmp_path / 'magi.sqlite3'}"
+        store_url = sqlite if request.param == "sqlite-store" else str(request.getfixturevalue("postgres_url"))
+        found = open_artifacts(Settings(data_dir=tmp_path / "unused", store_url=store_url))
+        assert isinstance(found, StoredArtifacts)
+        return found
     return open_artifacts(Settings(data_dir=tmp_path / "unused", artifacts_url=f"memory://t{uuid.uuid4().hex}"))
+
+
+def test_in_the_store_files_written_before_in_the_folder_stay_readable(tmp_path: Path) -> None:
+    """A cluster that set no artifacts_url kept its files in data_dir/artifacts; with the store holding
+    them now, those are still read, listed and deleted, and new files go to the store."""
+    folder = open_artifacts(Settings(data_dir=tmp_path))
+    folder.put_text("advisor/s1/old.md", "earlier")
+    store_url = f"sqlite:///{tmp_path / 'magi.sqlite3'}"
+    stored = open_artifacts(Settings(data_dir=tmp_path, store_url=store_url))
+    stored.put_text("advisor/s1/new.md", "now")
+    assert stored.list("advisor/s1/") == ["advisor/s1/new.md", "advisor/s1/old.md"]
+    assert stored.get_text("advisor/s1/old.md") == "earlier" and stored.exists("advisor/s1/old.md")
+    assert not folder.exists("advisor/s1/new.md")  # not on a node's disk
+    assert stored.delete("advisor/s1/old.md") and not folder.exists("advisor/s1/old.md")
 
 
 def test_put_get_exists_delete(artifacts: Artifacts) -> None:
