@@ -211,10 +211,9 @@ async def ask_command(args: argparse.Namespace) -> int:
 def keep(settings: Any, result: Any) -> None:
     """Keep the answer for ``magi history council``; a store that cannot be written costs the history
     entry only (said on stderr), never the answer."""
+    from cli.language import say
     from core.errors import MagiError
-    from core.messages import catalogue
     from magi.history import remember  # before the store opens: it registers its table
-    from magi.output import RunsReport
     from sessions.ids import LOCAL_OWNER
 
     try:
@@ -222,8 +221,7 @@ def keep(settings: Any, result: Any) -> None:
 
         remember(open_store(settings), LOCAL_OWNER, result)
     except MagiError as exc:
-        first = result.deliberations[0] if isinstance(result, RunsReport) else result
-        sys.stderr.write(catalogue("magi").text("history.not_kept", first.language, reason=str(exc)) + "\n")
+        sys.stderr.write(say("history.not_kept", reason=str(exc)) + "\n")
 
 
 __all__ = [

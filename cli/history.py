@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from cli.common import emit, settings_from
+from cli.language import say
 from core.history import DEFAULT_PAGE, MAX_PAGE, Record, RecordPage
 from core.messages import Catalogue, Lang, catalogue, format_number, language_of
 
@@ -101,13 +102,13 @@ def run(args: argparse.Namespace) -> int:
         emit(settings, page.model_dump(mode="json", by_alias=True), listing(args.system, page))
         return 0
     if not 1 <= args.number <= MAX_PAGE:
-        raise InputError(f"N is {args.number}: give 1 for the newest, up to {MAX_PAGE}")
+        raise InputError(say("history.bad_number", n=args.number, most=MAX_PAGE))
     page = history.page(LOCAL_OWNER, limit=args.number)
     if len(page.items) < args.number:
-        raise InputError(f"there are only {len(page.items)} kept; list them with magi history {args.system}")
+        raise InputError(say("history.only", kept=len(page.items), system=args.system))
     found = history.get(LOCAL_OWNER, page.items[args.number - 1].id)
     if found is None:  # removed since it was listed
-        raise InputError(f"number {args.number} is no longer kept; list them again with magi history {args.system}")
+        raise InputError(say("history.gone", n=args.number, system=args.system))
     record, result = found
     data = {"record": record.model_dump(mode="json", by_alias=True), "result": result}
     emit(settings, data, reopened(args.system, result))
