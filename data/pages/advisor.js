@@ -117,7 +117,6 @@ function download(file) {
   const kind = known("advisor.file_" + file.type) ? t("advisor.file_" + file.type) : t("advisor.file_other");
   const a = el("a", t("advisor.download", { kind }), "download");
   a.href = file.href;
-  a.title = file.name;
   a.addEventListener("click", async (event) => {
     event.preventDefault();
     try {

@@ -37,11 +37,13 @@ const MAGI_HISTORY = (() => {
       li.dataset.id = item.id;
       const head = el("div", null, "when");
       head.append(el("span", when(item.createdAt), "muted"), describe(item));
+      const title = MAGI.content("div", item.title, "title");  // what the visitor asked, in their words
+      title.id = "history-" + item.id;
       const button = el("button", t("history.open"), "secondary");
       button.type = "button";
-      button.setAttribute("aria-label", t("history.open_named", { title: item.title }));
+      button.setAttribute("aria-describedby", title.id);
       button.addEventListener("click", () => reopen(item).catch(MAGI.showError));
-      li.append(head, el("div", item.title, "title"), button);
+      li.append(head, title, button);
       return li;
     }
 
