@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 from nlp.claims import Claim
-from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, sourced
+from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, is_standing, sourced
+from nlp.context import PageContext, claim_context
 from nlp.values import values_agree
 from research.evidence import SourceDocument
 from research.models import AgentReport, Finding, SourceReference
@@ -38,15 +40,33 @@ def _published(source: SourceReference) -> date | None:
         return None
 
 
+@lru_cache(maxsize=64)
+def _page_context(text: str) -> PageContext:
+    return PageContext(text)
+
+
+def _with_context(items: list[SourcedClaim], text: str) -> list[SourcedClaim]:
+    """A standing fact (a default, a limit: :func:`~nlp.conflicts.is_standing`) carries what its document
+    makes it about (heading, defined term, antecedent): "The default is 50 tuples." names its parameter
+    only there, and conflicts compare only figures about the same parameter."""
+    out = []
+    for item in items:
+        c = item.claim
+        if c.values and c.attribute and is_standing(c.attribute):
+            item = item.model_copy(update={"context": claim_context(_page_context(text), c.text, c.start)})
+        out.append(item)
+    return out
+
+
 def sourced_claims(
     report_id: str | None, sources: Sequence[SourceReference], documents: Mapping[str, SourceDocument]
 ) -> list[SourcedClaim]:
-    """The claims of the given pages, each with its page, date, type and origin."""
+    """The claims of the given pages, each with its page, date, type, origin and (standing facts) context."""
     items: list[SourcedClaim] = []
     for s in sources:
         doc = documents.get(s.url)
         if doc is not None:
-            items += sourced(
+            page = sourced(
                 doc.claims,
                 s.url,
                 report_id=report_id,
@@ -54,6 +74,7 @@ def sourced_claims(
                 source_type=s.source_type,
                 duplicate_of=s.duplicate_of,
             )
+            items += _with_context(page, doc.text)
     return items
 
 

@@ -75,6 +75,7 @@ from research.result import (
 from research.settings import ResearchSettings
 from research.strategies import strategy_for
 from research.summary import write_summary
+from research.superseded import superseded_claims
 from scrapers.search.factory import open_search, uses_local_corpus
 from scrapers.settings import SearchSettings
 
@@ -391,19 +392,34 @@ class _Run:
         return not attempt.reports or len(attempt.failures) * 2 > self.config.agent_count
 
     async def _read_documents(self, reports: list[AgentReport]) -> None:
-        """Fetch the text and claims of newly cited pages from the collector (already collected there)."""
+        """Fetch the text and claims of newly cited pages from the collector (already collected there),
+        then bring every page's original up to date (:meth:`_refresh_originals`)."""
         refs = {s.url: s for r in reports for s in r.sources if s.url not in self.documents}
-        if not refs:
+        assert self.collector is not None
+        if refs:
+            [outcome] = await self.runtime.gather([self.collector.call(Collector.read, list(refs))], 60)
+            for url, item in (outcome.value or {}).items():
+                if item.page is None or item.analysis is None:
+                    continue
+                ref = refs[url].model_copy(update={"duplicate_of": item.duplicate_of})
+                ref = ref.model_copy(update={"reliability_score": round(reliability_for(ref), 3)})
+                self.documents[url] = SourceDocument(source=ref, text=item.page.text, claims=item.analysis.claims)
+        await self._refresh_originals()
+
+    async def _refresh_originals(self) -> None:
+        """Syndicated copies are found by their text (scrapers/near_duplicates.py) as pages arrive, and a
+        copy read before its original looked like an original when it was read: ask the collector which
+        page each one copies now, so that a copy and its original are one source in every count."""
+        if not self.documents:
             return
         assert self.collector is not None
-        [outcome] = await self.runtime.gather([self.collector.call(Collector.read, list(refs))], 60)
-        for url, item in (outcome.value or {}).items():
-            if item.page is None or item.analysis is None:
-                continue
-            # The collector's view of the original (earliest published, then smallest URL), not the agent's.
-            ref = refs[url].model_copy(update={"duplicate_of": item.duplicate_of})
-            ref = ref.model_copy(update={"reliability_score": round(reliability_for(ref), 3)})
-            self.documents[url] = SourceDocument(source=ref, text=item.page.text, claims=item.analysis.claims)
+        [outcome] = await self.runtime.gather([self.collector.call(Collector.originals, sorted(self.documents))], 60)
+        for url, original in (outcome.value or {}).items():
+            doc = self.documents.get(url)
+            if doc is not None and doc.source.duplicate_of != original:
+                source = doc.source.model_copy(update={"duplicate_of": original})
+                source = source.model_copy(update={"reliability_score": round(reliability_for(source), 3)})
+                self.documents[url] = doc.model_copy(update={"source": source})
 
     def next_context(self, done: IterationResult) -> IterationContext:
         single = [f.key for f in unconfirmed(done.consensus, index_claims(self.documents)) if f.key]
@@ -538,11 +554,13 @@ async def _finish(
     findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
     evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
+    superseded = superseded_claims(verified, conflicts, run.documents)
+    current = [c for c in verified if c.claim_id not in set(superseded)]  # what the summary may state as fact
     meter = UsageMeter()
     llm = make_llm(run.settings.llm, role=SUMMARY_ROLE, meter=meter)
-    summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
+    summary = await write_summary(run.topic, current, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
-    charts, chart_warning = drawable(chart_refs(verified, report_language(run.topic)), _lang(run.topic))
+    charts, chart_warning = drawable(chart_refs(verified, report_language(run.topic), conflicts), _lang(run.topic))
     result = ConsensusResearchResult(
         final_report="",
         iterations=run.iterations,
@@ -555,6 +573,7 @@ async def _finish(
         run_id=run.run_id,
         executive_summary=summary,
         claims=verified,
+        superseded=superseded,
         disputed=conflicts,
         citation_check=check,
         sources=sorted((d.source for d in run.documents.values()), key=_source_order),

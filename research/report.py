@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from core.messages import Lang, catalogue, format_number
+from core.messages import Lang, catalogue, format_number, language_of
+from nlp.conflicts import Conflict, identifiers
 from nlp.values import fold
 from research.evidence import Citation, EvidencedClaim
 from research.labels import attribute_label, report_language, subject_label
@@ -62,14 +63,28 @@ class _Labels:
         return format_number(value, self.lang, digits)
 
 
-def _claim_line(claim: EvidencedClaim, refs: SourceNumbers, t: _Labels) -> str:
+def heading_for(context: str | None, lang: Lang) -> str:
+    """The subject a claim's document gives it, as the report may show it: whole when it is in the
+    report's language; else only the names it holds (an English manual's "autovacuum_naptime (integer)"
+    gives ``autovacuum_naptime`` in a Japanese report; "Where things stand" gives nothing), so that no
+    heading of another language reads as one of the report's own labels."""
+    if not context:
+        return ""
+    if language_of(context, lang) == lang:
+        return context
+    return " › ".join(identifiers(context))
+
+
+def _claim_line(claim: EvidencedClaim, refs: SourceNumbers, t: _Labels, superseded: set[str]) -> str:
     against = (
         t("claims.against", n=claim.contradicting_origins, cites=refs.cite_all(claim.contradicting))
         if claim.contradicting
         else ""
     )
-    mark = t("claims.disputed") if claim.disputed else ""
-    context = f"*{claim.context}*: " if claim.context else ""  # the subject its document gives it
+    # an outdated figure is disputed too; saying which dispute is more use to the reader
+    mark = t("claims.superseded") if claim.claim_id in superseded else t("claims.disputed") if claim.disputed else ""
+    heading = heading_for(claim.context, t.lang)
+    context = f"*{heading}*: " if heading else ""  # the subject its document gives it
     return t(
         "claims.line",
         context=context,
@@ -122,7 +137,8 @@ def render_final_report(result: ConsensusResearchResult) -> str:
         lines.append("")
 
     lines += [t("claims.title"), ""]
-    claim_lines = [_claim_line(c, refs, t) for c in distinct_claims(result.claims)[:MAX_CLAIMS]]
+    superseded = set(result.superseded)
+    claim_lines = [_claim_line(c, refs, t, superseded) for c in distinct_claims(result.claims)[:MAX_CLAIMS]]
     lines += claim_lines or [t("claims.none")]
     lines.append("")
 
@@ -146,13 +162,18 @@ def render_final_report(result: ConsensusResearchResult) -> str:
             f"   - {d.statement1.value}: {d.statement1.text} {refs.cite(d.statement1.source)}",
             f"   - {d.statement2.value}: {d.statement2.text} {refs.cite(d.statement2.source)}",
         ]
-        if d.resolution:
-            lines.append(t("disputed.reading", text=d.resolution))
+        reading = reading_text(d, refs, t)
+        if reading:
+            lines.append(t("disputed.reading", text=reading))
     lines.append("")
 
     if result.charts or result.warnings:
         lines += [t("charts.title"), ""]
-        lines += [f"![{c.title}](charts/{c.file})" for c in result.charts]
+        for chart in result.charts:
+            points = t("charts.separator").join(
+                f"{p.period} {p.figure}{refs.cite(p.source) if p.source else ''}" for p in chart.points
+            )
+            lines += [f"![{chart.title}](charts/{chart.file})", "", t("charts.figures", points=points), ""]
         lines += [f"> {warning}" for warning in result.warnings]
         lines.append("")
     lines += _methodology(result, t)
@@ -177,6 +198,46 @@ def render_final_report(result: ConsensusResearchResult) -> str:
             )
         )
     return "\n".join(lines) + "\n"
+
+
+def _source_words(kind: str | None, published: object, t: _Labels) -> str:
+    """「公的機関の出典（2024-11-29）」: a source named by its type and date, in the report's language."""
+    kind = kind if kind and f"source.{kind}" in t.c.messages else "unknown"
+    if published:
+        return t("reading.source_dated", type=t(f"source.{kind}"), date=published)
+    return t("reading.source", type=t(f"source.{kind}"))
+
+
+def reading_text(conflict: Conflict, refs: SourceNumbers, t: _Labels) -> str:
+    """The suggested reading of a dispute, worded from its data (:class:`nlp.conflicts.Reading`) in the
+    report's language; the English ``resolution`` only when a conflict carries no reading."""
+    reading = conflict.reading
+    if reading is None:
+        return conflict.resolution or ""
+    win, lose = (
+        (conflict.statement2, conflict.statement1)
+        if reading.preferred == 2
+        else (conflict.statement1, conflict.statement2)
+    )
+    source = _source_words(reading.source_type, reading.published, t)
+    if reading.kind == "superseded":
+        old, new = conflict.statement2, conflict.statement1
+        return t(
+            "reading.superseded",
+            old=old.value,
+            old_when=old.key.rsplit("@", 1)[-1],
+            new=new.value,
+            new_when=new.key.rsplit("@", 1)[-1],
+            source=source,
+        )
+    if reading.kind == "check_wording":
+        return t("reading.check_wording", figure=conflict.statement1.value, source=source)
+    agree = t("reading.agreeing", n=reading.agreeing) if reading.agreeing else ""
+    text = t("reading.prefer", source=source, figure=win.value, agree=agree)
+    other = refs.source(lose.source)
+    other_type = other.source_type if other and other.source_type else None
+    note = reading.note or "differs"
+    return text + t(f"reading.note_{note}", figure=lose.value, source=_source_words(other_type, None, t))
 
 
 def _methodology(result: ConsensusResearchResult, t: _Labels) -> list[str]:
@@ -250,5 +311,7 @@ __all__ = [
     "MAX_NEW_FINDINGS",
     "SourceNumbers",
     "distinct_claims",
+    "heading_for",
+    "reading_text",
     "render_final_report",
 ]

@@ -94,6 +94,9 @@ class ConsensusResearchResult(CamelModel):
     run_id: str
     executive_summary: ExecutiveSummary
     claims: list[EvidencedClaim]  # verified claims: at least one citation passed
+    # ids of claims that state or continue a figure shown to be outdated (research/superseded.py): listed
+    # as such, never a supporting fact of the summary
+    superseded: list[str] = Field(default_factory=list)
     disputed: list[Conflict]  # conflicts among every source read in the run, both sides
     citation_check: CitationCheck
     sources: list[SourceReference]  # every page read, with its reliability
