@@ -14,23 +14,81 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
+from core.messages import Lang, catalogue
 from nlp.claims import Claim
 from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, is_standing, sourced
 from nlp.context import PageContext, claim_context
 from nlp.values import values_agree
 from research.evidence import SourceDocument
+from research.labels import report_language
 from research.models import AgentReport, Finding, SourceReference
 from research.reliability import origin_of
 from research.retrieval import question_coverage
-from research.scoring import ReportScore, facets_for, flag_for_review, score_report, select_best
+from research.scoring import EPSILON, ReportScore, facets_for, flag_for_review, score_report, select_best
 
 
 @dataclass(frozen=True)
 class IterationScoring:
     scores: list[ReportScore]
     selected: AgentReport
-    reason: str
+    reason: str  # for people, in the report's language: agents by number, no report ids
     flagged_for_review: bool
+    detail: str = ""  # select_best's own reason, with report ids: for the log
+
+
+_CRITERIA = (
+    ("consistency_score", "consistency"),
+    ("coverage_score", "coverage"),
+    ("relevance_score", "relevance"),
+    ("overall_score", "overall"),
+)
+
+
+def explain_selection(scores: Sequence[ReportScore], best_id: str, agent_of: Mapping[str, int], lang: Lang) -> str:
+    """Why ``best_id`` was chosen, in ``lang``, naming agents by number: the criteria in the order
+    :func:`~research.scoring.select_best` applies them (consistency, coverage, answer relevance, overall
+    score), each until one report is ahead, with the runner-up, and a report with a higher overall score
+    that the order passed over."""
+    c = catalogue("research")
+    best = next(s for s in scores if s.report_id == best_id)
+    pool, parts = list(scores), []
+    for key, name in _CRITERIA:
+        criterion = c.text(f"criterion.{name}", lang)
+        value = getattr(best, key)
+        top = [s for s in pool if getattr(s, key) >= max(getattr(t, key) for t in pool) - EPSILON]
+        if len(top) == 1:
+            others = sorted((s for s in pool if s is not best), key=lambda s: (-getattr(s, key), s.report_id))
+            runner = (
+                c.text(
+                    "select.runner", lang, agent=agent_of[others[0].report_id], value=f"{getattr(others[0], key):.3f}"
+                )
+                if others
+                else ""
+            )
+            parts.append(c.text("select.highest", lang, criterion=criterion, value=f"{value:.3f}", runner=runner))
+            break
+        parts.append(c.text("select.tie", lang, n=len(top), criterion=criterion, value=f"{value:.3f}"))
+        pool = top
+    else:
+        parts.append(c.text("select.first", lang, agent=agent_of[best_id]))
+    reason = c.text(
+        "select.reason",
+        lang,
+        agent=agent_of[best_id],
+        n=len(scores),
+        parts=c.text("select.separator", lang).join(parts),
+        overall=f"{best.overall_score:.3f}",
+    )
+    rival = max(scores, key=lambda s: (s.overall_score, s.report_id))
+    if rival.overall_score > best.overall_score + EPSILON:
+        reason += c.text(
+            "select.rival",
+            lang,
+            agent=agent_of[rival.report_id],
+            overall=f"{rival.overall_score:.3f}",
+            consistency=f"{rival.consistency_score:.3f}",
+        )
+    return reason
 
 
 def _published(source: SourceReference) -> date | None:
@@ -139,15 +197,19 @@ def score_iteration(
                 relevance=question_coverage(topic, [f.text for f in r.findings[:RELEVANCE_FINDINGS]]),
             )
         )
-    best_id, reason = select_best(scores)
+    best_id, detail = select_best(scores)
     selected = next(r for r in reports if r.report_id == best_id)
-    reason = f"agent {selected.agent_id}'s " + reason
-    return IterationScoring(scores, selected, reason, flag_for_review(scores, conflict_threshold))
+    agent_of = {r.report_id: r.agent_id for r in reports}
+    reason = explain_selection(scores, best_id, agent_of, report_language(topic))
+    return IterationScoring(
+        scores, selected, reason, flag_for_review(scores, conflict_threshold), f"agent {selected.agent_id}'s {detail}"
+    )
 
 
 __all__ = [
     "RELEVANCE_FINDINGS",
     "IterationScoring",
+    "explain_selection",
     "index_claims",
     "score_iteration",
     "sourced_claims",

@@ -34,6 +34,7 @@ from core.errors import first_line
 from core.events import Event, EventSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
+from core.messages import Lang, catalogue
 from core.runtime import Handle, Outcome, Runtime, current_node_id
 from core.settings import Settings
 from core.validation import clean_text
@@ -62,7 +63,7 @@ from research.llm_agent import combine_usage
 from research.metrics import AGENT_FAILURES
 from research.models import AgentReport, AgentSnapshot, SourceReference
 from research.reliability import reliability_for
-from research.report import render_final_report
+from research.report import dispute_labels, render_final_report
 from research.result import (
     AgentFailure,
     ConsensusResearchConfig,
@@ -356,7 +357,7 @@ class _Run:
                 progress=self.progress(it, 0.95),
             )
         )
-        log.info("run %s iteration %d: %s", self.run_id, it, scoring.reason)
+        log.info("run %s iteration %d: %s", self.run_id, it, scoring.detail)
         duration_ms = int((time.perf_counter() - started) * 1000)
         self.events.emit(
             IterationCompleted(
@@ -449,12 +450,10 @@ class _Run:
         }
 
 
-def _stop_reason(consistencies: list[float]) -> str:
+def _stop_reason(consistencies: list[float], lang: Lang) -> str:
+    """Why the run stopped before its last iteration, in the report's language."""
     steps = ", ".join(f"{c:.3f}" for c in consistencies[-3:])
-    return (
-        f"consensus consistency improved by less than 5% in each of the last 2 iterations ({steps}); "
-        "further iterations would not change the result"
-    )
+    return catalogue("research").text("stop.flat", lang, steps=steps)
 
 
 def start_pool(runtime: Runtime, nlp: NlpSettings) -> NlpPool:
@@ -502,7 +501,7 @@ async def run_research(
             if done.iteration >= run.config.iteration_count:
                 break
             if should_stop_early(consistencies):
-                stopped_early = _stop_reason(consistencies)
+                stopped_early = _stop_reason(consistencies, report_language(run.topic))
                 log.info("run %s: stopping after iteration %d: %s", run.run_id, done.iteration, stopped_early)
                 break
             context = run.next_context(done)
@@ -586,6 +585,7 @@ async def _finish(
         warnings=[chart_warning] if chart_warning else [],
         llm_quotes_dropped=sum(r.quotes_dropped for it in run.iterations for r in it.agent_reports),
     )
+    result.dispute_labels = dispute_labels(result)
     result.final_report = render_final_report(result)
     return result
 

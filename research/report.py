@@ -17,8 +17,9 @@ from core.messages import Lang, catalogue, format_number, language_of
 from nlp.conflicts import Conflict, identifiers
 from nlp.values import fold
 from research.evidence import Citation, EvidencedClaim
-from research.labels import attribute_label, report_language, subject_label
+from research.labels import attribute_label, period_label, report_language, subject_label
 from research.models import SourceReference
+from research.result_labels import DisputeLabel
 
 if TYPE_CHECKING:
     from research.result import ConsensusResearchResult
@@ -51,7 +52,9 @@ class SourceNumbers:
         return self._by_url.get(url)
 
 
-class _Labels:
+class Labels:
+    """The research catalogue in one language: ``t(key, **fields)`` and numbers as people read them."""
+
     def __init__(self, lang: Lang) -> None:
         self.lang: Lang = lang
         self.c = catalogue("research")
@@ -75,7 +78,7 @@ def heading_for(context: str | None, lang: Lang) -> str:
     return " › ".join(identifiers(context))
 
 
-def _claim_line(claim: EvidencedClaim, refs: SourceNumbers, t: _Labels, superseded: set[str]) -> str:
+def _claim_line(claim: EvidencedClaim, refs: SourceNumbers, t: Labels, superseded: set[str]) -> str:
     against = (
         t("claims.against", n=claim.contradicting_origins, cites=refs.cite_all(claim.contradicting))
         if claim.contradicting
@@ -112,9 +115,30 @@ def distinct_claims(claims: list[EvidencedClaim]) -> list[EvidencedClaim]:
     return kept
 
 
+def dispute_labels(result: ConsensusResearchResult) -> list[DisputeLabel]:
+    """Each disputed figure in the report's words (what it is, when, the kind of dispute, the suggested
+    reading), in ``result.disputed`` order: the report and the research page say the same."""
+    lang = report_language(result.metadata.topic)
+    t = Labels(lang)
+    refs = SourceNumbers(result.sources, lang)
+    out = []
+    for d in result.disputed:
+        kind = f"conflict.{d.type}"
+        out.append(
+            DisputeLabel(
+                conflict_id=d.conflict_id,
+                label=f"{subject_label(d.subject, lang)} / {attribute_label(d.attribute, lang)}",
+                when=period_label(d.when, lang) if d.when else None,
+                kind=t(kind) if kind in t.c.messages else d.type,
+                reading=reading_text(d, refs, t) or None,
+            )
+        )
+    return out
+
+
 def render_final_report(result: ConsensusResearchResult) -> str:
     lang = report_language(result.metadata.topic)
-    t = _Labels(lang)
+    t = Labels(lang)
     refs = SourceNumbers(result.sources, lang)
     lines = [f"# {result.metadata.topic}", "", t("summary.title"), "", result.executive_summary.text.strip(), ""]
     summary = result.executive_summary
@@ -145,26 +169,22 @@ def render_final_report(result: ConsensusResearchResult) -> str:
     lines += [t("disputed.title"), ""]
     if not result.disputed:
         lines += [t("disputed.none"), ""]
-    for n, d in enumerate(result.disputed, start=1):
-        when = f", {d.when}" if d.when else ""
-        label = f"{subject_label(d.subject, lang)} / {attribute_label(d.attribute, lang)}"
-        kind = t(f"conflict.{d.type}") if f"conflict.{d.type}" in t.c.messages else d.type
+    for n, (d, words) in enumerate(zip(result.disputed, dispute_labels(result), strict=True), start=1):
         lines += [
             t(
                 "disputed.item",
                 n=n,
-                type=kind,
-                label=label,
-                when=when,
+                type=words.kind,
+                label=words.label,
+                when=f", {words.when}" if words.when else "",
                 severity=d.severity,
                 confidence=t.number(d.confidence, 2),
             ),
             f"   - {d.statement1.value}: {d.statement1.text} {refs.cite(d.statement1.source)}",
             f"   - {d.statement2.value}: {d.statement2.text} {refs.cite(d.statement2.source)}",
         ]
-        reading = reading_text(d, refs, t)
-        if reading:
-            lines.append(t("disputed.reading", text=reading))
+        if words.reading:
+            lines.append(t("disputed.reading", text=words.reading))
     lines.append("")
 
     if result.charts or result.warnings:
@@ -200,7 +220,7 @@ def render_final_report(result: ConsensusResearchResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _source_words(kind: str | None, published: object, t: _Labels) -> str:
+def _source_words(kind: str | None, published: object, t: Labels) -> str:
     """「公的機関の出典（2024-11-29）」: a source named by its type and date, in the report's language."""
     kind = kind if kind and f"source.{kind}" in t.c.messages else "unknown"
     if published:
@@ -208,7 +228,7 @@ def _source_words(kind: str | None, published: object, t: _Labels) -> str:
     return t("reading.source", type=t(f"source.{kind}"))
 
 
-def reading_text(conflict: Conflict, refs: SourceNumbers, t: _Labels) -> str:
+def reading_text(conflict: Conflict, refs: SourceNumbers, t: Labels) -> str:
     """The suggested reading of a dispute, worded from its data (:class:`nlp.conflicts.Reading`) in the
     report's language; the English ``resolution`` only when a conflict carries no reading."""
     reading = conflict.reading
@@ -225,9 +245,9 @@ def reading_text(conflict: Conflict, refs: SourceNumbers, t: _Labels) -> str:
         return t(
             "reading.superseded",
             old=old.value,
-            old_when=old.key.rsplit("@", 1)[-1],
+            old_when=period_label(old.key.rsplit("@", 1)[-1], t.lang),
             new=new.value,
-            new_when=new.key.rsplit("@", 1)[-1],
+            new_when=period_label(new.key.rsplit("@", 1)[-1], t.lang),
             source=source,
         )
     if reading.kind == "check_wording":
@@ -240,7 +260,12 @@ def reading_text(conflict: Conflict, refs: SourceNumbers, t: _Labels) -> str:
     return text + t(f"reading.note_{note}", figure=lose.value, source=_source_words(other_type, None, t))
 
 
-def _methodology(result: ConsensusResearchResult, t: _Labels) -> list[str]:
+def _provider(name: str, t: Labels) -> str:
+    """A search provider as people call it (ローカルのコーパス, DuckDuckGo); an unknown one as configured."""
+    return t(f"provider.{name}") if f"provider.{name}" in t.c.messages else f"`{name}`"
+
+
+def _methodology(result: ConsensusResearchResult, t: Labels) -> list[str]:
     config = result.metadata.config
     failures = result.agent_failures
     check = result.citation_check
@@ -250,7 +275,6 @@ def _methodology(result: ConsensusResearchResult, t: _Labels) -> list[str]:
         "",
         t(
             "method.run",
-            run=result.run_id,
             started=f"{result.metadata.started_at:%Y-%m-%d %H:%M:%S}",
             seconds=t.number(result.total_duration_ms / 1000, 1),
             done=len(result.iterations),
@@ -261,7 +285,7 @@ def _methodology(result: ConsensusResearchResult, t: _Labels) -> list[str]:
         ),
         t(
             "method.search",
-            provider=config.search_config.provider,
+            provider=_provider(config.search_config.provider, t),
             results=config.search_config.max_results_per_agent,
             timeout=f"{config.agent_timeout_ms / 1000:g}",
         ),
@@ -309,7 +333,9 @@ __all__ = [
     "MAX_CITES",
     "MAX_CLAIMS",
     "MAX_NEW_FINDINGS",
+    "Labels",
     "SourceNumbers",
+    "dispute_labels",
     "distinct_claims",
     "heading_for",
     "reading_text",

@@ -21,6 +21,11 @@ function webAddress(url) {
   }
 }
 
+// Whether a text is written in the page's language: Japanese has kana or kanji, English has neither.
+function inPageLanguage(value) {
+  return /[\u3040-\u30ff\u3400-\u9fff]/.test(value) === (MAGI.lang !== "en");
+}
+
 async function authorisedBlob(path) {
   const answer = await MAGI.call(path);
   if (!answer.ok) throw new Error(t("research.chart_failed", { status: answer.status }));
@@ -105,7 +110,9 @@ function render(result) {
   for (const c of result.claims) {
     const row = document.createElement("tr");
     const said = text("td", c.text);
-    if (c.context) said.prepend(text("div", c.context, "muted"));  // the subject its document gives it
+    // the subject its document gives it, when written in the page's language: a heading in another
+    // language would read as one of the page's own labels (the report shows only its names then)
+    if (c.context && inPageLanguage(c.context)) said.prepend(text("div", c.context, "muted"));
     row.append(said, text("td", t("research.confidence", { value: num(c.confidence, 2) })));
     const cell = document.createElement("td");
     for (const s of c.supporting) {
@@ -120,7 +127,9 @@ function render(result) {
   const disputed = $("disputed");
   disputed.replaceChildren();
   if (result.disputed.length) disputed.className = "";
+  const words = new Map((result.disputeLabels || []).map((w) => [w.conflictId, w]));
   for (const d of result.disputed) {
+    const said = words.get(d.conflictId) || { label: d.subject + " / " + d.attribute, kind: d.type, when: d.when };
     const box = document.createElement("div");
     box.className = "sides";
     for (const side of [d.statement1, d.statement2]) {
@@ -129,7 +138,9 @@ function render(result) {
       one.append(text("strong", side.value), text("div", side.text), text("div", side.source, "muted"));
       box.append(one);
     }
-    disputed.append(text("div", t("research.dispute_head", { subject: d.subject, attribute: d.attribute, type: t("research.dispute_" + d.type), severity: d.severity })), box);
+    const when = said.when ? t("research.dispute_when", { when: said.when }) : "";
+    disputed.append(text("div", t("research.dispute_head", { label: said.label, when, type: said.kind, severity: d.severity })), box);
+    if (said.reading) disputed.append(text("div", t("research.dispute_reading", { text: said.reading }), "muted"));
   }
   const charts = $("charts");
   charts.replaceChildren();
@@ -152,7 +163,7 @@ function render(result) {
     transparency.append(text("div", t("research.selection", { reason: it.selectionReason }), "muted"));
     const list = document.createElement("ul");
     for (const r of it.agentReports) {
-      list.append(text("li", t("research.agent_report", { n: r.agentId, reading: r.strategy.reading, decisions: r.decisions.join(" / ") })));
+      list.append(text("li", t("research.agent_report", { n: r.agentId, reading: t("research.reading_" + r.strategy.reading), decisions: r.decisions.join(" / ") })));
     }
     transparency.append(list);
   }

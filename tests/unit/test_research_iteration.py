@@ -90,7 +90,9 @@ def test_next_context_carries_consensus_questions_sources_and_gaps() -> None:
     assert context.previous_score == score
     assert context.covered_sources == ["https://a.example/1", "https://b.example/2"]
     assert "49.7%" in context.unresolved_questions[0] and "約6割" in context.unresolved_questions[0]
-    assert any("labour_cost_pass_through_rate" in q for q in context.unresolved_questions)
+    # named for people, in the topic's language: no claim key
+    assert "中小企業の労務費の価格転嫁率（2024-09）を述べる出典は1件だけ" in context.unresolved_questions[1]
+    assert not any("pass_through_rate" in q for q in context.unresolved_questions)
     assert "労務費の転嫁" in context.areas_to_deepen  # a facet of the topic the consensus did not cover
     assert "価格転嫁率" in context.focus_queries[0]  # the disputed sentence's own terms
     brief = context.brief()
