@@ -32,7 +32,7 @@ from pydantic import Field
 from core.messages import Lang, catalogue
 from core.models import CamelModel
 from nlp.conflicts import Conflict
-from research.labels import attribute_label, period_label, report_language, series_label, subject_label
+from research.labels import period_label, report_language, series_label
 from research.models import AgentBrief, AgentReport
 from research.scoring import ReportScore, covered_facets, facets_for, topic_terms
 
@@ -71,16 +71,10 @@ def initial_context() -> IterationContext:
     return IterationContext(iteration=1)
 
 
-def _words_of(key: str, lang: Lang) -> str:
-    """The words a page on a claim key would use, in the topic's language: its subject's and attribute's
-    labels and its period (``sme/labour_cost_pass_through_rate@2024-09`` -> 「中小企業 労務費の価格転嫁率
-    2024-09」; a key without labels reads as its words: ``shared_buffers default``)."""
-    series, _, period = key.partition("@")
-    subject, _, attribute = series.partition("/")
-    words = [subject_label(subject, lang), attribute_label(attribute, lang) if attribute else ""]
-    if period and period != "undated":
-        words.append(period_label(period, lang))
-    return " ".join(w for w in words if w)
+def _words_of(key: str) -> str:
+    """``sme/labour_cost_pass_through_rate@2024-09`` -> ``sme labour cost pass through rate 2024-09``: the
+    search terms of a key (what was searched is shown as it was, in the transparency report)."""
+    return key.replace("/", " ").replace("@", " ").replace("_", " ").replace("undated", "").strip()
 
 
 def _when(period: str | None, lang: Lang) -> str:
@@ -141,7 +135,7 @@ def next_context(
             queries.append(terms)
     for key in single_source_findings:
         questions.append(_single(key, lang))
-        queries.append(_words_of(key, lang))
+        queries.append(_words_of(key))
     facets = facets_for(topic)
     covered = set(covered_facets(consensus.findings, facets))
     areas = [f.label or f.name for f in facets if f.name not in covered]
