@@ -86,10 +86,24 @@ def _when(period: str | None, lang: Lang) -> str:
 def _question(conflict: Conflict, lang: Lang) -> tuple[str, str]:
     """(question for people, in ``lang`` and named by labels, search terms for the search engine) for one conflict."""
     s1, s2 = conflict.statement1, conflict.statement2
+    label = series_label(f"{conflict.subject}/{conflict.attribute}", lang)
+    if conflict.type == "outdated":  # two periods: is the old figure superseded, not which is right
+        question = catalogue("research").text(
+            "question.outdated",
+            lang,
+            label=label,
+            old=s2.value,
+            old_when=period_label(s2.key.rsplit("@", 1)[-1], lang),
+            old_source=s2.source,
+            new=s1.value,
+            new_when=period_label(s1.key.rsplit("@", 1)[-1], lang),
+            new_source=s1.source,
+        )
+        return question, _search_terms(s2.text)
     question = catalogue("research").text(
         "question.disputed",
         lang,
-        label=series_label(f"{conflict.subject}/{conflict.attribute}", lang),
+        label=label,
         when=_when(conflict.when, lang),
         first=s1.value,
         first_source=s1.source,
