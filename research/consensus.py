@@ -103,6 +103,12 @@ def _page_context(text: str) -> PageContext:
     return PageContext(text)
 
 
+@lru_cache(maxsize=16384)
+def _context_at(text: str, sentence: str, start: int) -> str:
+    """A claim's context, once per claim: every report citing its page asks again, every iteration."""
+    return claim_context(_page_context(text), sentence, start)
+
+
 def _with_context(items: list[SourcedClaim], text: str) -> list[SourcedClaim]:
     """A standing fact (a default, a limit: :func:`~nlp.conflicts.is_standing`) carries what its document
     makes it about (heading, defined term, antecedent): "The default is 50 tuples." names its parameter
@@ -111,7 +117,7 @@ def _with_context(items: list[SourcedClaim], text: str) -> list[SourcedClaim]:
     for item in items:
         c = item.claim
         if c.values and c.attribute and is_standing(c.attribute):
-            item = item.model_copy(update={"context": claim_context(_page_context(text), c.text, c.start)})
+            item = item.model_copy(update={"context": _context_at(text, c.text, c.start)})
         out.append(item)
     return out
 
