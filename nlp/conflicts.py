@@ -14,6 +14,12 @@ baseline; a gap between groups (全業種平均との差は10ポイント) or an
 compared. A figure is *negated* only when its claim is negative and a negation stands next to it
 (5割に達していない, "did not reach 50%"); a decrease (9.5%に低下, "fell to 8.1%") does not deny it.
 
+One thing. A key can be vaguer than what its figures measure ("The default is 50 tuples." keyed
+``default/value``), so related figures must also be about the same thing (:func:`same_thing`): when both
+sentences, with the context their page gives them (``SourcedClaim.context``: heading, defined term), name
+identifiers (snake_case, camelCase, ``--options``), they share one; when both are bare numbers counting a
+noun, it is the same noun (tuples vs transactions). Two parameters' values never conflict.
+
 Origins. A syndicated copy is folded into its original (``SourcedClaim.origin``): a copy never conflicts
 with its original, and agreeing copies count once. Two origins *agree* on a key, period and family when
 any of their figures agree (:func:`~nlp.values.values_agree`, same negation), so a page that lists a total and
@@ -59,8 +65,10 @@ figure (約, 強, 以上, ranges), 0.8 for changes, 0.8 for a generic key, 0.8 f
 contradiction, 0.85 per side whose subject and attribute were read from the dependency parse (a
 parsed claim, :mod:`nlp.dependency_claims`); rounded to 2 decimals.
 
-The resolution is a suggestion in English that ranks sources by type only (reliability scoring comes
-later). ``conflict_id`` is a hash of type, key, origins and figures, so reruns give the same ids.
+The suggested reading ranks sources by type only (reliability scoring comes later) and is data
+(:class:`Reading`: which statement to prefer, its source type and date, how many others agree, what is wrong
+with the other figure), so a report words it in its own language; ``resolution`` is the same in English.
+``conflict_id`` is a hash of type, key, origins and figures, so reruns give the same ids.
 """
 
 from __future__ import annotations
