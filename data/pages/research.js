@@ -129,7 +129,8 @@ function render(result) {
   if (result.disputed.length) disputed.className = "";
   const words = new Map((result.disputeLabels || []).map((w) => [w.conflictId, w]));
   for (const d of result.disputed) {
-    const said = words.get(d.conflictId) || { label: d.subject + " / " + d.attribute, kind: d.type, when: d.when };
+    // a result written before disputeLabels existed: its keys, and the kind from the page labels
+    const said = words.get(d.conflictId) || { label: d.subject + " / " + d.attribute, kind: t("research.dispute_" + d.type), when: d.when };
     const box = document.createElement("div");
     box.className = "sides";
     for (const side of [d.statement1, d.statement2]) {
