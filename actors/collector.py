@@ -202,6 +202,11 @@ class Collector:
             if not t.cancelled() and t.exception() is None and t.result().page is not None
         }
 
+    def originals(self, urls: list[str]) -> dict[str, str | None]:
+        """Each page's original as of now (None: it is one). A page read early can become a copy later,
+        when its earlier-published original is collected after it."""
+        return {u: self._duplicates.original_of(u) for u in dict.fromkeys(urls)}
+
     def stats(self) -> CollectionStats:
         stats = self._stats.model_copy()
         stats.unique_urls = len(self._tasks)

@@ -14,6 +14,12 @@ baseline; a gap between groups (全業種平均との差は10ポイント) or an
 compared. A figure is *negated* only when its claim is negative and a negation stands next to it
 (5割に達していない, "did not reach 50%"); a decrease (9.5%に低下, "fell to 8.1%") does not deny it.
 
+One thing. A key can be vaguer than what its figures measure ("The default is 50 tuples." keyed
+``default/value``), so related figures must also be about the same thing (:func:`same_thing`): when both
+sentences, with the context their page gives them (``SourcedClaim.context``: heading, defined term), name
+identifiers (snake_case, camelCase, ``--options``), they share one; when both are bare numbers counting a
+noun, it is the same noun (tuples vs transactions). Two parameters' values never conflict.
+
 Origins. A syndicated copy is folded into its original (``SourcedClaim.origin``): a copy never conflicts
 with its original, and agreeing copies count once. Two origins *agree* on a key, period and family when
 any of their figures agree (:func:`~nlp.values.values_agree`, same negation), so a page that lists a total and
@@ -59,8 +65,10 @@ figure (約, 強, 以上, ranges), 0.8 for changes, 0.8 for a generic key, 0.8 f
 contradiction, 0.85 per side whose subject and attribute were read from the dependency parse (a
 parsed claim, :mod:`nlp.dependency_claims`); rounded to 2 decimals.
 
-The resolution is a suggestion in English that ranks sources by type only (reliability scoring comes
-later). ``conflict_id`` is a hash of type, key, origins and figures, so reruns give the same ids.
+The suggested reading ranks sources by type only (reliability scoring comes later) and is data
+(:class:`Reading`: which statement to prefer, its source type and date, how many others agree, what is wrong
+with the other figure), so a report words it in its own language; ``resolution`` is the same in English.
+``conflict_id`` is a hash of type, key, origins and figures, so reruns give the same ids.
 """
 
 from __future__ import annotations
@@ -148,6 +156,7 @@ class SourcedClaim(BaseModel):
     published: date | None = None
     source_type: str | None = None
     origin: str = ""
+    context: str = ""  # what its document makes the sentence about (heading, term): names the parameter
 
     @model_validator(mode="before")
     @classmethod
@@ -190,6 +199,22 @@ class Statement(CamelModel):
     key: str  # subject/attribute@period, e.g. sme/pass_through_rate@2024-09
 
 
+ReadingKind = Literal["prefer", "superseded", "check_wording"]
+LoserNote = Literal["transcription", "approximate", "differs"]
+
+
+class Reading(CamelModel):
+    """Which side to believe and why, as data, so that a report can word it in its own language
+    (``resolution`` is the same suggestion in English). ``preferred`` is the statement number (1 or 2)."""
+
+    kind: ReadingKind
+    preferred: Literal[1, 2]
+    source_type: str | None = None  # of the preferred side
+    published: date | None = None  # of the preferred side's origin
+    agreeing: int = Field(0, ge=0)  # other independent sources agreeing with the preferred figure
+    note: LoserNote | None = None  # what is wrong with the other figure (prefer only)
+
+
 class Conflict(CamelModel):
     """The spec's ConflictDetail; ``statement1`` is the reference side (majority or newer figure)."""
 
@@ -200,9 +225,15 @@ class Conflict(CamelModel):
     severity: int = Field(ge=1, le=5)
     confidence: float = Field(ge=0, le=1)
     resolution: str | None = None
+    reading: Reading | None = None  # the resolution as data
     subject: str
     attribute: str
     when: str | None  # period of statement2's figure (the stale one for outdated)
+
+    @property
+    def preferred(self) -> Statement:
+        """The statement to believe: the reading's choice (statement1, the reference, without one)."""
+        return self.statement2 if self.reading is not None and self.reading.preferred == 2 else self.statement1
 
 
 # --- figures ----------------------------------------------------------------------------------
@@ -218,6 +249,8 @@ class Figure:
     subject_named: bool
     when_named: bool
     current: bool  # presented as the current state
+    names: frozenset[str] = frozenset()  # identifiers its sentence and context name (parameters, options)
+    measure: str | None = None  # the noun a bare number counts ("50 tuples"), singular, lower case
 
     @property
     def approximate(self) -> bool:
@@ -328,6 +361,52 @@ def _negated(claim: Claim, v: Value) -> bool:
     return bool(_NEGATION["ja"].search(window))
 
 
+# Names of a thing in a manual: snake_case or SCREAMING_CASE, camelCase or PascalCase with an inner capital
+# (MaxRequestWorkers, PostgreSQL), long options (--max-procs). Plain words and numbers are not names.
+_IDENTIFIER = re.compile(
+    r"(?<![\w-])(?:--[a-z][a-z0-9]*(?:-[a-z0-9]+)*|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
+    r"|[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?![\w-])"
+)
+_MEASURE_EN = re.compile(r"\s*([A-Za-z][a-z-]{2,})\b")
+_MEASURE_JA = re.compile(r"([\u30a1-\u30fa\u30fc]{2,})")  # a katakana noun right after the figure: 50タプル
+_NOT_A_MEASURE_WORDS = (
+    "of the and or to in at on for from by with than per is are was were be been as that which this it its if "
+    "when but not no nor so out up down more less fewer higher lower over under about after before times"
+)
+_NOT_A_MEASURE = frozenset(_NOT_A_MEASURE_WORDS.split())
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifiers ``text`` names, as written, in order, each once (``autovacuum_naptime``, ``--jobs``)."""
+    return list(dict.fromkeys(m.group(0) for m in _IDENTIFIER.finditer(text)))
+
+
+@lru_cache(maxsize=4096)
+def named_things(text: str) -> frozenset[str]:
+    """The identifiers ``text`` names, lower case: what tells one parameter's sentence from another's."""
+    return frozenset(name.lower() for name in identifiers(text))
+
+
+def _measure(claim: Claim, v: Value) -> str | None:
+    """The noun a bare number counts ("50 tuples", "150 million transactions", 50タプル), singular; None
+    when the figure carries its own unit or kind (a percentage, 21件, 2 ms) or no noun follows."""
+    if v.kind != "number" or v.unit:
+        return None
+    start = v.start - claim.start
+    if claim.text[start : start + len(v.raw)] != v.raw:
+        start = claim.text.find(v.raw)
+        if start < 0:
+            return None
+    rest = claim.text[start + len(v.raw) :]
+    found = _MEASURE_EN.match(rest) or _MEASURE_JA.match(rest)
+    if found is None:
+        return None
+    word = found.group(1).lower()
+    if word in _NOT_A_MEASURE:
+        return None
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
 def claim_figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[Figure]:
     c = item.claim
     if not (c.subject and c.attribute and c.values):
@@ -339,6 +418,7 @@ def claim_figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[F
     subject_named = _names_subject(c.text, c.subject)
     when_named = period is not None and _names_period(c.text, period)
     is_current = bool(current and current.search(fold(c.text)))
+    names = named_things(f"{c.text}\n{item.context}")
     figures = []
     for v in c.values:
         if v.value is None:
@@ -356,13 +436,26 @@ def claim_figures(item: SourcedClaim, current: re.Pattern[str] | None) -> list[F
                 subject_named=subject_named,
                 when_named=when_named,
                 current=is_current,
+                names=names,
+                measure=_measure(c, v),
             )
         )
     return figures
 
 
+def same_thing(a: Figure, b: Figure) -> bool:
+    """Whether two figures can be about one quantity: when both sentences (with their context) name
+    identifiers, they share one, and when both numbers count a noun, it is the same noun. "The default
+    is 50 tuples" under ``autovacuum_vacuum_threshold`` and "The default is 150 million transactions"
+    under ``vacuum_freeze_table_age`` measure two parameters, whatever key the extractor gave them."""
+    if a.names and b.names and not a.names & b.names:
+        return False
+    return not (a.measure and b.measure and a.measure != b.measure)
+
+
 def figures_related(a: Figure, b: Figure) -> bool:
-    return a.family == b.family  # comparable(), and the same baseline for changes
+    """Same family (comparable(), the same baseline for changes) and the same thing (:func:`same_thing`)."""
+    return a.family == b.family and same_thing(a, b)
 
 
 def figures_agree(a: Figure, b: Figure) -> bool:
@@ -575,6 +668,7 @@ def _make(
     subject, attribute = key
     severity = _severity(kind, subject, attribute, gap, bool(polar), policy)
     confidence = _confidence(a, b, attribute, bool(polar))
+    reading = _reading(kind, a, b, ref, other, support, bool(polar), typo)
     ident = "|".join(
         [kind, subject, attribute, ref.name, _label(a.period), a.value.raw, other.name, _label(b.period), b.value.raw]
     )
@@ -585,7 +679,8 @@ def _make(
         statement2=_statement(b, key),
         severity=severity,
         confidence=confidence,
-        resolution=_resolution(kind, a, b, ref, other, support, bool(polar), typo),
+        resolution=_resolution(reading, a, b),
+        reading=reading,
         subject=subject,
         attribute=attribute,
         when=None if b.period is None else _label(b.period),
@@ -630,29 +725,53 @@ def _confidence(a: Figure, b: Figure, attribute: str, polar: bool) -> float:
     return round(score, 2)
 
 
-def _source(f: Figure, origin: _Origin) -> str:
-    kind = f.item.source_type or "unclassified"
-    return f"the {kind} source dated {origin.published}" if origin.published else f"the {kind} source"
-
-
-def _resolution(
+def _reading(
     kind: ConflictType, a: Figure, b: Figure, ref: _Origin, other: _Origin, support: int, polar: bool, typo: bool
-) -> str:
+) -> Reading:
+    """Which side to believe: the newer figure over an outdated one; else the side whose origin ranks
+    first by source type (the reference on a tie), with what is wrong with the other figure."""
     if kind == "outdated":
-        return (
-            f"the {b.value.raw} figure refers to {_label(b.period)}; superseded by {a.value.raw} "
-            f"({_label(a.period)}, {_source(a, ref)})"
-        )
-    win, win_origin, lose = (b, other, a) if other.rank < ref.rank else (a, ref, b)
+        return Reading(kind="superseded", preferred=1, source_type=a.item.source_type, published=ref.published)
+    second = other.rank < ref.rank
+    win, win_origin, lose = (b, other, a) if second else (a, ref, b)
+    agreeing = support - 1 if win is a and support > 1 else 0
     if polar:
-        return f"one source denies {a.value.raw}; prefer {_source(win, win_origin)} and check the wording"
-    text = f"prefer {_source(win, win_origin)} ({win.value.raw}"
-    if win is a and support > 1:
-        text += f"; {support - 1} other independent source{'s agree' if support > 2 else ' agrees'}"
+        note: LoserNote | None = None
+        reading_kind: ReadingKind = "check_wording"
+    else:
+        reading_kind = "prefer"
+        note = "transcription" if typo else "approximate" if lose.approximate and not win.approximate else "differs"
+    return Reading(
+        kind=reading_kind,
+        preferred=2 if second else 1,
+        source_type=win.item.source_type,
+        published=win_origin.published,
+        agreeing=agreeing,
+        note=note,
+    )
+
+
+def _source(kind: str | None, published: date | None) -> str:
+    kind = kind or "unclassified"
+    return f"the {kind} source dated {published}" if published else f"the {kind} source"
+
+
+def _resolution(reading: Reading, a: Figure, b: Figure) -> str:
+    """The reading in English (the spec's ``resolution`` field; reports word :class:`Reading` themselves)."""
+    win, lose = (b, a) if reading.preferred == 2 else (a, b)
+    source = _source(reading.source_type, reading.published)
+    if reading.kind == "superseded":
+        newer = f"{a.value.raw} ({_label(a.period)}, {source})"
+        return f"the {b.value.raw} figure refers to {_label(b.period)}; superseded by {newer}"
+    if reading.kind == "check_wording":
+        return f"one source denies {a.value.raw}; prefer {source} and check the wording"
+    text = f"prefer {source} ({win.value.raw}"
+    if reading.agreeing:
+        text += f"; {reading.agreeing} other independent source{'s agree' if reading.agreeing > 1 else ' agrees'}"
     text += ")"
-    if typo:
+    if reading.note == "transcription":
         return text + f"; {lose.value.raw} looks like a transcription error"
-    if lose.approximate and not win.approximate:
+    if reading.note == "approximate":
         return text + f"; the {lose.item.source_type or 'other'} figure ({lose.value.raw}) is approximate"
     return text + f"; the {lose.item.source_type or 'other'} source gives {lose.value.raw}"
 
@@ -664,6 +783,9 @@ __all__ = [
     "ConflictPolicy",
     "ConflictType",
     "Figure",
+    "LoserNote",
+    "Reading",
+    "ReadingKind",
     "SourcedClaim",
     "Statement",
     "claim_figures",
@@ -672,7 +794,10 @@ __all__ = [
     "detect_conflicts",
     "figures_agree",
     "figures_related",
+    "identifiers",
     "is_standing",
     "load_policy",
+    "named_things",
+    "same_thing",
     "sourced",
 ]

@@ -27,12 +27,14 @@ _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
 _LEAD_IN = re.compile(r"[:：]$")
 _TERM = re.compile(r"^([^:;\n。.]{1,40}): (?=\S)")  # "/tmp: ..." : a definition's term
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}|[\u3040-\u30ff\u4e00-\u9fff]")
-# a link note ("→ https://..."), a URL, a caption ("Table 3.2 ...", "Example A", 「図 1.4 …」: a number or a
-# lone letter follows; "Examples" and "Tables of limits" are headings) is no section heading,
-# nor is a byline or dateline ("2024年12月5日 取材班", "発行日:2023年2月20日 …", "… 2025年2月4日 08:02")
+# a link note ("→ https://..."), a URL, a caption ("Table 3.2 ...", "Example A", 「図 1.4 …」, 「図表2-1 …」: a
+# number or a lone letter follows; "Examples" and "Tables of limits" are headings) is no section heading,
+# nor is a byline or dateline ("2024年12月5日 取材班", 「令和7年5月30日 企画調整部」, "発行日:2023年2月20日 …",
+# "… 2025年2月4日 08:02")
 _NOT_HEADING = re.compile(
-    r"://|^→|^(?:Table|Figure|Example|Listing|表|図|例)\s*(?:\d|(?<=\s)[A-Z]\b)"
-    r"|^\d{4}\s*(?:年|[-/.]\d)|^(?:発行日|投稿日|更新日|公開日|掲載日|published|posted|updated)\b|\d{1,2}:\d{2}",
+    r"://|^→|^(?:Table|Figure|Fig\.?|Chart|Example|Listing|表|図|図表|資料|例)\s*(?:\d|(?<=\s)[A-Z]\b)"
+    r"|^\d{4}\s*(?:年|[-/.]\d)|^(?:令和|平成|昭和)\s*(?:\d{1,2}|元)\s*年\s*\d"
+    r"|^(?:発行日|投稿日|更新日|公開日|公表日|発表日|掲載日|published|posted|updated)\b|\d{1,2}:\d{2}",
     re.IGNORECASE,
 )
 # a lone figure with its unit ("256 MB", "2.4 GHz", "30 日"), which is a table cell; a numbered title

@@ -27,12 +27,14 @@ from core.events import EventSink
 from core.llm.base import LLMClient
 from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
+from core.messages import catalogue
 from core.runtime import Handle
 from core.settings import Settings
 from nlp.entities import Entity
 from nlp.glossary import cross_language_query
 from research.answering import PageToRank, select_findings
 from research.events import StageProgress
+from research.labels import report_language
 from research.llm_agent import AGENT_ROLE, PageForReading, failure, plan, read_notes, write_report
 from research.metrics import STAGE_SECONDS
 from research.models import (
@@ -143,7 +145,7 @@ class ResearchAgent:
             try:
                 planned = await plan(llm, topic, self.strategy.reading)
             except Exception as exc:  # a failed model call never fails the agent: it reads offline
-                self._decisions.append(failure("planning", exc))
+                self._decisions.append(failure("planning", exc, report_language(topic)))
         queries = self._snapshot.queries = list(dict.fromkeys([*self.queries(topic, brief), *planned]))
         self._progress("search", 0, 1)
         provider = (
@@ -243,23 +245,41 @@ class ResearchAgent:
             ranked = ranked[:head] + ranked[head::2] + ranked[head + 1 :: 2]
         chosen = ranked[:wanted]
         preferred = self.strategy.preferred_sources
+        lang, c = report_language(topic), catalogue("research")
+        types = "、".join(c.text(f"source.{t}", lang) for t in preferred) if lang == "ja" else ", ".join(preferred)
         self._decisions += [
-            f"reading '{reading}': {len(queries)} queries ({len(own)} own sub-questions"
-            + (f", feedback expansion {expanded!r}" if expanded else "")
-            + f") gave {len(ranked)} distinct results; kept the top {len(chosen)} of a budget of {budget}",
-            f"{sum(h.source_type in preferred for h in chosen)} kept results are of the preferred types "
-            f"({', '.join(preferred) or 'none'}), ranked up by {PREFERRED_BONUS}",
+            c.text(
+                "decision.searched",
+                lang,
+                reading=c.text(f"reading.name.{reading}", lang),
+                queries=len(queries),
+                own=len(own),
+                expansion=c.text("decision.expansion", lang, terms=expanded) if expanded else "",
+                found=len(ranked),
+                kept=len(chosen),
+                budget=budget,
+            ),
+            c.text(
+                "decision.preferred",
+                lang,
+                n=sum(h.source_type in preferred for h in chosen),
+                types=types or c.text("decision.no_types", lang),
+                bonus=PREFERRED_BONUS,
+            ),
         ]
         if covered:
             self._decisions.append(
-                f"{sum(h.url in covered for h in ranked)} results were read in earlier iterations "
-                f"and ranked down by {COVERED_PENALTY}; {sum(h.url in covered for h in chosen)} "
-                "of them still made the cut"
+                c.text(
+                    "decision.covered",
+                    lang,
+                    n=sum(h.url in covered for h in ranked),
+                    penalty=COVERED_PENALTY,
+                    kept=sum(h.url in covered for h in chosen),
+                )
             )
         if widened:
             self._decisions.append(
-                f"time range '{self.strategy.time_range}' left too few results for {widened} "
-                "queries; those were repeated without it"
+                c.text("decision.widened", lang, range=c.text(f"range.{self.strategy.time_range}", lang), n=widened)
             )
         return chosen
 
@@ -296,7 +316,7 @@ class ResearchAgent:
         try:
             notes = await read_notes(llm, topic, pages)
         except Exception as exc:  # a failed model call never fails the agent: it reads offline
-            self._decisions.append(failure("reading", exc))
+            self._decisions.append(failure("reading", exc, report_language(topic)))
             return findings, 0, None
         dropped = notes.dropped
         noted = [
@@ -313,8 +333,13 @@ class ResearchAgent:
         seen = {f.text for f in noted}
         merged = (noted + [f for f in findings if f.text not in seen])[:MAX_FINDINGS]
         self._decisions.append(
-            f"LLM notes: {len(notes.kept)} kept, {dropped} dropped (quote or figure not verbatim in the page)"
-            + (f": {'; '.join(notes.reasons[:3])}" if notes.reasons else "")
+            catalogue("research").text(
+                "decision.llm_notes",
+                report_language(topic),
+                kept=len(notes.kept),
+                dropped=dropped,
+                reasons=f": {'; '.join(notes.reasons[:3])}" if notes.reasons else "",
+            )
         )
         number = {s.url: i for i, s in enumerate(sources, start=1)}
         quoted: dict[str, list[str]] = defaultdict(list)
@@ -325,10 +350,10 @@ class ResearchAgent:
         try:
             written = await write_report(llm, topic, cited)
         except Exception as exc:
-            self._decisions.append(failure("report writing", exc))
+            self._decisions.append(failure("report_writing", exc, report_language(topic)))
             return merged, dropped, None
         if written is None:
-            self._decisions.append("LLM report cited a source it was not given; the rendered report was used")
+            self._decisions.append(catalogue("research").text("decision.llm_cited", report_language(topic)))
             return merged, dropped, None
         # the model numbered the cited sources 1..n; the report lists every source, so map back
         text = re.sub(r"\[(\d+)\]", lambda m: f"[{renumber[int(m.group(1)) - 1]}]", written)
@@ -362,10 +387,16 @@ class ResearchAgent:
         )
         new = sum(1 for f in findings if f.text not in known)
         self._decisions.append(
-            f"{candidates} candidate sentences from {len(usable)} pages ranked by how they answer the question "
-            f"(sentence and section relevance, entities, asked attributes, page title; noise last) against "
-            f"{len(queries)} sub-questions; kept {len(findings)} (at most {per_page} per page), "
-            f"{new} not in the previous consensus"
+            catalogue("research").text(
+                "decision.candidates",
+                report_language(topic),
+                candidates=candidates,
+                pages=len(usable),
+                queries=len(queries),
+                kept=len(findings),
+                per_page=per_page,
+                new=new,
+            )
         )
         return findings
 

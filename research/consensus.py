@@ -12,23 +12,83 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
+from core.messages import Lang, catalogue
 from nlp.claims import Claim
-from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, sourced
+from nlp.conflicts import Conflict, SourcedClaim, claim_key, detect_conflicts, is_standing, sourced
+from nlp.context import PageContext, claim_context
 from nlp.values import values_agree
 from research.evidence import SourceDocument
+from research.labels import report_language
 from research.models import AgentReport, Finding, SourceReference
 from research.reliability import origin_of
 from research.retrieval import question_coverage
-from research.scoring import ReportScore, facets_for, flag_for_review, score_report, select_best
+from research.scoring import EPSILON, ReportScore, facets_for, flag_for_review, score_report, select_best
 
 
 @dataclass(frozen=True)
 class IterationScoring:
     scores: list[ReportScore]
     selected: AgentReport
-    reason: str
+    reason: str  # for people, in the report's language: agents by number, no report ids
     flagged_for_review: bool
+    detail: str = ""  # select_best's own reason, with report ids: for the log
+
+
+_CRITERIA = (
+    ("consistency_score", "consistency"),
+    ("coverage_score", "coverage"),
+    ("relevance_score", "relevance"),
+    ("overall_score", "overall"),
+)
+
+
+def explain_selection(scores: Sequence[ReportScore], best_id: str, agent_of: Mapping[str, int], lang: Lang) -> str:
+    """Why ``best_id`` was chosen, in ``lang``, naming agents by number: the criteria in the order
+    :func:`~research.scoring.select_best` applies them (consistency, coverage, answer relevance, overall
+    score), each until one report is ahead, with the runner-up, and a report with a higher overall score
+    that the order passed over."""
+    c = catalogue("research")
+    best = next(s for s in scores if s.report_id == best_id)
+    pool, parts = list(scores), []
+    for key, name in _CRITERIA:
+        criterion = c.text(f"criterion.{name}", lang)
+        value = getattr(best, key)
+        top = [s for s in pool if getattr(s, key) >= max(getattr(t, key) for t in pool) - EPSILON]
+        if len(top) == 1:
+            others = sorted((s for s in pool if s is not best), key=lambda s: (-getattr(s, key), s.report_id))
+            runner = (
+                c.text(
+                    "select.runner", lang, agent=agent_of[others[0].report_id], value=f"{getattr(others[0], key):.3f}"
+                )
+                if others
+                else ""
+            )
+            parts.append(c.text("select.highest", lang, criterion=criterion, value=f"{value:.3f}", runner=runner))
+            break
+        parts.append(c.text("select.tie", lang, n=len(top), criterion=criterion, value=f"{value:.3f}"))
+        pool = top
+    else:
+        parts.append(c.text("select.first", lang, agent=agent_of[best_id]))
+    reason = c.text(
+        "select.reason",
+        lang,
+        agent=agent_of[best_id],
+        n=len(scores),
+        parts=c.text("select.separator", lang).join(parts),
+        overall=f"{best.overall_score:.3f}",
+    )
+    rival = max(scores, key=lambda s: (s.overall_score, s.report_id))
+    if rival.overall_score > best.overall_score + EPSILON:
+        reason += c.text(
+            "select.rival",
+            lang,
+            agent=agent_of[rival.report_id],
+            overall=f"{rival.overall_score:.3f}",
+            consistency=f"{rival.consistency_score:.3f}",
+        )
+    return reason
 
 
 def _published(source: SourceReference) -> date | None:
@@ -38,15 +98,39 @@ def _published(source: SourceReference) -> date | None:
         return None
 
 
+@lru_cache(maxsize=64)
+def _page_context(text: str) -> PageContext:
+    return PageContext(text)
+
+
+@lru_cache(maxsize=16384)
+def _context_at(text: str, sentence: str, start: int) -> str:
+    """A claim's context, once per claim: every report citing its page asks again, every iteration."""
+    return claim_context(_page_context(text), sentence, start)
+
+
+def _with_context(items: list[SourcedClaim], text: str) -> list[SourcedClaim]:
+    """A standing fact (a default, a limit: :func:`~nlp.conflicts.is_standing`) carries what its document
+    makes it about (heading, defined term, antecedent): "The default is 50 tuples." names its parameter
+    only there, and conflicts compare only figures about the same parameter."""
+    out = []
+    for item in items:
+        c = item.claim
+        if c.values and c.attribute and is_standing(c.attribute):
+            item = item.model_copy(update={"context": _context_at(text, c.text, c.start)})
+        out.append(item)
+    return out
+
+
 def sourced_claims(
     report_id: str | None, sources: Sequence[SourceReference], documents: Mapping[str, SourceDocument]
 ) -> list[SourcedClaim]:
-    """The claims of the given pages, each with its page, date, type and origin."""
+    """The claims of the given pages, each with its page, date, type, origin and (standing facts) context."""
     items: list[SourcedClaim] = []
     for s in sources:
         doc = documents.get(s.url)
         if doc is not None:
-            items += sourced(
+            page = sourced(
                 doc.claims,
                 s.url,
                 report_id=report_id,
@@ -54,6 +138,7 @@ def sourced_claims(
                 source_type=s.source_type,
                 duplicate_of=s.duplicate_of,
             )
+            items += _with_context(page, doc.text)
     return items
 
 
@@ -118,15 +203,19 @@ def score_iteration(
                 relevance=question_coverage(topic, [f.text for f in r.findings[:RELEVANCE_FINDINGS]]),
             )
         )
-    best_id, reason = select_best(scores)
+    best_id, detail = select_best(scores)
     selected = next(r for r in reports if r.report_id == best_id)
-    reason = f"agent {selected.agent_id}'s " + reason
-    return IterationScoring(scores, selected, reason, flag_for_review(scores, conflict_threshold))
+    agent_of = {r.report_id: r.agent_id for r in reports}
+    reason = explain_selection(scores, best_id, agent_of, report_language(topic))
+    return IterationScoring(
+        scores, selected, reason, flag_for_review(scores, conflict_threshold), f"agent {selected.agent_id}'s {detail}"
+    )
 
 
 __all__ = [
     "RELEVANCE_FINDINGS",
     "IterationScoring",
+    "explain_selection",
     "index_claims",
     "score_iteration",
     "sourced_claims",

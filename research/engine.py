@@ -34,6 +34,7 @@ from core.errors import first_line
 from core.events import Event, EventSink
 from core.llm.cost import UsageMeter
 from core.llm.factory import make_llm
+from core.messages import Lang, catalogue
 from core.runtime import Handle, Outcome, Runtime, current_node_id
 from core.settings import Settings
 from core.validation import clean_text
@@ -62,7 +63,7 @@ from research.llm_agent import combine_usage
 from research.metrics import AGENT_FAILURES
 from research.models import AgentReport, AgentSnapshot, SourceReference
 from research.reliability import reliability_for
-from research.report import render_final_report
+from research.report import dispute_labels, render_final_report
 from research.result import (
     AgentFailure,
     ConsensusResearchConfig,
@@ -75,6 +76,7 @@ from research.result import (
 from research.settings import ResearchSettings
 from research.strategies import strategy_for
 from research.summary import write_summary
+from research.superseded import superseded_claims
 from scrapers.search.factory import open_search, uses_local_corpus
 from scrapers.settings import SearchSettings
 
@@ -362,7 +364,7 @@ class _Run:
                 progress=self.progress(it, 0.95),
             )
         )
-        log.info("run %s iteration %d: %s", self.run_id, it, scoring.reason)
+        log.info("run %s iteration %d: %s", self.run_id, it, scoring.detail)
         duration_ms = int((time.perf_counter() - started) * 1000)
         self.events.emit(
             IterationCompleted(
@@ -398,19 +400,34 @@ class _Run:
         return not attempt.reports or len(attempt.failures) * 2 > self.config.agent_count
 
     async def _read_documents(self, reports: list[AgentReport]) -> None:
-        """Fetch the text and claims of newly cited pages from the collector (already collected there)."""
+        """Fetch the text and claims of newly cited pages from the collector (already collected there),
+        then bring every page's original up to date (:meth:`_refresh_originals`)."""
         refs = {s.url: s for r in reports for s in r.sources if s.url not in self.documents}
-        if not refs:
+        assert self.collector is not None
+        if refs:
+            [outcome] = await self.runtime.gather([self.collector.call(Collector.read, list(refs))], 60)
+            for url, item in (outcome.value or {}).items():
+                if item.page is None or item.analysis is None:
+                    continue
+                ref = refs[url].model_copy(update={"duplicate_of": item.duplicate_of})
+                ref = ref.model_copy(update={"reliability_score": round(reliability_for(ref), 3)})
+                self.documents[url] = SourceDocument(source=ref, text=item.page.text, claims=item.analysis.claims)
+        await self._refresh_originals()
+
+    async def _refresh_originals(self) -> None:
+        """Syndicated copies are found by their text (scrapers/near_duplicates.py) as pages arrive, and a
+        copy read before its original looked like an original when it was read: ask the collector which
+        page each one copies now, so that a copy and its original are one source in every count."""
+        if not self.documents:
             return
         assert self.collector is not None
-        [outcome] = await self.runtime.gather([self.collector.call(Collector.read, list(refs))], 60)
-        for url, item in (outcome.value or {}).items():
-            if item.page is None or item.analysis is None:
-                continue
-            # The collector's view of the original (earliest published, then smallest URL), not the agent's.
-            ref = refs[url].model_copy(update={"duplicate_of": item.duplicate_of})
-            ref = ref.model_copy(update={"reliability_score": round(reliability_for(ref), 3)})
-            self.documents[url] = SourceDocument(source=ref, text=item.page.text, claims=item.analysis.claims)
+        [outcome] = await self.runtime.gather([self.collector.call(Collector.originals, sorted(self.documents))], 60)
+        for url, original in (outcome.value or {}).items():
+            doc = self.documents.get(url)
+            if doc is not None and doc.source.duplicate_of != original:
+                source = doc.source.model_copy(update={"duplicate_of": original})
+                source = source.model_copy(update={"reliability_score": round(reliability_for(source), 3)})
+                self.documents[url] = doc.model_copy(update={"source": source})
 
     def next_context(self, done: IterationResult) -> IterationContext:
         single = [f.key for f in unconfirmed(done.consensus, index_claims(self.documents)) if f.key]
@@ -440,12 +457,10 @@ class _Run:
         }
 
 
-def _stop_reason(consistencies: list[float]) -> str:
+def _stop_reason(consistencies: list[float], lang: Lang) -> str:
+    """Why the run stopped before its last iteration, in the report's language."""
     steps = ", ".join(f"{c:.3f}" for c in consistencies[-3:])
-    return (
-        f"consensus consistency improved by less than 5% in each of the last 2 iterations ({steps}); "
-        "further iterations would not change the result"
-    )
+    return catalogue("research").text("stop.flat", lang, steps=steps)
 
 
 def start_pool(runtime: Runtime, nlp: NlpSettings) -> NlpPool:
@@ -495,7 +510,7 @@ async def run_research(
             if done.iteration >= run.config.iteration_count:
                 break
             if should_stop_early(consistencies):
-                stopped_early = _stop_reason(consistencies)
+                stopped_early = _stop_reason(consistencies, report_language(run.topic))
                 log.info("run %s: stopping after iteration %d: %s", run.run_id, done.iteration, stopped_early)
                 break
             context = run.next_context(done)
@@ -547,11 +562,13 @@ async def _finish(
     findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
     evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
     verified = [c for c in evidence if c.supporting]
+    superseded = superseded_claims(verified, conflicts, run.documents)
+    current = [c for c in verified if c.claim_id not in set(superseded)]  # what the summary may state as fact
     meter = UsageMeter()
     llm = make_llm(run.settings.llm, role=SUMMARY_ROLE, meter=meter)
-    summary = await write_summary(run.topic, verified, llm, lang=_lang(run.topic))
+    summary = await write_summary(run.topic, current, llm, lang=_lang(run.topic))
     last = run.iterations[-1]
-    charts, chart_warning = drawable(chart_refs(verified, report_language(run.topic)), _lang(run.topic))
+    charts, chart_warning = drawable(chart_refs(verified, report_language(run.topic), conflicts), _lang(run.topic))
     result = ConsensusResearchResult(
         final_report="",
         iterations=run.iterations,
@@ -564,6 +581,7 @@ async def _finish(
         run_id=run.run_id,
         executive_summary=summary,
         claims=verified,
+        superseded=superseded,
         disputed=conflicts,
         citation_check=check,
         sources=sorted((d.source for d in run.documents.values()), key=_source_order),
@@ -576,6 +594,7 @@ async def _finish(
         warnings=[chart_warning] if chart_warning else [],
         llm_quotes_dropped=sum(r.quotes_dropped for it in run.iterations for r in it.agent_reports),
     )
+    result.dispute_labels = dispute_labels(result)
     result.final_report = render_final_report(result)
     return result
 

@@ -6,7 +6,8 @@ left open, the sources already read and the areas to deepen. Agents act on it (s
 already read after new ones.
 
 * Unresolved questions: one per conflict among the consensus report's sources, plus each finding no
-  second independent source confirmed (its claim key: who / what / when).
+  second independent source confirmed (who / what / when), in the topic's language and named by the
+  claim's labels (research/labels.py), for the transparency report.
 * Areas to deepen: the topic's facets the consensus did not cover (their labels).
 * Focus queries: the search terms of the open questions first (the disputed figure's subject, measure
   and period, as words that occur in pages), then the uncovered facets' labels. They are dealt out
@@ -28,8 +29,10 @@ from itertools import pairwise
 
 from pydantic import Field
 
+from core.messages import Lang, catalogue
 from core.models import CamelModel
 from nlp.conflicts import Conflict
+from research.labels import period_label, report_language, series_label
 from research.models import AgentBrief, AgentReport
 from research.scoring import ReportScore, covered_facets, facets_for, topic_terms
 
@@ -69,16 +72,52 @@ def initial_context() -> IterationContext:
 
 
 def _words_of(key: str) -> str:
-    """``sme/labour_cost_pass_through_rate@2024-09`` -> ``sme labour cost pass through rate 2024-09``."""
+    """``sme/labour_cost_pass_through_rate@2024-09`` -> ``sme labour cost pass through rate 2024-09``: the
+    search terms of a key (what was searched is shown as it was, in the transparency report)."""
     return key.replace("/", " ").replace("@", " ").replace("_", " ").replace("undated", "").strip()
 
 
-def _question(conflict: Conflict) -> tuple[str, str]:
-    """(question for people, search terms for the search engine) for one conflict."""
+def _when(period: str | None, lang: Lang) -> str:
+    if not period or period == "undated":
+        return ""
+    return catalogue("research").text("question.when", lang, when=period_label(period, lang))
+
+
+def _question(conflict: Conflict, lang: Lang) -> tuple[str, str]:
+    """(question for people, in ``lang`` and named by labels, search terms for the search engine) for one conflict."""
     s1, s2 = conflict.statement1, conflict.statement2
-    when = f" ({conflict.when})" if conflict.when else ""
-    question = f"{conflict.subject} / {conflict.attribute}{when}: {s1.value} ({s1.source}) or {s2.value} ({s2.source})?"
+    label = series_label(f"{conflict.subject}/{conflict.attribute}", lang)
+    if conflict.type == "outdated":  # two periods: is the old figure superseded, not which is right
+        question = catalogue("research").text(
+            "question.outdated",
+            lang,
+            label=label,
+            old=s2.value,
+            old_when=period_label(s2.key.rsplit("@", 1)[-1], lang),
+            old_source=s2.source,
+            new=s1.value,
+            new_when=period_label(s1.key.rsplit("@", 1)[-1], lang),
+            new_source=s1.source,
+        )
+        return question, _search_terms(s2.text)
+    question = catalogue("research").text(
+        "question.disputed",
+        lang,
+        label=label,
+        when=_when(conflict.when, lang),
+        first=s1.value,
+        first_source=s1.source,
+        second=s2.value,
+        second_source=s2.source,
+    )
     return question, _search_terms(s2.text)
+
+
+def _single(key: str, lang: Lang) -> str:
+    """The question a figure only one source states asks, named by its labels."""
+    series, _, period = key.partition("@")
+    label = series_label(series, lang) if "/" in series else series
+    return catalogue("research").text("question.single", lang, label=label, when=_when(period, lang))
 
 
 def _search_terms(sentence: str, limit: int = 4) -> str:
@@ -100,15 +139,16 @@ def next_context(
 
     ``single_source_findings``: claim keys of consensus findings no second origin confirmed.
     """
+    lang = report_language(topic)
     questions: list[str] = []
     queries: list[str] = []
     for c in score.conflicts:
         if isinstance(c, Conflict):
-            question, terms = _question(c)
+            question, terms = _question(c, lang)
             questions.append(question)
             queries.append(terms)
     for key in single_source_findings:
-        questions.append(f"only one source states {key}: is it confirmed elsewhere?")
+        questions.append(_single(key, lang))
         queries.append(_words_of(key))
     facets = facets_for(topic)
     covered = set(covered_facets(consensus.findings, facets))

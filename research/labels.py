@@ -8,6 +8,8 @@ attribute's; a generic one (``rate:離職率``) is the phrase its page used.
 
 from __future__ import annotations
 
+import re
+
 from core.messages import Lang, catalogue
 
 
@@ -31,7 +33,20 @@ def attribute_label(attribute: str, lang: Lang) -> str:
 
 
 def subject_label(subject: str, lang: Lang) -> str:
+    """A subject key in words; a segment (``segment:一次取引先``) is the phrase its page used."""
+    if subject.startswith("segment:"):
+        return subject.split(":", 1)[1]
     return _known("subject", subject, lang) or subject.replace("_", " ")
+
+
+_FISCAL_YEAR = re.compile(r"^FY(\d{4})$")
+
+
+def period_label(period: str, lang: Lang) -> str:
+    """A claim key's period as people write it: a fiscal year ``FY2024`` is 「2024年度」 in Japanese;
+    months and days stay ISO (2024-09), which both languages read."""
+    found = _FISCAL_YEAR.match(period)
+    return catalogue("research").text("period.fiscal_year", lang, year=found.group(1)) if found else period
 
 
 def series_label(series: str, lang: Lang) -> str:
@@ -55,4 +70,4 @@ def report_language(topic: str) -> Lang:
     return "en" if topic.isascii() else "ja"
 
 
-__all__ = ["attribute_label", "report_language", "series_label", "subject_label", "unit_label"]
+__all__ = ["attribute_label", "period_label", "report_language", "series_label", "subject_label", "unit_label"]

@@ -30,7 +30,7 @@ from core.errors import MagiError, first_line
 from core.llm.base import LLMClient, Message, generate
 from core.llm.cost import UsageSummary
 from core.llm.fencing import fence
-from core.messages import language_of
+from core.messages import Lang, catalogue, language_of
 from core.resources import data_path
 from nlp.values import fold
 
@@ -193,10 +193,12 @@ def combine_usage(summaries: Sequence[UsageSummary | None]) -> UsageSummary | No
     )
 
 
-def failure(step: str, exc: Exception) -> str:
-    """The decision line of a failed LLM step (the agent goes on offline)."""
+def failure(step: str, exc: Exception, lang: Lang = "en") -> str:
+    """The decision line of a failed LLM step (the agent goes on offline), in ``lang``; ``step`` is
+    ``planning``, ``reading`` or ``report_writing``."""
     what = first_line(exc) if isinstance(exc, MagiError) else f"{type(exc).__name__}: {exc}"
-    return f"LLM {step} failed ({what}); the offline result was used"
+    c = catalogue("research")
+    return c.text("decision.llm_failed", lang, step=c.text(f"step.{step}", lang), error=what)
 
 
 __all__ = [

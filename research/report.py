@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from core.messages import Lang, catalogue, format_number
+from core.messages import Lang, catalogue, format_number, language_of
+from nlp.conflicts import Conflict, identifiers
 from nlp.values import fold
 from research.evidence import Citation, EvidencedClaim
-from research.labels import attribute_label, report_language, subject_label
+from research.labels import attribute_label, period_label, report_language, subject_label
 from research.models import SourceReference
+from research.result_labels import DisputeLabel
 
 if TYPE_CHECKING:
     from research.result import ConsensusResearchResult
@@ -50,7 +52,9 @@ class SourceNumbers:
         return self._by_url.get(url)
 
 
-class _Labels:
+class Labels:
+    """The research catalogue in one language: ``t(key, **fields)`` and numbers as people read them."""
+
     def __init__(self, lang: Lang) -> None:
         self.lang: Lang = lang
         self.c = catalogue("research")
@@ -62,14 +66,28 @@ class _Labels:
         return format_number(value, self.lang, digits)
 
 
-def _claim_line(claim: EvidencedClaim, refs: SourceNumbers, t: _Labels) -> str:
+def heading_for(context: str | None, lang: Lang) -> str:
+    """The subject a claim's document gives it, as the report may show it: whole when it is in the
+    report's language; else only the names it holds (an English manual's "autovacuum_naptime (integer)"
+    gives ``autovacuum_naptime`` in a Japanese report; "Where things stand" gives nothing), so that no
+    heading of another language reads as one of the report's own labels."""
+    if not context:
+        return ""
+    if language_of(context, lang) == lang:
+        return context
+    return " › ".join(identifiers(context))
+
+
+def _claim_line(claim: EvidencedClaim, refs: SourceNumbers, t: Labels, superseded: set[str]) -> str:
     against = (
         t("claims.against", n=claim.contradicting_origins, cites=refs.cite_all(claim.contradicting))
         if claim.contradicting
         else ""
     )
-    mark = t("claims.disputed") if claim.disputed else ""
-    context = f"*{claim.context}*: " if claim.context else ""  # the subject its document gives it
+    # an outdated figure is disputed too; saying which dispute is more use to the reader
+    mark = t("claims.superseded") if claim.claim_id in superseded else t("claims.disputed") if claim.disputed else ""
+    heading = heading_for(claim.context, t.lang)
+    context = f"*{heading}*: " if heading else ""  # the subject its document gives it
     return t(
         "claims.line",
         context=context,
@@ -97,9 +115,30 @@ def distinct_claims(claims: list[EvidencedClaim]) -> list[EvidencedClaim]:
     return kept
 
 
+def dispute_labels(result: ConsensusResearchResult) -> list[DisputeLabel]:
+    """Each disputed figure in the report's words (what it is, when, the kind of dispute, the suggested
+    reading), in ``result.disputed`` order: the report and the research page say the same."""
+    lang = report_language(result.metadata.topic)
+    t = Labels(lang)
+    refs = SourceNumbers(result.sources, lang)
+    out = []
+    for d in result.disputed:
+        kind = f"conflict.{d.type}"
+        out.append(
+            DisputeLabel(
+                conflict_id=d.conflict_id,
+                label=f"{subject_label(d.subject, lang)} / {attribute_label(d.attribute, lang)}",
+                when=period_label(d.when, lang) if d.when else None,
+                kind=t(kind) if kind in t.c.messages else d.type,
+                reading=reading_text(d, refs, t) or None,
+            )
+        )
+    return out
+
+
 def render_final_report(result: ConsensusResearchResult) -> str:
     lang = report_language(result.metadata.topic)
-    t = _Labels(lang)
+    t = Labels(lang)
     refs = SourceNumbers(result.sources, lang)
     lines = [f"# {result.metadata.topic}", "", t("summary.title"), "", result.executive_summary.text.strip(), ""]
     summary = result.executive_summary
@@ -122,37 +161,39 @@ def render_final_report(result: ConsensusResearchResult) -> str:
         lines.append("")
 
     lines += [t("claims.title"), ""]
-    claim_lines = [_claim_line(c, refs, t) for c in distinct_claims(result.claims)[:MAX_CLAIMS]]
+    superseded = set(result.superseded)
+    claim_lines = [_claim_line(c, refs, t, superseded) for c in distinct_claims(result.claims)[:MAX_CLAIMS]]
     lines += claim_lines or [t("claims.none")]
     lines.append("")
 
     lines += [t("disputed.title"), ""]
     if not result.disputed:
         lines += [t("disputed.none"), ""]
-    for n, d in enumerate(result.disputed, start=1):
-        when = f", {d.when}" if d.when else ""
-        label = f"{subject_label(d.subject, lang)} / {attribute_label(d.attribute, lang)}"
-        kind = t(f"conflict.{d.type}") if f"conflict.{d.type}" in t.c.messages else d.type
+    for n, (d, words) in enumerate(zip(result.disputed, dispute_labels(result), strict=True), start=1):
         lines += [
             t(
                 "disputed.item",
                 n=n,
-                type=kind,
-                label=label,
-                when=when,
+                type=words.kind,
+                label=words.label,
+                when=f", {words.when}" if words.when else "",
                 severity=d.severity,
                 confidence=t.number(d.confidence, 2),
             ),
             f"   - {d.statement1.value}: {d.statement1.text} {refs.cite(d.statement1.source)}",
             f"   - {d.statement2.value}: {d.statement2.text} {refs.cite(d.statement2.source)}",
         ]
-        if d.resolution:
-            lines.append(t("disputed.reading", text=d.resolution))
+        if words.reading:
+            lines.append(t("disputed.reading", text=words.reading))
     lines.append("")
 
     if result.charts or result.warnings:
         lines += [t("charts.title"), ""]
-        lines += [f"![{c.title}](charts/{c.file})" for c in result.charts]
+        for chart in result.charts:
+            points = t("charts.separator").join(
+                f"{p.period} {p.figure}{refs.cite(p.source) if p.source else ''}" for p in chart.points
+            )
+            lines += [f"![{chart.title}](charts/{chart.file})", "", t("charts.figures", points=points), ""]
         lines += [f"> {warning}" for warning in result.warnings]
         lines.append("")
     lines += _methodology(result, t)
@@ -179,7 +220,52 @@ def render_final_report(result: ConsensusResearchResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _methodology(result: ConsensusResearchResult, t: _Labels) -> list[str]:
+def _source_words(kind: str | None, published: object, t: Labels) -> str:
+    """「公的機関の出典（2024-11-29）」: a source named by its type and date, in the report's language."""
+    kind = kind if kind and f"source.{kind}" in t.c.messages else "unknown"
+    if published:
+        return t("reading.source_dated", type=t(f"source.{kind}"), date=published)
+    return t("reading.source", type=t(f"source.{kind}"))
+
+
+def reading_text(conflict: Conflict, refs: SourceNumbers, t: Labels) -> str:
+    """The suggested reading of a dispute, worded from its data (:class:`nlp.conflicts.Reading`) in the
+    report's language; the English ``resolution`` only when a conflict carries no reading."""
+    reading = conflict.reading
+    if reading is None:
+        return conflict.resolution or ""
+    win, lose = (
+        (conflict.statement2, conflict.statement1)
+        if reading.preferred == 2
+        else (conflict.statement1, conflict.statement2)
+    )
+    source = _source_words(reading.source_type, reading.published, t)
+    if reading.kind == "superseded":
+        old, new = conflict.statement2, conflict.statement1
+        return t(
+            "reading.superseded",
+            old=old.value,
+            old_when=period_label(old.key.rsplit("@", 1)[-1], t.lang),
+            new=new.value,
+            new_when=period_label(new.key.rsplit("@", 1)[-1], t.lang),
+            source=source,
+        )
+    if reading.kind == "check_wording":
+        return t("reading.check_wording", figure=conflict.statement1.value, source=source)
+    agree = t("reading.agreeing", n=reading.agreeing) if reading.agreeing else ""
+    text = t("reading.prefer", source=source, figure=win.value, agree=agree)
+    other = refs.source(lose.source)
+    other_type = other.source_type if other and other.source_type else None
+    note = reading.note or "differs"
+    return text + t(f"reading.note_{note}", figure=lose.value, source=_source_words(other_type, None, t))
+
+
+def _provider(name: str, t: Labels) -> str:
+    """A search provider as people call it (ローカルのコーパス, DuckDuckGo); an unknown one as configured."""
+    return t(f"provider.{name}") if f"provider.{name}" in t.c.messages else f"`{name}`"
+
+
+def _methodology(result: ConsensusResearchResult, t: Labels) -> list[str]:
     config = result.metadata.config
     failures = result.agent_failures
     check = result.citation_check
@@ -189,7 +275,6 @@ def _methodology(result: ConsensusResearchResult, t: _Labels) -> list[str]:
         "",
         t(
             "method.run",
-            run=result.run_id,
             started=f"{result.metadata.started_at:%Y-%m-%d %H:%M:%S}",
             seconds=t.number(result.total_duration_ms / 1000, 1),
             done=len(result.iterations),
@@ -200,7 +285,7 @@ def _methodology(result: ConsensusResearchResult, t: _Labels) -> list[str]:
         ),
         t(
             "method.search",
-            provider=config.search_config.provider,
+            provider=_provider(config.search_config.provider, t),
             results=config.search_config.max_results_per_agent,
             timeout=f"{config.agent_timeout_ms / 1000:g}",
         ),
@@ -248,7 +333,11 @@ __all__ = [
     "MAX_CITES",
     "MAX_CLAIMS",
     "MAX_NEW_FINDINGS",
+    "Labels",
     "SourceNumbers",
+    "dispute_labels",
     "distinct_claims",
+    "heading_for",
+    "reading_text",
     "render_final_report",
 ]

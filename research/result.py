@@ -20,6 +20,7 @@ from research.charts import ChartRef
 from research.evidence import CitationCheck, EvidencedClaim
 from research.iteration import IterationContext
 from research.models import AgentReport, AgentSnapshot, EntityMention, SourceReference
+from research.result_labels import DisputeLabel
 from research.scoring import ReportScore
 from research.summary import ExecutiveSummary
 
@@ -94,7 +95,11 @@ class ConsensusResearchResult(CamelModel):
     run_id: str
     executive_summary: ExecutiveSummary
     claims: list[EvidencedClaim]  # verified claims: at least one citation passed
+    # ids of claims that state or continue a figure shown to be outdated (research/superseded.py): listed
+    # as such, never a supporting fact of the summary
+    superseded: list[str] = Field(default_factory=list)
     disputed: list[Conflict]  # conflicts among every source read in the run, both sides
+    dispute_labels: list[DisputeLabel] = Field(default_factory=list)  # the same, in the report's words
     citation_check: CitationCheck
     sources: list[SourceReference]  # every page read, with its reliability
     stopped_early: str | None = None  # why fewer iterations than configured ran

@@ -27,13 +27,25 @@ def shingles(text: str) -> frozenset[str]:
 
 
 def simhash(parts: frozenset[str]) -> int:
-    """64-bit fingerprint; similar shingle sets get fingerprints that differ in few bits."""
-    weights = [0] * 64
+    """64-bit fingerprint; similar shingle sets get fingerprints that differ in few bits.
+
+    Bit ``k`` is set when more shingle hashes have it set than not. The votes are counted per byte
+    value (8 tallies per shingle, not 64 bit tests), then read out per bit: the same fingerprint, a
+    fraction of the work on a long page.
+    """
+    tallies = [[0] * 256 for _ in range(8)]
     for part in parts:
-        h = int.from_bytes(hashlib.blake2b(part.encode(), digest_size=8).digest(), "big")
-        for bit in range(64):
-            weights[bit] += 1 if h >> bit & 1 else -1
-    return sum(1 << bit for bit in range(64) if weights[bit] > 0)
+        digest = hashlib.blake2b(part.encode(), digest_size=8).digest()  # big-endian: byte 0 holds bits 56-63
+        for position, byte in enumerate(digest):
+            tallies[position][byte] += 1
+    total = len(parts)
+    fingerprint = 0
+    for position, tally in enumerate(tallies):
+        for bit in range(8):
+            ones = sum(count for byte, count in enumerate(tally) if byte >> bit & 1)
+            if 2 * ones > total:
+                fingerprint |= 1 << ((7 - position) * 8 + bit)
+    return fingerprint
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

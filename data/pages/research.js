@@ -24,6 +24,11 @@ function webAddress(url) {
   }
 }
 
+// Whether a text is written in the page's language: Japanese has kana or kanji, English has neither.
+function inPageLanguage(value) {
+  return /[\u3040-\u30ff\u3400-\u9fff]/.test(value) === (MAGI.lang !== "en");
+}
+
 async function authorisedBlob(path) {
   const answer = await MAGI.call(path);
   if (!answer.ok) throw new Error(t("research.chart_failed", { status: answer.status }));
@@ -102,6 +107,10 @@ function track(kind, data) {
 }
 
 // A figure's name from the research vocabulary ("中小企業／全く転嫁できなかった企業の割合"), never its key.
+function kindOf(d) {
+  return known("research.dispute_" + d.type) ? t("research.dispute_" + d.type) : t("research.dispute_other");
+}
+
 function figureName(d) {
   const subject = known("research.subject." + d.subject) ? t("research.subject." + d.subject) : null;
   const attribute = known("research.attribute." + d.attribute) ? t("research.attribute." + d.attribute) : t("research.figure");
@@ -146,7 +155,9 @@ function render(result) {
   for (const c of result.claims) {
     const row = document.createElement("tr");
     const said = MAGI.content("td", c.text);
-    if (c.context) said.prepend(MAGI.content("div", c.context, "muted"));  // the subject its document gives it
+    // the subject its document gives it, when written in the page's language: a heading in another
+    // language would read as one of the page's own labels (the report shows only its names then)
+    if (c.context && inPageLanguage(c.context)) said.prepend(MAGI.content("div", c.context, "muted"));
     row.append(said, text("td", t("research.confidence", { value: num(c.confidence, 2) })));
     const cell = document.createElement("td");
     for (const s of c.supporting) {
@@ -161,7 +172,9 @@ function render(result) {
   const disputed = $("disputed");
   disputed.replaceChildren();
   if (result.disputed.length) disputed.className = "";
+  const words = new Map((result.disputeLabels || []).map((w) => [w.conflictId, w]));
   for (const d of result.disputed) {
+    const said = words.get(d.conflictId);  // absent from a result written before disputeLabels existed
     const box = document.createElement("div");
     box.className = "sides";
     for (const side of [d.statement1, d.statement2]) {
@@ -170,8 +183,10 @@ function render(result) {
       one.append(MAGI.content("strong", side.value), MAGI.content("div", side.text), text("div", side.source, "muted"));
       box.append(one);
     }
-    const kind = known("research.dispute_" + d.type) ? t("research.dispute_" + d.type) : t("research.dispute_other");
-    disputed.append(text("div", t("research.dispute_head", { figure: figureName(d), type: kind, severity: num(d.severity) })), box);
+    const when = said && said.when ? t("research.dispute_when", { when: said.when }) : "";
+    const figure = said ? said.label + when : figureName(d);
+    disputed.append(text("div", t("research.dispute_head", { figure, type: said ? said.kind : kindOf(d), severity: num(d.severity) })), box);
+    if (said && said.reading) disputed.append(text("div", t("research.dispute_reading", { text: said.reading }), "muted"));
   }
   const charts = $("charts");
   charts.replaceChildren();

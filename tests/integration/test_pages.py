@@ -19,15 +19,19 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser, Page, Response
 
+from core.messages import catalogue
 from core.resources import data_path
 from core.settings import load_settings
+from research.result import ConsensusResearchResult as Result
 from tests.browser import screenshot_path
 from tests.conftest import CORPUS_DIR
 from tests.ports import free_port
+from tests.report_words import foreign_words
 
 KEY = "page-key-for-tests"
+RESULT_PARTS = ("answer", "claims-table", "disputed", "charts", "transparency")  # the research page's content
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 SAMPLE_IDEAS = data_path("critic", "examples", "ideas.json")
@@ -444,6 +448,8 @@ async def test_the_research_page_on_a_phone_with_a_key(platform: str, browser: B
     await page.fill("#agents", "2")
     await page.fill("#iterations", "1")
     await page.select_option("#corpus", label="corpus")
+    results: list[Response] = []  # the run's result as the page received it (for what it quotes)
+    page.on("response", lambda r: results.append(r) if re.search(r"/research/[0-9a-f]+$", r.url) else None)
     await page.click("#start")
     await page.wait_for_selector(".agent .stage", timeout=120_000)
     assert await page.evaluate(TOO_WIDE) == []  # while it runs, too
@@ -465,7 +471,13 @@ async def test_the_research_page_on_a_phone_with_a_key(platform: str, browser: B
     assert await page.locator("#disputed .sides").count() >= 1  # planted conflicts: both sides shown
     assert await page.locator("#disputed .side").count() == 2 * await page.locator("#disputed .sides").count()
     transparency = await page.inner_text("#transparency")
-    assert "反復 1" in transparency and "情報源の重なり" in transparency and "選択理由" in transparency
+    assert "反復 1" in transparency and "情報源の重なり" in transparency and "報告を採用しました" in transparency
+    # What the page shows of the result says everything in Japanese, in its own words: no English
+    # label, no claim key, no report id (the sources' own sentences and titles are quoted as written).
+    result = Result.model_validate((await results[-1].json())["result"])
+    shown = "\n".join([await page.inner_text(f"#{part}") for part in RESULT_PARTS])
+    assert foreign_words(shown, result, catalogue("research")) == []
+    assert not any(r.report_id in shown for it in result.iterations for r in it.agent_reports)
     await page.wait_for_function(
         "() => { const imgs = [...document.querySelectorAll('#charts img.chart')]; return imgs.length > 0"
         " && imgs.every(i => i.src.startsWith('blob:') && i.complete && i.naturalWidth > 0); }",

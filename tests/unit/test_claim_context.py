@@ -54,6 +54,10 @@ def test_what_counts_as_a_heading() -> None:
     assert not is_heading("2.4.33 and earlier: unlimited")
     assert is_heading("Examples") and is_heading("Tables of limits")  # no caption: no label follows
     assert not is_heading("Table 20.3 Severity levels") and not is_heading("Example A")
+    # a caption or a dateline is no subject for the sentences after it; a title with an era year is a title
+    assert not is_heading("図表2-1 価格転嫁率の推移") and not is_heading("Fig. 3 Response times")
+    assert not is_heading("令和7年5月30日 企画調整部") and not is_heading("公表日:令和7年7月4日 白書編集委員会")
+    assert is_heading("令和6年度における下請取引の監視活動の状況") and is_heading("図書館の利用")
     assert clean_heading("4.5.1.1. Disk space requirements") == "Disk space requirements"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import shutil
@@ -16,10 +17,12 @@ from core.messages import catalogue, leaks
 from core.runtime import InProcessRuntime
 from core.settings import load_settings
 from nlp.settings import NlpSettings
-from research.engine import run_research
+from research.engine import run_research, start_pool
 from research.errors import ResearchError
 from research.events import AgentCompleted, ConsensusSelected, ResearchCompleted
 from research.report import render_final_report
+from research.transparency import transparency_markdown
+from tests.report_words import foreign_words
 
 PAGE = """<html lang="ja"><head><meta charset="utf-8"><title>{title}</title></head><body><article>
 <h1>{title}</h1><p>{body}</p></article></body></html>"""
@@ -99,8 +102,14 @@ def _check_report_languages(result: Any) -> None:
     assert headings[:3] == ["## 要約", "## 反復ごとの主な発見", "## 主張・確信度・出典"]
     assert headings[-2:] == ["## 調査方法", "## 出典"]
     assert "### 反復1（採用した報告: エージェント" in report and "— 確信度 0." in report
-    labels_only = "\n".join(line for line in report.splitlines() if line.startswith(("#", "- 実行", "- 最終スコア")))
-    assert leaks(labels_only, catalogue("research")) == []
+    # Every word the report and its transparency report write themselves is Japanese: no English label,
+    # no claim key, no report id (quotations of the sources and the topic are left aside).
+    assert foreign_words(report, result, catalogue("research")) == []
+    transparency = transparency_markdown(result)
+    assert transparency.startswith("# 透明性レポート — ") and "## 反復1" in transparency
+    assert foreign_words(transparency, result, catalogue("research")) == []
+    ids = [result.run_id, *(r.report_id for it in result.iterations for r in it.agent_reports)]
+    assert not any(i in text for i in ids for text in (report, transparency))
     # The terminal summary of `magi research`: Japanese, no report or run id, the scores and counts.
     terminal = terminal_summary(result, Path("out/report.md"), Path("out/result.json"))
     assert terminal.startswith("# 調査: ") and "- 報告書: out/report.md" in terminal
@@ -135,7 +144,7 @@ async def test_early_termination_fires_when_consistency_stops_improving(tmp_path
     """The tiny corpus gives the same consistency every iteration: two flat steps end the run after 3 of 5."""
     result, _ = await _run(tmp_path, iterations=5)
     assert len(result.iterations) == 3
-    assert result.stopped_early and "less than 5%" in result.stopped_early
+    assert result.stopped_early and "5%未満" in result.stopped_early  # a Japanese topic: Japanese words
     assert "- 早期終了: " in result.final_report  # a Japanese topic: a Japanese report
 
 
@@ -181,3 +190,108 @@ async def test_a_kept_pool_serves_a_second_run_that_needs_no_analysis(tmp_path: 
     # no new batch reached a worker (in process the pool's counters are shared by both runs' collectors)
     assert second.collection.nlp_usage_by_node == first.collection.nlp_usage_by_node
     assert len(pool.workers) == 1  # left running for the caller
+
+
+ARTICLE = (
+    "Trucking operators passed on just 21.3% of their cost increases in the September 2024 survey round, "
+    "according to the survey centre. Fuel and wages rose faster than freight rates, the operators said, and "
+    "many shippers refused to renegotiate contracts signed before the price rises began in earnest."
+)
+
+
+async def test_a_copy_read_before_its_original_becomes_its_copy(tmp_path: Path) -> None:
+    """A syndicated copy collected first looks like an original when it is read; once its earlier
+    original is read, the run counts the two as one source (found by their text, not their URLs)."""
+    from actors.collector import Collector
+    from research.engine import _Run
+    from research.models import AgentReport, AgentStrategy, SourceReference
+
+    copy = ARTICLE.replace("the operators said", "operators told the wire")
+    page = '<html lang="en"><head><meta name="date" content="{date}"><title>{t}</title></head><body><article>'
+    page += "<h1>{t}</h1><p>{body}</p></article></body></html>"
+    (tmp_path / "copy.html").write_text(page.format(date="2025-01-29", t="[Syndicated] Truckers", body=copy))
+    (tmp_path / "original.html").write_text(page.format(date="2025-01-28", t="Truckers", body=ARTICLE))
+    settings = load_settings(overrides={"search": {"corpus_dir": tmp_path}, "nlp": {"workers": 1}})
+    runtime = InProcessRuntime()
+    run = _Run("trucking pass-through", settings, runtime, ListSink(), "copies")
+    pool = start_pool(runtime, NlpSettings.of(settings))
+    run.collector = runtime.spawn(Collector, settings, pool)
+
+    def cited(name: str) -> AgentReport:
+        url = (tmp_path / name).resolve().as_uri()
+        now = dt.datetime.now(dt.UTC)
+        source = SourceReference(url=url, title=name, fetched_at=now)
+        return AgentReport(
+            agent_id=1, report_id=name, content="", sources=[source], strategy=AgentStrategy(agent_id=1),
+            generated_at=now, duration_ms=0,
+        )  # fmt: skip
+
+    try:
+        for name in ("copy.html", "original.html"):  # the copy arrives first
+            await run.collector.call(Collector.collect, [cited(name).sources[0].url])
+            await run._read_documents([cited(name)])
+        original, duplicate = (cited(n).sources[0].url for n in ("original.html", "copy.html"))
+        assert run.documents[duplicate].source.duplicate_of == original
+        assert run.documents[original].source.duplicate_of is None
+    finally:
+        await runtime.close()
+
+
+MANUAL = """<html lang="en"><head><meta charset="utf-8"><title>{title}</title></head><body><article>
+<h1>{title}</h1>{body}</article></body></html>"""
+MANUAL_PAGES = {
+    "vacuum.html": (
+        "Background cleaning in ExampleDB",
+        "<p>ExampleDB runs a background cleaner, the autovacuum worker, that reclaims space left by "
+        "updated rows.</p><dl><dt>autovacuum_naptime (integer)</dt><dd>Sets how long the cleaner sleeps "
+        "between two rounds over one database. The default is 60 seconds.</dd>"
+        "<dt>autovacuum_vacuum_threshold (integer)</dt><dd>Sets how many changed rows a table needs before "
+        "it is cleaned. The default is 50 rows.</dd></dl>",
+    ),
+    "freeze.html": (
+        "Freezing old rows in ExampleDB",
+        "<dl><dt>vacuum_freeze_table_age (integer)</dt><dd>Sets the age at which a whole-table scan is "
+        "forced. The default is 150 million transactions.</dd></dl>",
+    ),
+}
+
+
+async def _manual_run(tmp_path: Path) -> Any:
+    for name, (title, body) in MANUAL_PAGES.items():
+        (tmp_path / name).write_text(MANUAL.format(title=title, body=body), encoding="utf-8")
+    settings = load_settings(
+        overrides={
+            "search": {"corpus_dir": tmp_path},
+            "nlp": {"workers": 1},
+            "research": {"agents": 1, "iterations": 1},
+        }
+    )
+    runtime = InProcessRuntime()
+    try:
+        return await run_research("ExampleDB の autovacuum の既定値は？", settings, runtime, ListSink())
+    finally:
+        await runtime.close()
+
+
+async def test_a_japanese_question_on_an_english_manual_gets_japanese_labels(tmp_path: Path) -> None:
+    """A question in Japanese about an English manual: the report is Japanese; every label the report
+    writes (outside its summary, see the next test) and the transparency report's are Japanese, whatever
+    the language of the pages quoted; two parameters' defaults are no dispute."""
+    result = await _manual_run(tmp_path)
+    report = result.final_report
+    assert report.startswith("# ExampleDB の autovacuum の既定値は？\n\n## 要約")
+    after_summary = report.split("## 反復ごとの主な発見", 1)[1]
+    assert foreign_words(after_summary, result, catalogue("research")) == []
+    assert foreign_words(transparency_markdown(result), result, catalogue("research")) == []
+    assert result.disputed == []  # 60 seconds, 50 rows, 150 million transactions: three parameters
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the executive summary's own labels (research/summary.py: 'Answer:', 'Supporting facts:', 'Earlier:') "
+    "follow the question's detected language, not the report's: English in a Japanese report; issue 36 item 3",
+)
+async def test_the_summary_of_a_japanese_report_has_japanese_labels(tmp_path: Path) -> None:
+    result = await _manual_run(tmp_path)
+    summary = result.final_report.split("## 反復ごとの主な発見", 1)[0]
+    assert foreign_words(summary, result, catalogue("research")) == []

@@ -328,3 +328,58 @@ def test_policy_file_loads_and_rejects_bad_entries(tmp_path: Path) -> None:
     strict = ConflictPolicy(contradiction_min_gap=0.5)
     (c,) = detect_conflicts([official(), item("価格転嫁率は約6割。", "https://a.example")], strict)
     assert c.type == "inconsistency"
+
+
+# --- the same subject and attribute ---------------------------------------------------------------
+
+
+def _manual(
+    text: str, url: str, *, context: str = "", subject: str = "default", attribute: str = "value"
+) -> SourcedClaim:
+    """A standing fact of a manual page (no period), keyed as a shape reader keys "The default is ..."."""
+    found = item(text, url, when=None, subject=subject, attribute=attribute, lang="en", source_type="official")
+    return found.model_copy(update={"context": context})
+
+
+def test_values_of_different_parameters_never_conflict() -> None:
+    """Two defaults under one vague key ("default"/"value") are two parameters' defaults when they count
+    different things, or when their sentences and sections name different parameters."""
+    tuples = _manual("The default is 50 tuples.", "https://a.example/autovacuum")
+    transactions = _manual("The default is 150 million transactions.", "https://b.example/client")
+    assert detect_conflicts([tuples, transactions]) == []
+    # the same noun, but the sections name different parameters
+    threshold = _manual("The default is 50 tuples.", "https://a.example/a", context="autovacuum_vacuum_threshold")
+    insert = _manual("The default is 1000 tuples.", "https://b.example/b", context="autovacuum_vacuum_insert_threshold")
+    assert detect_conflicts([threshold, insert]) == []
+    freeze = _manual("The default of autovacuum_freeze_max_age is 200 million transactions.", "https://a.example/c")
+    table = _manual("The default of vacuum_freeze_table_age is 150 million transactions.", "https://b.example/d")
+    assert [v.kind for v in (*freeze.claim.values, *table.claim.values)] == ["number", "number"]
+    assert detect_conflicts([freeze, table]) == []
+    # one parameter stated differently by two pages is still a conflict
+    wrong = _manual("The default is 500 tuples.", "https://b.example/e", context="autovacuum_vacuum_threshold")
+    (c,) = detect_conflicts([threshold, wrong])
+    assert (c.type, c.statement1.value, c.statement2.value) == ("contradiction", "50", "500")
+    assert detect_conflicts([tuples, _manual("The default is 75 tuples.", "https://c.example/f")])
+
+
+def test_the_reading_names_the_preferred_side_as_data() -> None:
+    """The suggested reading is data (which side, why), so a report can word it in its own language."""
+    (c,) = detect_conflicts(
+        [official(), item("価格転嫁率は約6割だった。", "https://blog.example", source_type="community")]
+    )
+    assert c.reading is not None and (c.reading.kind, c.reading.preferred, c.reading.note) == (
+        "prefer",
+        1,
+        "approximate",
+    )
+    assert c.preferred.value == "49.7%" and c.reading.source_type == "official"
+    # the outlier is the more authoritative side: it is the one to prefer
+    news = [item("価格転嫁率は約6割。", f"https://news{i}.example", source_type="news") for i in range(2)]
+    (c,) = detect_conflicts([*news, official("2024年9月調査の中小企業の価格転嫁率は50.2%。")])
+    assert c.statement1.source.startswith("https://news") and c.preferred.value == "50.2%"
+    new = item("2025年3月調査では価格転嫁率は52.4%。", OFFICIAL, when="2025-03", published="2025-06-20")
+    old = item(
+        "最新の調査では価格転嫁率は46.1%にとどまる。", "https://a.example", when="2024-03", published="2024-06-21"
+    )
+    (c,) = detect_conflicts([new, old])
+    assert c.reading is not None and c.reading.kind == "superseded" and c.preferred.value == "52.4%"

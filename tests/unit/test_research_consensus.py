@@ -12,9 +12,10 @@ import yaml
 
 from nlp.analysis import AnalysisInput, analyse_texts
 from nlp.conflicts import claim_key
-from research.consensus import index_claims, score_iteration, unconfirmed
+from research.consensus import explain_selection, index_claims, score_iteration, unconfirmed
 from research.evidence import SourceDocument
 from research.models import AgentReport, AgentStrategy, Finding, SourceReference
+from research.scoring import ReportScore
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"  # conftest chdirs: locate from this file
 OFFICIAL = "https://sme-price-survey.example/2024/autumn"
@@ -72,7 +73,12 @@ def test_the_report_whose_sources_agree_becomes_the_consensus(documents: dict[st
     assert [s.report_id for s in scoring.scores] == ["r2", "r1"]  # every report scored, in the given order
     blog_conflicts = [c for c in by_id["r2"].conflicts if BLOG in (c.statement1.source, c.statement2.source)]  # type: ignore[attr-defined]
     assert blog_conflicts and by_id["r2"].consistency_score < by_id["r1"].consistency_score
-    assert scoring.selected is agreeing and scoring.reason.startswith("agent 1's report r1 selected among 2")
+    assert scoring.selected is agreeing and scoring.detail.startswith("agent 1's report r1 selected among 2")
+    # for people: the topic's language, agents by number, no report id
+    assert scoring.reason.startswith(
+        "エージェント1の報告を採用（2件中）: 一貫性が最も高い（1.000、次点はエージェント2の"
+    )
+    assert "r1" not in scoring.reason and "r2" not in scoring.reason
     assert not scoring.flagged_for_review
     assert by_id["r1"].unverified_count == 0 and by_id["r2"].unverified_count == 1
 
@@ -82,3 +88,31 @@ def test_a_figure_only_one_origin_states_is_unconfirmed(documents: dict[str, Sou
     assert unconfirmed(_report(1, documents, [OFFICIAL, ACADEMIC], OFFICIAL, "49.7"), index) == []
     blog = _report(2, documents, [BLOG], BLOG, "約6割")
     assert unconfirmed(blog, index) == blog.findings
+
+
+def _score(report_id: str, consistency: float, coverage: float, overall: float) -> ReportScore:
+    return ReportScore(
+        report_id=report_id,
+        consistency_score=consistency,
+        source_reliability_score=0.5,
+        coverage_score=coverage,
+        overall_score=overall,
+    )
+
+
+def test_the_selection_is_explained_by_the_criterion_that_decided_it() -> None:
+    """Ties are named until one criterion decides; a higher overall score passed over is said; the
+    report ids (UUIDs in a run) never appear: agents are named by number."""
+    agents = {"uuid-a": 1, "uuid-b": 2, "uuid-c": 3}
+    scores = [_score("uuid-a", 0.9, 0.8, 0.8), _score("uuid-b", 0.9, 1.0, 0.85), _score("uuid-c", 0.7, 1.0, 0.9)]
+    ja = explain_selection(scores, "uuid-b", agents, "ja")
+    assert ja == (
+        "エージェント2の報告を採用（3件中）: 2件が一貫性 0.900で並ぶ、"
+        "網羅性が最も高い（1.000、次点はエージェント1の0.800）。総合スコア 0.850。"
+        "エージェント3の報告は総合スコアが高い（0.900）ものの一貫性が低く（0.700）、仕様は一貫性を優先します"
+    )
+    en = explain_selection(scores, "uuid-b", agents, "en")
+    assert en.startswith("agent 2's report chosen among 3: 2 reports tie on consistency 0.900; highest coverage")
+    same = [_score("uuid-a", 0.9, 1.0, 0.8), _score("uuid-b", 0.9, 1.0, 0.8)]
+    assert explain_selection(same, "uuid-a", agents, "ja").endswith("同点のため番号順でエージェント1。総合スコア 0.800")
+    assert not any("uuid" in text for text in (ja, en))

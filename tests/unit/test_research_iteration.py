@@ -89,8 +89,12 @@ def test_next_context_carries_consensus_questions_sources_and_gaps() -> None:
     assert context.iteration == 2 and not context.is_initial and context.previous_consensus == "# consensus"
     assert context.previous_score == score
     assert context.covered_sources == ["https://a.example/1", "https://b.example/2"]
-    assert "49.7%" in context.unresolved_questions[0] and "約6割" in context.unresolved_questions[0]
-    assert any("labour_cost_pass_through_rate" in q for q in context.unresolved_questions)
+    assert context.unresolved_questions[0] == (
+        "中小企業の価格転嫁率（2024-09）は49.7%（https://a.example/1）か約6割（https://b.example/2）か"
+    )
+    # named for people, in the topic's language: no claim key
+    assert "中小企業の労務費の価格転嫁率（2024-09）を述べる出典は1件だけ" in context.unresolved_questions[1]
+    assert not any("pass_through_rate" in q for q in context.unresolved_questions)
     assert "労務費の転嫁" in context.areas_to_deepen  # a facet of the topic the consensus did not cover
     assert "価格転嫁率" in context.focus_queries[0]  # the disputed sentence's own terms
     brief = context.brief()
@@ -117,3 +121,22 @@ def test_focus_queries_are_dealt_out_among_agents() -> None:
     single = IterationContext(iteration=2, is_initial=False, focus_queries=["only"])
     assert [single.brief(i, 3).focus_queries for i in (1, 2, 3)] == [["only"]] * 3  # nobody left without one
     assert context.brief(2, 3).covered_sources == ["https://a.example/1"]
+
+
+def test_an_outdated_figure_is_asked_whether_it_is_superseded() -> None:
+    """Two periods are no either-or: the question asks whether the old figure was superseded."""
+    old = _conflict().statement2.model_copy(update={"key": "sme/pass_through_rate@FY2022", "value": "39.3%"})
+    stale = _conflict().model_copy(update={"type": "outdated", "statement2": old, "when": "FY2022"})
+    report = AgentReport(
+        agent_id=1, report_id="r1", content="", sources=[], generated_at=datetime.now(UTC), duration_ms=1,
+        strategy=AgentStrategy(agent_id=1),
+    )  # fmt: skip
+    score = ReportScore(
+        report_id="r1", consistency_score=1, source_reliability_score=1, coverage_score=1, overall_score=1,
+        conflicts=[stale],
+    )  # fmt: skip
+    (question,) = next_context("価格転嫁の現状", 2, report, score, [], []).unresolved_questions
+    assert question == (
+        "中小企業の価格転嫁率の39.3%（2022年度、https://b.example/2）は、"
+        "新しい49.7%（2024-09、https://a.example/1）に置き換わったか"
+    )

@@ -51,7 +51,7 @@ async def test_scripted_llm_plans_reads_and_writes_with_verified_quotes(tmp_path
     assert result.usage.cost_usd == "unknown" and result.llm_quotes_dropped == 0  # the scripted model has no price
     for report in result.iterations[0].agent_reports:
         assert report.llm_usage is not None and report.llm_usage.calls == 3
-        assert any(d.startswith("LLM notes: ") and "0 dropped" in d for d in report.decisions)
+        assert any(d.startswith("LLMのメモ: ") and "0件を除外" in d for d in report.decisions)  # a Japanese topic
         assert "[1]" in report.content or "[2]" in report.content
     assert result.claims and all(c.supporting for c in result.claims)
     assert result.citation_check.passed == result.citation_check.checked
