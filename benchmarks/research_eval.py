@@ -1,13 +1,16 @@
 """Research evaluated on real documentation Debian ships, with hand-written questions and expected facts.
 
 ``benchmarks/research_eval/sets/*.yaml`` names each documentation set: the Debian package, where its
-HTML pages are installed, which pages to read. Its questions are split in two halves with the same
+HTML pages are installed, which pages to read. Its questions are split in halves with the same
 file name: ``dev/`` (the engine may be tuned on them) and ``test/`` (never tuned on: committed before
-the engine changes they measure). A question names the facts an answer must state and the page that
-states them. The packages are installed when missing (apt-get; CI runs as root). Each document set
-is copied into a scratch corpus folder and ``magi research QUESTION --corpus DIR`` runs once per
-question (the real CLI, one data directory for the whole evaluation, so pages and analyses are
-cached across questions, as for a user asking several questions of one manual).
+the engine changes they measure). ``third/`` is a third half on documentation sets of kinds the first
+ten lack (asciidoc man pages, Sphinx FAQ/HOWTO pages, DocBook references, plain HTML READMEs), two in
+Japanese, committed before any engine change of the "reading any manual" work and never tuned on.
+A question names the facts an answer must state and the page that states them. The packages are
+installed when missing (apt-get; CI runs as root). Each document set is copied into a scratch corpus
+folder and ``magi research QUESTION --corpus DIR`` runs once per question (the real CLI, one data
+directory for the whole evaluation, so pages and analyses are cached across questions, as for a user
+asking several questions of one manual).
 
 Printed as JSON, for each half that ran, overall and per set:
 
@@ -16,6 +19,10 @@ Printed as JSON, for each half that ran, overall and per set:
   its document gives it, the claim's ``context``, when the report shows one);
 * ``pageCited``: share of questions where a claim stating an expected fact cites the holding page;
 * ``summaryRecall``: share of expected facts stated by the executive summary (the answer read first);
+* ``calibration``: whether a claim's confidence means something. The judged claims are the answers the
+  executive summary gives (its ``answers`` ids, else the claims quoted before its supporting facts);
+  one is *right* when it states an expected fact. ``high`` is the share of judged claims at confidence
+  >= 0.8 that are right, ``low`` the share of those below 0.4 that are wrong (each with its count);
 * ``meanSourceOverlap``: mean pairwise Jaccard overlap of the agents' sources, over all iterations;
 * ``iterationsAdding``: share of iterations 2..N that added at least one claim to the answer;
 * ``seconds``: wall time of the runs.
@@ -28,7 +35,7 @@ served by llama.cpp on a loopback port, every role pointed at it; the rows then 
 Its quality is not the target: the run shows that the LLM path answers documentation questions end
 to end, and how far a model this small falls below the offline engine.
 
-Usage: .venv/bin/python benchmarks/research_eval.py [--split dev|test|all] [--set NAME] [--limit N]
+Usage: .venv/bin/python benchmarks/research_eval.py [--split dev|test|third|all] [--set NAME] [--limit N]
        [--agents 3] [--iterations 3] [--verbose] [--check] [--served-model]
 """
 
@@ -55,7 +62,7 @@ sys.path.insert(0, str(ROOT))
 from research.debian_docs import doc_files, ensure_packages  # noqa: E402
 
 QUESTIONS = Path(__file__).resolve().parent / "research_eval"
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "third")
 
 
 def _norm(text: str) -> str:
@@ -66,6 +73,8 @@ def load_sets(only: str | None, splits: tuple[str, ...]) -> list[dict[str, Any]]
     """Each set's description with its questions, every question marked with the half it belongs to."""
     sets = []
     for path in sorted((QUESTIONS / "sets").glob("*.yaml")):
+        if not any((QUESTIONS / split / path.name).exists() for split in splits):
+            continue  # a set none of the chosen halves asks about is not even installed
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))
         if only and spec["name"] != only:
             continue
@@ -89,8 +98,9 @@ def build_corpus(spec: dict[str, Any], into: Path) -> Path:
     ensure_packages([spec["package"]])
     folder: Path = into / str(spec["name"])
     folder.mkdir(parents=True, exist_ok=True)
-    for path in doc_files(Path(spec["root"]), spec["files"]):
-        if path.name not in spec.get("exclude", []):
+    patterns = spec["files"] if isinstance(spec["files"], list) else [spec["files"]]
+    for path in (p for pattern in patterns for p in doc_files(Path(spec["root"]), pattern)):
+        if path.name not in spec.get("exclude", []):  # pages of several folders land side by side
             shutil.copyfile(path, folder / path.name)
     return folder
 
@@ -165,6 +175,23 @@ def _states(text: str, fact: list[Any]) -> bool:
     return all(_norm(str(term)) in text for term in fact)
 
 
+HIGH_CONFIDENCE, LOW_CONFIDENCE = 0.8, 0.4
+_SUPPORTING_LABELS = ("supporting facts:", "裏付けとなる事実:", "key verified facts", "検証済みの主な事実")
+
+
+def answer_claims(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claims the executive summary gives as its answer: the ids it names (``answers``), else the
+    claims whose sentence it quotes before its supporting facts (summaries that name no ids)."""
+    summary = result["executiveSummary"]
+    if "answers" in summary:
+        ids = set(summary["answers"])
+        return [c for c in result["claims"] if c["claimId"] in ids]
+    head = _norm(summary["text"])
+    cut = min((i for label in _SUPPORTING_LABELS if (i := head.find(_norm(label))) >= 0), default=len(head))
+    head = head[:cut]
+    return [c for c in result["claims"] if c["claimId"] in summary.get("claimsUsed", []) and _norm(c["text"]) in head]
+
+
 def score_question(result: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     claims = result["claims"]
     page = item["page"]
@@ -176,6 +203,9 @@ def score_question(result: dict[str, Any], item: dict[str, Any]) -> dict[str, An
         if stating:
             found += 1
             cited = cited or any(url.endswith("/" + page) for c in stating for url in _claim_urls(c))
+    judged = [
+        [c["confidence"], any(_states(_stated(c), fact) for fact in item["facts"])] for c in answer_claims(result)
+    ]
     overlaps = [it["sourceOverlap"] for it in result["iterations"]]
     first_seen = [min(c["iterations"]) for c in claims if c.get("iterations")]
     later = [it["iteration"] for it in result["iterations"] if it["iteration"] > 1]
@@ -190,8 +220,21 @@ def score_question(result: dict[str, Any], item: dict[str, Any]) -> dict[str, An
         "sourceOverlap": round(sum(overlaps) / len(overlaps), 3) if overlaps else 0.0,
         "laterIterations": len(later),
         "iterationsAdding": len(adding),
+        "judged": judged,
         "answer": result["executiveSummary"]["text"].splitlines()[:3],
     } | ({"llmCalls": result["usage"]["calls"]} if result.get("usage") else {})
+
+
+def calibration(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Share of judged claims at high confidence that are right, and at low confidence that are wrong."""
+    judged = [pair for r in rows for pair in r["judged"]]
+    high = [right for confidence, right in judged if confidence >= HIGH_CONFIDENCE]
+    low = [right for confidence, right in judged if confidence < LOW_CONFIDENCE]
+    return {
+        "judged": len(judged),
+        "high": {"claims": len(high), "right": round(sum(high) / len(high), 3) if high else None},
+        "low": {"claims": len(low), "wrong": round(1 - sum(low) / len(low), 3) if low else None},
+    }
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -205,6 +248,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "meanSourceOverlap": round(sum(r["sourceOverlap"] for r in rows) / len(rows), 3) if rows else 0.0,
         "iterationsAdding": round(sum(r["iterationsAdding"] for r in rows) / later, 3) if later else 0.0,
         "questionsWithAddingIterations": sum(1 for r in rows if r["iterationsAdding"] > 0),
+        "calibration": calibration(rows),
     }
 
 
@@ -222,7 +266,7 @@ def report_halves(rows_by_set: dict[str, list[dict[str, Any]]], splits: tuple[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which half to run")
+    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all", help="which half to run")
     parser.add_argument("--set", dest="only", help="run one question set (its name:)")
     parser.add_argument("--limit", type=int, default=0, help="at most N questions per set")
     parser.add_argument("--agents", type=int, default=3)
