@@ -155,7 +155,10 @@ def run_question(
         sys.executable, "-m", "cli.main", "research", question, "--corpus", str(corpus), "--out", str(out),
         "--format", "json", "--no-progress", "--agents", str(agents), "--iterations", str(iterations),
     ]  # fmt: skip
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    for _attempt in range(RUN_ATTEMPTS):  # a machine too loaded for Ray to start in time fails a run
+        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            break
     if done.returncode != 0:
         raise SystemExit(f"magi research failed for {question!r}: {done.stderr.strip()[-800:]}")
     result: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -176,6 +179,7 @@ def _states(text: str, fact: list[Any]) -> bool:
 
 
 HIGH_CONFIDENCE, LOW_CONFIDENCE = 0.8, 0.4
+RUN_ATTEMPTS = 3
 _SUPPORTING_LABELS = ("supporting facts:", "裏付けとなる事実:", "key verified facts", "検証済みの主な事実")
 
 
