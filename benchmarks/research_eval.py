@@ -159,6 +159,7 @@ def run_question(
         done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
         if done.returncode == 0:
             break
+        time.sleep(RETRY_PAUSE_S)  # let the machine's load ease before Ray starts again
     if done.returncode != 0:
         raise SystemExit(f"magi research failed for {question!r}: {done.stderr.strip()[-800:]}")
     result: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -179,7 +180,7 @@ def _states(text: str, fact: list[Any]) -> bool:
 
 
 HIGH_CONFIDENCE, LOW_CONFIDENCE = 0.8, 0.4
-RUN_ATTEMPTS = 3
+RUN_ATTEMPTS, RETRY_PAUSE_S = 5, 15
 _SUPPORTING_LABELS = ("supporting facts:", "裏付けとなる事実:", "key verified facts", "検証済みの主な事実")
 
 
