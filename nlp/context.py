@@ -24,6 +24,7 @@ LEAD_IN_BLOCKS = 4  # how far back (in prose blocks) a list lead-in still introd
 _BLOCK_BREAK = re.compile(r"\n[ \t\u3000]*\n")
 _END = re.compile(r"[.!?。！？;；、,，]$|[.!?。！？][\"'”’)）」』]$")
 _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
+_QUESTION_HEADING = re.compile(r"[?？]$")
 _LEAD_IN = re.compile(r"[:：]$")
 # "/tmp: ...", "general.periodicsave (default: 0): ...", "autovacuum_vacuum_cost_delay (floating point): ...":
 # a definition's term; a dot inside a name and a parenthesised note (which may hold a colon) belong to it
@@ -105,9 +106,16 @@ def blocks_of(text: str) -> list[Block]:
 
 def is_heading(block: str) -> bool:
     """A short block without end punctuation, record shape (unless numbered as a section) or lead-in
-    colon that is not a lone figure."""
+    colon that is not a lone figure; or a question standing alone as a block (a FAQ's question heading:
+    "1.1. "WeeChat" という名前の由来は何ですか?", "How do I add a field to a model?"), whose answer is the
+    section that follows."""
     line = block.strip()
-    if not line or "\n" in line or len(line) > HEADING_CHARS:
+    if not line or "\n" in line:
+        return False
+    asked = _NUMBERING.sub("", line)
+    if _QUESTION_HEADING.search(line) and len(line) <= 2 * HEADING_CHARS and len(_sentences(asked)) == 1:
+        return not _RECORD.match(line)
+    if len(line) > HEADING_CHARS:
         return False
     if _END.search(line) or _LEAD_IN.search(line) or _NOT_HEADING.search(line):
         return False
@@ -231,6 +239,15 @@ class PageContext:
         return ""
 
 
+def in_definition(page: PageContext, offset: int) -> bool:
+    """Whether ``offset`` lies in a definition or record block ("term: definition", "Default: 5"): a
+    reference entry, not prose."""
+    if not page.blocks:
+        return False
+    block = page.blocks[page._block_index(offset)].text
+    return bool(_TERM.match(block) or _RECORD.match(block))
+
+
 def _term_of(block: str) -> str:
     found = _TERM.match(block)
     return found.group(1) if found else ""
@@ -304,6 +321,7 @@ __all__ = [
     "blocks_of",
     "claim_context",
     "clean_heading",
+    "in_definition",
     "is_anaphoric",
     "is_heading",
     "named_subject",
