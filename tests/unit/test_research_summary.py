@@ -138,8 +138,8 @@ def test_extractive_answers_the_question_first_then_supporting_facts() -> None:
     other = claim("b", "The archive holds 30000 source packages.", values=["30000"], confidence=0.9, sources=3)
     lines = extractive_summary("What is the default StepLimit?", [other, answer]).splitlines()
     assert lines == [
-        "Answer: 5000 steps — The default StepLimit of the resolver is 5000 steps. (confidence 0.30, 1 independent source)"
-        " [page 0]",
+        "Answer: 5000 steps — The default StepLimit of the resolver is 5000 steps."
+        " (confidence 0.30, 1 independent source) [page 0]",
         "Supporting facts:",
         "- The archive holds 30000 source packages. (confidence 0.90, 3 independent sources)",
     ]
