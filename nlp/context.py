@@ -24,8 +24,11 @@ LEAD_IN_BLOCKS = 4  # how far back (in prose blocks) a list lead-in still introd
 _BLOCK_BREAK = re.compile(r"\n[ \t\u3000]*\n")
 _END = re.compile(r"[.!?。！？;；、,，]$|[.!?。！？][\"'”’)）」』]$")
 _RECORD = re.compile(r"^[^:;\n]{1,80}: \S")
+_QUESTION_HEADING = re.compile(r"[?？]$")
 _LEAD_IN = re.compile(r"[:：]$")
-_TERM = re.compile(r"^([^:;\n。.]{1,40}): (?=\S)")  # "/tmp: ..." : a definition's term
+# "/tmp: ...", "general.periodicsave (default: 0): ...", "autovacuum_vacuum_cost_delay (floating point): ...":
+# a definition's term; a dot inside a name and a parenthesised note (which may hold a colon) belong to it
+_TERM = re.compile(r"^((?:[^:;\n。.()]|\.(?=\S)|\([^()\n]{0,40}\)){1,80}?): (?=\S)")
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}|[\u3040-\u30ff\u4e00-\u9fff]")
 # a link note ("→ https://..."), a URL, a caption ("Table 3.2 ...", "Example A", 「図 1.4 …」, 「図表2-1 …」: a
 # number or a lone letter follows; "Examples" and "Tables of limits" are headings) is no section heading,
@@ -48,7 +51,8 @@ _NUMBERING = re.compile(r"^(?:(?:Chapter|Section|Appendix|第)\s*)?(?:\d{1,3}|[A
 _ANAPHOR_EN = re.compile(
     r"^(?:this|that|these|those|it|its|such|the same)\b"
     r"|^(?:all|some|most|each|none|both) of (?:this|that|these|those|such|them|it)\b"
-    r"|^the (?:default|value|setting|parameter|option|directive|field|variable|limit|maximum|minimum)\b",
+    r"|^the (?:default|value|setting|parameter|option|directive|field|variable|limit|maximum|minimum)\b"
+    r"|^defaults?(?: value)? (?:is|to)\b",  # "Default is False.": the default of what the definition defines
     re.IGNORECASE,
 )
 _ANAPHOR_JA = re.compile(r"^(?:この|その|同(?![じ様])|これ|それ|当該|本(?:設定|項目|パラメータ|オプション))")
@@ -104,9 +108,16 @@ def blocks_of(text: str) -> list[Block]:
 
 def is_heading(block: str) -> bool:
     """A short block without end punctuation, record shape (unless numbered as a section) or lead-in
-    colon that is not a lone figure."""
+    colon that is not a lone figure; or a question standing alone as a block (a FAQ's question heading:
+    "1.1. "WeeChat" という名前の由来は何ですか?", "How do I add a field to a model?"), whose answer is the
+    section that follows."""
     line = block.strip()
-    if not line or "\n" in line or len(line) > HEADING_CHARS:
+    if not line or "\n" in line:
+        return False
+    asked = _NUMBERING.sub("", line)
+    if _QUESTION_HEADING.search(line) and len(line) <= 2 * HEADING_CHARS and len(_sentences(asked)) == 1:
+        return not _RECORD.match(line)
+    if len(line) > HEADING_CHARS:
         return False
     if _END.search(line) or _LEAD_IN.search(line) or _NOT_HEADING.search(line):
         return False
@@ -167,19 +178,24 @@ class PageContext:
     def lead_in(self, offset: int) -> str:
         """The nearest earlier block of the same section ending with a colon ("The delays are:"), at most
         :data:`LEAD_IN_BLOCKS` prose blocks back; the rows of a table or list it introduces (``key: value``
-        records) do not count, so its tenth row still has it. A block of several sentences is a paragraph
-        of its own, not an item, and has none; nor has a record with prose between it and the lead-in
-        (the lead-in's own list was a code listing, left out; this record is of a later list)."""
+        records) do not count, so its tenth row still has it, but a lead-in inside the definition of
+        another term does not reach past it ("exclude_patterns: The patterns available are:" introduces
+        no later setting). A block of several sentences is a paragraph of its own, not an item, and has
+        none; nor has a record with prose between it and the lead-in (the lead-in's own list was a code
+        listing, left out; this record is of a later list)."""
         at = self._block_index(offset)
         own = self.blocks[at].text if self.blocks else ""
         if not _RECORD.match(own) and len(_sentences(own)) > 1:
             return ""  # a paragraph of its own, not an item of the list a lead-in introduces
         in_list = bool(_RECORD.match(own))
+        own_term = _term_of(own)
         prose = 0
         for i in range(at - 1, -1, -1):
             block = self.blocks[i].text
             if is_heading(block):
                 return ""
+            if _term_of(block) and _term_of(block) != own_term:
+                return ""  # a lead-in inside another definition introduces that definition's list only
             if _LEAD_IN.search(block):  # "... Here are the recommended delays:": its last sentence leads in
                 last = _last_sentence(block)
                 return last.rstrip(":：").strip() if len(last) <= 2 * HEADING_CHARS else ""
@@ -223,6 +239,20 @@ class PageContext:
             if subject or not anaphoric:
                 return subject
         return ""
+
+
+def in_definition(page: PageContext, offset: int) -> bool:
+    """Whether ``offset`` lies in a definition or record block ("term: definition", "Default: 5"): a
+    reference entry, not prose."""
+    if not page.blocks:
+        return False
+    block = page.blocks[page._block_index(offset)].text
+    return bool(_TERM.match(block) or _RECORD.match(block))
+
+
+def _term_of(block: str) -> str:
+    found = _TERM.match(block)
+    return found.group(1) if found else ""
 
 
 def is_anaphoric(sentence: str) -> bool:
@@ -273,9 +303,15 @@ def subject_of(sentence: str) -> str:
 
 def claim_context(page: PageContext, sentence: str, offset: int) -> str:
     """The context a claim's document gives it, most general first: heading › lead-in › defined term ›
-    antecedent. Parts the sentence already contains are left out."""
+    antecedent (none inside a definition: its term is the subject). Parts the sentence already contains
+    are left out."""
     parts: list[str] = []
-    for part in (page.heading(offset), page.lead_in(offset), page.term(offset), page.antecedent(sentence, offset)):
+    term = page.term(offset)
+    # within a definition the term is what its sentences are about: "autovacuum_vacuum_cost_delay: ... the
+    # regular vacuum_cost_delay value will be used. The default value is 2 milliseconds." is not about
+    # the parameter the previous sentence mentions
+    antecedent = "" if term else page.antecedent(sentence, offset)
+    for part in (page.heading(offset), page.lead_in(offset), term, antecedent):
         if part and part not in sentence and all(part not in p for p in parts):
             parts.append(part)
     return " › ".join(parts)
@@ -287,6 +323,7 @@ __all__ = [
     "blocks_of",
     "claim_context",
     "clean_heading",
+    "in_definition",
     "is_anaphoric",
     "is_heading",
     "named_subject",

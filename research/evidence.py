@@ -55,6 +55,10 @@ Confidence (0..1) = agreement × reliability × recency × support share, each a
   :data:`RECENCY_FLOOR`, because an old figure is still true of its period. Undated: 1.
 * support share ``W_s / (W_s + W_c)``, the reliability weights (per origin, as above) of the supporting
   and contradicting origins: one blog against six official pages costs little, an even split halves it.
+* a reference entry: a statement read in a manual's own entry for what it states (an undated page, the
+  sentence inside a definition or record: "autovacuum_naptime (integer): ... The default is one minute")
+  is the primary source on it; no second page makes it truer. Its agreement x reliability is at least
+  :data:`REFERENCE_ENTRY` (recency and support share still apply: a page that contradicts it still counts).
 
 The factors are rounded as shown in ``confidence_arithmetic`` (agreement to 3 decimals, the others to 2)
 and their product rounded to 2 decimals, so the shown arithmetic reproduces the score.
@@ -88,6 +92,7 @@ from nlp.conflicts import (
     figures_agree,
     figures_related,
 )
+from nlp.context import PageContext, in_definition
 from nlp.values import fold
 from research.models import Finding, SourceReference
 from research.reliability import origin_of, reliability_for
@@ -95,6 +100,7 @@ from research.reliability import origin_of, reliability_for
 RECENCY_GRACE_YEARS = 2.0
 RECENCY_HALF_LIFE_YEARS = 4.0
 RECENCY_FLOOR = 0.5
+REFERENCE_ENTRY = 0.9  # agreement x reliability of a statement read in a manual's own entry for its subject
 MIN_REPEATED_CHARS = 24  # a shorter sentence ("Yes.", a heading) repeated on another page says nothing
 
 
@@ -167,6 +173,20 @@ class _Page:
     origin: str
     reliability: float
     squashed: str
+    context: PageContext | None = None  # built on first use (reference entries)
+
+    def reference_entry(self, statement: str) -> bool:
+        """Whether the statement is read in the page's own entry for what it states: an undated page (a
+        reference, not a report of its day) where the sentence sits in a definition or record of the
+        thing it describes ("autovacuum_naptime (integer): ... The default is one minute")."""
+        if self.doc.source.published is not None:
+            return False
+        at = self.doc.text.find(statement)
+        if at < 0:
+            return False
+        if self.context is None:
+            self.context = PageContext(self.doc.text)
+        return in_definition(self.context, at)
 
     def cite(self, statement: str) -> Citation:
         s = self.doc.source
@@ -367,7 +387,10 @@ def _evidence(
     evidence_origins = support_origins | {c.origin for c in contradicting.values()}
     disputed = any(_origin(pages, s.source) in evidence_origins for pair in facing for s in pair)
 
-    confidence, arithmetic = _confidence(supporting.values(), contradicting.values(), claim, own_page, today)
+    entry = own_page is not None and finding.source in supporting and own_page.reference_entry(finding.text)
+    confidence, arithmetic = _confidence(
+        supporting.values(), contradicting.values(), claim, own_page, today, reference_entry=entry
+    )
     return EvidencedClaim(
         claim_id=claim_id,
         text=finding.text,
@@ -466,6 +489,8 @@ def _confidence(
     claim: Claim | None,
     page: _Page | None,
     today: date,
+    *,
+    reference_entry: bool = False,
 ) -> tuple[float, str]:
     """The documented product, and its arithmetic as shown to the reader."""
     support, against = _weights(supporting), _weights(contradicting)
@@ -477,11 +502,12 @@ def _confidence(
     recency = round(_recency(_as_of(claim, page), today), 2)
     w_s, w_c = sum(support.values()), sum(against.values())
     share = round(w_s / (w_s + w_c), 2)
-    score = round(agreement * reliability * recency * share, 2)
-    text = (
-        f"agreement 1-0.5^{n}={agreement:.3f} × reliability {reliability:.2f} × recency {recency:.2f}"
-        f" × support share {share:.2f} = {score:.2f}"
-    )
+    base = f"agreement 1-0.5^{n}={agreement:.3f} × reliability {reliability:.2f}"
+    trust = agreement * reliability
+    if reference_entry and trust < REFERENCE_ENTRY:
+        base, trust = f"read in the manual's own entry {REFERENCE_ENTRY:.2f}", REFERENCE_ENTRY
+    score = round(trust * recency * share, 2)
+    text = f"{base} × recency {recency:.2f} × support share {share:.2f} = {score:.2f}"
     return score, text
 
 
@@ -489,6 +515,7 @@ __all__ = [
     "RECENCY_FLOOR",
     "RECENCY_GRACE_YEARS",
     "RECENCY_HALF_LIFE_YEARS",
+    "REFERENCE_ENTRY",
     "Citation",
     "CitationCheck",
     "DroppedCitation",

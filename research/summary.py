@@ -38,6 +38,8 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from core.errors import ConfigError, MagiError, first_line
 from core.llm.base import LLMClient, Message, generate
 from core.llm.fencing import fence
@@ -45,10 +47,10 @@ from core.messages import Lang, catalogue, language_of
 from core.models import CamelModel
 from core.resources import data_path
 from nlp.findings import split_sentences
-from nlp.language import detect_language
 from nlp.values import Value, fold, parse_values, values_agree
 from research.answering import names_entity, text_relevance, title_share
 from research.evidence import EvidencedClaim
+from research.labels import report_language
 from research.noise import noise_factor
 from research.question import Question, answer_fit, answered_share, answers, parse_question
 from research.retrieval import EXACT_BONUS
@@ -87,6 +89,7 @@ class ExecutiveSummary(CamelModel):
     sentences_kept: int
     sentences_removed: list[str]
     claims_used: list[str]  # claim ids given to the model, or picked by the extractive summary
+    answers: list[str] = Field(default_factory=list)  # of those, the claims the extractive summary gives as its answer
     note: str | None = None  # e.g. why the LLM summary was not used
 
 
@@ -162,9 +165,35 @@ def _answer_weights(question: Question, verified: Sequence[EvidencedClaim]) -> l
     return weights
 
 
+_UNIT_AFTER = re.compile(r" ([A-Za-z]{1,14})\b")
+# fmt: off
+_NOT_UNITS = frozenset({
+    "a", "an", "and", "or", "the", "to", "of", "is", "are", "in", "on", "for", "from", "by", "as", "at", "if",
+    "it", "be", "with", "than", "that",
+})
+# fmt: on
+_NAME = re.compile(r"\w[_.:/%@]\w|^[%@/]\w")  # a parameter's or file's name ("mail_check", "%D"), not "PostgreSQL"
+
+
+def _naming(question: Question, verified: Sequence[EvidencedClaim]) -> list[EvidencedClaim]:
+    """The claims that may answer a question naming a parameter (``autovacuum_naptime``, ``%D``): those
+    that name it, in their sentence, their context or the title of a page they cite; none when no claim
+    does. Another parameter's value is never the answer ("vacuum_cost_delay" for
+    "autovacuum_vacuum_cost_delay"). A question naming no parameter keeps them all."""
+    names = [e for e in question.entities if _NAME.search(e)]
+    if not names:
+        return list(verified)
+    named = replace(question, entities=tuple(names))
+    return [
+        c for c in verified if names_entity(named, _read(c)) or any(names_entity(named, s.title) for s in c.supporting)
+    ]
+
+
 def _answer_for(question: Question, verified: Sequence[EvidencedClaim]) -> EvidencedClaim | None:
-    """The verified claim that best answers one asked item; None when no claim shares a term with it
-    or, when the item asks for an attribute (a default, a size ...), none states it."""
+    """The verified claim that best answers one asked item; None when no claim shares a term with it,
+    when the item asks for an attribute (a default, a size ...) and none states it, or when it names a
+    parameter and no claim names it (:func:`_naming`)."""
+    verified = _naming(question, verified)
     if not verified:
         return None
     weights = _answer_weights(question, verified)
@@ -245,52 +274,77 @@ def _earlier(answer: EvidencedClaim, verified: Sequence[EvidencedClaim]) -> tupl
     return None if figure in answer.text else (period, figure)  # the answer may state it already
 
 
+def _value_first(question: Question, claim: EvidencedClaim) -> str:
+    """The figure an answer states, to lead its line with, when the question asks for a value (a default,
+    a duration, a size ...) and the claim states one: the reader sees "2 ms" before the sentence."""
+    if not question.attributes or not claim.values or "reason" in question.attributes:
+        return ""
+    figure = claim.values[0]
+    at = claim.text.find(figure)
+    unit = _UNIT_AFTER.match(claim.text, at + len(figure)) if at >= 0 else None
+    if unit and unit.group(1).lower() not in _NOT_UNITS:
+        return f"{figure} {unit.group(1)}"  # "5000 steps", "2 milliseconds": the unit the sentence gives
+    return figure
+
+
+def _answer_line(question: Question, claim: EvidencedClaim, lang: Lang) -> str:
+    c = catalogue("research")
+    value = _value_first(question, claim)
+    lead = c.text("summary.answer_value", lang, value=value) if value else ""
+    return lead + _bullet(claim, cited=True, japanese=lang == "ja")[2:]
+
+
 def _extractive(
     topic: str,
     picked: Sequence[EvidencedClaim],
     answer: EvidencedClaim | None = None,
     earlier: tuple[str, str] | None = None,
     items: Sequence[tuple[str, EvidencedClaim | None]] = (),
+    lang: Lang | None = None,
 ) -> str:
-    """The summary text: the answer first (one line per asked item when the question asks several, then
-    what the sources do not answer), then the supporting facts."""
-    japanese = detect_language(topic) == "ja"
-    if not picked and answer is None and not any(c for _, c in items):
-        return "検証済みの主張はありません。" if japanese else "No verified claims are available."
-    answered = [c for _, c in items if c is not None] or ([answer] if answer else [])
-    shown = {c.claim_id for c in answered}
-    rest = [c for c in picked if c.claim_id not in shown]
-    missing = [label for label, c in items if c is None]
+    """The summary text in the report's language: the answer first, led by the value asked for (one line
+    per asked item when the question asks several, then what the sources do not answer), then the
+    supporting facts. Every label comes from the message catalogue."""
+    lang = lang or report_language(topic)
+    japanese = lang == "ja"
+    c = catalogue("research")
+    if not picked and answer is None and not any(cl for _, cl in items):
+        return c.text("summary.no_claims", lang)
+    question = parse_question(topic)
+    answered = [cl for _, cl in items if cl is not None] or ([answer] if answer else [])
+    shown = {cl.claim_id for cl in answered}
+    rest = [cl for cl in picked if cl.claim_id not in shown]
+    missing = [label for label, cl in items if cl is None]
+    label = c.text("summary.answer", lang)
     lines: list[str] = []
     if len(items) > 1 and answered:
-        lines.append("回答:" if japanese else "Answer:")
-        lines += [f"- {label}: {_bullet(c, cited=True, japanese=japanese)[2:]}" for label, c in items if c is not None]
+        lines.append(f"{label}:")
+        lines += [f"- {item}: {_answer_line(parse_question(item), cl, lang)}" for item, cl in items if cl is not None]
     elif answered:
-        line = ("回答: " if japanese else "Answer: ") + _bullet(answered[0], cited=True, japanese=japanese)[2:]
+        line = f"{label}: " + _answer_line(question, answered[0], lang)
         if earlier is not None:
             period, figure = earlier
-            line += f" 前回値: {figure}（{period}）" if japanese else f" Earlier: {figure} ({period})."
+            line += c.text("summary.earlier", lang, figure=figure, period=period)
         lines.append(line)
     if missing and (answered or len(items) > 1):
-        joined = "、".join(missing) if japanese else "; ".join(missing)
-        lines.append(f"資料に答えがない点: {joined}" if japanese else f"Not answered by the sources: {joined}")
+        lines.append(c.text("summary.unanswered", lang, items=("、" if japanese else "; ").join(missing)))
     if not answered:
-        lead = f"「{topic}」について検証済みの主な事実:" if japanese else f"Key verified facts on {topic}:"
-        if missing and len(items) == 1:
-            lead = (
-                f"資料は「{topic}」に直接答えていません。検証済みの主な事実:"
-                if japanese
-                else f"The sources do not answer {topic!r} directly. Key verified facts:"
-            )
-        return "\n".join([*lines, lead, *(_bullet(c, japanese=japanese) for c in rest)])
+        key = "summary.no_direct_answer" if missing and len(items) == 1 else "summary.key_facts"
+        lead = c.text(key, lang, topic=topic)
+        return "\n".join([*lines, lead, *(_bullet(cl, japanese=japanese) for cl in rest)])
     if rest:
-        lines.append("裏付けとなる事実:" if japanese else "Supporting facts:")
-        lines += [_bullet(c, japanese=japanese) for c in rest]
+        lines.append(c.text("summary.supporting", lang))
+        lines += [_bullet(cl, japanese=japanese) for cl in rest]
     return "\n".join(lines)
 
 
 def extractive_summary(
-    topic: str, claims: Sequence[EvidencedClaim], *, max_sentences: int = 5, answer_first: bool = True
+    topic: str,
+    claims: Sequence[EvidencedClaim],
+    *,
+    max_sentences: int = 5,
+    answer_first: bool = True,
+    lang: Lang | None = None,
 ) -> str:
     """A deterministic, LLM-free summary: the answer first, then the best verified claims as bullets.
 
@@ -302,10 +356,10 @@ def extractive_summary(
     list is not several variants of one figure; disputed claims come after undisputed ones and are labelled.
     """
     if not answer_first:
-        return _extractive(topic, _pick(claims, max_sentences))
+        return _extractive(topic, _pick(claims, max_sentences), lang=lang)
     items, answer, picked = _answering(topic, claims, max_sentences)
     earlier = _earlier(answer, _verified(claims)) if answer else None
-    return _extractive(topic, picked, answer, earlier, items)
+    return _extractive(topic, picked, answer, earlier, items, lang)
 
 
 def _answering(
@@ -467,14 +521,17 @@ def _join(sentences: Sequence[str], lang: str) -> str:
     return ("" if lang == "ja" else " ").join(closed)
 
 
-def _fallback(topic: str, claims: Sequence[EvidencedClaim], note: str, removed: list[str]) -> ExecutiveSummary:
+def _fallback(
+    topic: str, claims: Sequence[EvidencedClaim], note: str, removed: list[str], lang: str | None = None
+) -> ExecutiveSummary:
     items, answer, picked = _answering(topic, claims, 5)
     earlier = _earlier(answer, _verified(claims)) if answer else None
     answers = [c.claim_id for _, c in items if c is not None] or ([answer.claim_id] if answer else [])
     used = list(dict.fromkeys([*answers, *(c.claim_id for c in picked)]))
     return ExecutiveSummary(
-        text=_extractive(topic, picked, answer, earlier, items),
+        text=_extractive(topic, picked, answer, earlier, items, "ja" if lang == "ja" else "en" if lang else None),
         written_by="extractive",
+        answers=answers,
         sentences_kept=len(used),
         sentences_removed=removed,
         claims_used=used,
@@ -488,9 +545,9 @@ async def write_summary(
     """The report's executive summary: LLM prose checked sentence by sentence, else the extractive list."""
     given = _verified(claims)[:MAX_LLM_CLAIMS]
     if llm is None:
-        return _fallback(topic, claims, "no LLM given; extractive summary", [])
+        return _fallback(topic, claims, "no LLM given; extractive summary", [], lang)
     if not given:
-        return _fallback(topic, claims, "no verified claims to summarise", [])
+        return _fallback(topic, claims, "no verified claims to summarise", [], lang)
     system = _system_prompt()  # outside the try: a missing prompt file is a setup error, not an LLM failure
     try:
         result = await generate(
@@ -502,7 +559,7 @@ async def write_summary(
         )
     except MagiError as exc:
         log.warning("executive summary: LLM call failed (%s); using the extractive summary", first_line(exc))
-        return _fallback(topic, claims, f"LLM call failed: {first_line(exc, 200)}; extractive summary used", [])
+        return _fallback(topic, claims, f"LLM call failed: {first_line(exc, 200)}; extractive summary used", [], lang)
     cut = result.response.stop_reason in ("max_tokens", "length")
     kept, removed = check_sentences(result.response.text, given, lang=lang, cut=cut)
     if not kept:
@@ -512,7 +569,7 @@ async def write_summary(
             if removed
             else "the LLM returned no text; extractive summary used"
         )
-        return _fallback(topic, claims, note, removed)
+        return _fallback(topic, claims, note, removed, lang)
     return ExecutiveSummary(
         text=_join(kept, lang),
         written_by="llm",

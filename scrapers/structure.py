@@ -45,6 +45,13 @@ _CODE_CLASS = re.compile(
     r"|console|terminal)(?:$|[\s_-])",
     re.IGNORECASE,
 )
+# a boxed note of the text (Sphinx "admonition note", asciidoc "admonitionblock", DocBook div.note/.tip/...):
+# its title ("Note", 「注記」) is a label, not a section heading that would end the section it sits in
+_ADMONITION = re.compile(
+    r"^(?:admonition|admonitionblock|note|tip|hint|warning|caution|important|attention|danger|seealso)$",
+    re.IGNORECASE,
+)
+_ADMONITION_TITLE = re.compile(r"(?:^|[\s_-])(?:admonition-title|title|icon)(?:$|[\s_-])", re.IGNORECASE)
 _BLOCK_TAGS = frozenset(
     {"p", "div", "section", "article", "main", "blockquote", "li", "ul", "ol", "dl", "dt", "dd", "table",
      "tr", "td", "th", "thead", "tbody", "tfoot", "caption", "figure", "figcaption", "h1", "h2", "h3", "h4",
@@ -114,6 +121,23 @@ def _is_code(el: etree._Element) -> bool:
     return bool(_CODE_CLASS.search(el.get("class") or ""))
 
 
+def _is_admonition(el: etree._Element) -> bool:
+    return any(_ADMONITION.match(word) for word in (el.get("class") or "").split())
+
+
+def _drop_admonition_titles(el: etree._Element) -> None:
+    """Remove a boxed note's title and icon (a title class, a header cell, an icon cell), tails kept."""
+    doomed = [
+        c
+        for c in el.iter()
+        if c is not el and isinstance(c.tag, str) and (_ADMONITION_TITLE.search(c.get("class") or "") or c.tag == "th")
+    ]
+    doomed += [c for c in el.iter("td") if c.find("img") is not None and not _SPACE.sub("", c.text_content())]
+    for c in doomed:
+        if c.getparent() is not None:
+            c.drop_tree()
+
+
 def _has_block_child(el: etree._Element) -> bool:
     return any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS and c.tag != "br" for c in el)
 
@@ -153,6 +177,8 @@ class _Reader:
         if _is_code(el):
             self.listing(el)
             return
+        if _is_admonition(el):
+            _drop_admonition_titles(el)  # its text reads as part of the section it sits in
         if tag in _HEADINGS:
             text = _inline_text(el)
             self.section = text
@@ -266,44 +292,58 @@ class _Reader:
         return True
 
     def definitions(self, dl: etree._Element) -> None:
-        term = ""
+        """Each ``<dt>``/``<dd>`` pair as ``term: definition`` records. Several terms of one definition
+        ("-v, --version"; three paths of one file) are joined; every block of a definition of several
+        blocks (a second paragraph, a "New in version 1.3" note, a list) carries the term too, so no
+        sentence of it is read without what it defines."""
+        terms: list[str] = []
         for child in dl:
             if not isinstance(child.tag, str):
                 continue
             if child.tag == "dt":
-                term = _inline_text(child).rstrip(":")
+                terms.append(_inline_text(child).rstrip(":"))
             elif child.tag == "dd":
-                if _has_block_child(child):
-                    first = self._first_paragraph(child)
-                    if term and first:
-                        self.add("record", f"{term}: {first}")
-                        term = ""
-                    saved = len(self.blocks)
-                    self.mixed(child)
-                    if first and len(self.blocks) > saved and self.blocks[saved].text == first:
-                        del self.blocks[saved]
-                else:
+                term = ", ".join(t for t in terms if t)
+                terms = []
+                if not _has_block_child(child):
                     text = _inline_text(child)
                     self.add("record", f"{term}: {text}" if term else text)
-                term = ""
+                    continue
+                saved = len(self.blocks)
+                self.mixed(child)
+                self.group_key = ""
+                if term:
+                    for i in range(saved, len(self.blocks)):
+                        block = self.blocks[i]
+                        if not block.text.startswith(f"{term}: "):
+                            self.blocks[i] = Block("record", f"{term}: {block.text}", block.section, block.level)
             else:
                 self.walk(child)
 
-    @staticmethod
-    def _first_paragraph(dd: etree._Element) -> str:
-        for child in dd:
-            if isinstance(child.tag, str) and child.tag in ("p", "div") and not _has_block_child(child):
-                return _inline_text(child) if not _is_code(child) else ""
-        return ""
+
+_MAIN_XPATHS = (
+    "//main",
+    "//article",
+    "//*[@role='main']",
+    "//div[contains(concat(' ', normalize-space(@class), ' '), ' body ')]",  # Sphinx: div.body
+    "//div[@id='content']",  # asciidoc, many hand-written sites
+)
+MIN_MAIN_SHARE = 0.5  # of the body's text a main-content container must hold to stand for the page
 
 
 def _main(root: etree._Element) -> etree._Element:
-    for xpath in ("//main", "//article", "//*[@role='main']", "//div[contains(@class,'body')]"):
-        found = root.xpath(xpath)
-        if found:
-            return found[0]
+    """The element that holds the page's content: the first semantic or conventional container that
+    holds at least :data:`MIN_MAIN_SHARE` of the body's text, else the body. A class that merely
+    contains "body" is no container (asciidoc's ``sectionbody`` is one section: taking the first one
+    read a whole man page as its preamble)."""
     body = root.find("body")
-    return body if body is not None else root
+    whole = body if body is not None else root
+    total = len(_SPACE.sub("", whole.text_content()))
+    for xpath in _MAIN_XPATHS:
+        for found in root.xpath(xpath):
+            if len(_SPACE.sub("", found.text_content())) >= MIN_MAIN_SHARE * total:
+                return found
+    return whole
 
 
 def parse_html(source: str | bytes) -> etree._Element | None:

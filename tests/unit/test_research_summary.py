@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -115,7 +116,7 @@ def test_extractive_picks_top_claims_one_per_key_and_marks_disputed() -> None:
 def test_extractive_respects_max_sentences_and_english_and_empty() -> None:
     text = extractive_summary(TOPIC_EN, CLAIMS, max_sentences=1, answer_first=False)
     assert text.splitlines() == [
-        f"Key verified facts on {TOPIC_EN}:",
+        f"Key verified facts on '{TOPIC_EN}':",
         "- 2024年9月調査の価格転嫁率は49.7%だった。(confidence 0.78, 4 independent sources)",
     ]
     assert extractive_summary(TOPIC_JA, [UNSUPPORTED]) == "検証済みの主張はありません。"
@@ -137,7 +138,8 @@ def test_extractive_answers_the_question_first_then_supporting_facts() -> None:
     other = claim("b", "The archive holds 30000 source packages.", values=["30000"], confidence=0.9, sources=3)
     lines = extractive_summary("What is the default StepLimit?", [other, answer]).splitlines()
     assert lines == [
-        "Answer: The default StepLimit of the resolver is 5000 steps. (confidence 0.30, 1 independent source) [page 0]",
+        "Answer: 5000 steps — The default StepLimit of the resolver is 5000 steps."
+        " (confidence 0.30, 1 independent source) [page 0]",
         "Supporting facts:",
         "- The archive holds 30000 source packages. (confidence 0.90, 3 independent sources)",
     ]
@@ -167,7 +169,7 @@ def test_the_claim_from_the_page_titled_with_the_asked_module_answers() -> None:
     other = other.model_copy(update={"supporting": [cite()[0].model_copy(update={"title": "mod_authnz_fcgi"})]})
     question = "What does mod_auth_form parse from a login form by default?"
     first = extractive_summary(question, [other, size]).splitlines()[0]
-    assert first.startswith("Answer: Syntax: AuthFormSize size; Default: AuthFormSize 8192"), first
+    assert first.startswith("Answer: 8192 — Syntax: AuthFormSize size; Default: AuthFormSize 8192"), first
 
 
 # --- check_sentences ------------------------------------------------------------------------------------------
@@ -426,7 +428,7 @@ def test_what_the_sources_do_not_answer_is_said_plainly() -> None:
     text = extractive_summary("What is the default request body limit, and when was the limit introduced?", [size])
     lines = text.splitlines()
     assert lines[0] == "Answer:"
-    assert lines[1].startswith("- What is the default request body limit: The default request body limit is")
+    assert lines[1].startswith("- What is the default request body limit: 1073741824 bytes — The default request body")
     assert lines[2] == "Not answered by the sources: when was the limit introduced?"
     # a claim sharing words but stating no asked attribute (no default) is not taken for the answer
     words = claim("w", "The request body of 20 forms was read.", values=["20"], confidence=0.9)
@@ -441,3 +443,38 @@ def test_check_removes_cut_and_wrong_language_sentences() -> None:
     assert removed == ["The pass-through rate was 49.7% in 2024.", "価格転嫁率は49.7"]
     kept, removed = check_sentences("価格転嫁率は49.7%だった。価格転嫁率は約5割。", [RATE], lang="ja", cut=True)
     assert kept == ["価格転嫁率は49.7%だった。"] and removed == ["価格転嫁率は約5割。"]  # the answer hit its limit
+
+
+# --- the answer a user reads first (issue 36) ------------------------------------------------------------------
+
+
+def test_a_japanese_report_labels_its_summary_in_japanese_even_for_a_mostly_latin_question() -> None:
+    """「PostgreSQL の autovacuum の既定値は？」 is mostly Latin letters; the report is Japanese, and so
+    is every label of its summary: no "Answer:" or "Supporting facts:"."""
+    naptime = claim("n", "autovacuum_naptime: The default is one minute (1min).", values=["1min"], confidence=0.3)
+    other = claim("o", "The archive holds 30000 source packages.", values=["30000"], confidence=0.9, sources=3)
+    lines = extractive_summary("autovacuum_naptime の既定値は？", [other, naptime]).splitlines()
+    assert lines[0].startswith("回答: 1min ― autovacuum_naptime: The default is one minute (1min).")
+    assert "裏付けとなる事実:" in lines
+    assert not any(label in "\n".join(lines) for label in ("Answer:", "Supporting facts:", "Key verified facts"))
+
+
+def test_a_question_naming_one_parameter_is_never_answered_with_another_parameters_value() -> None:
+    """The wrong parameter's sentence shares more words and more sources; it is still no answer. When no
+    claim names the asked parameter, the summary says the sources do not answer."""
+    wrong = claim("w", "vacuum_cost_delay: The default value is 2 milliseconds for the cost delay.", values=["2"])
+    wrong = wrong.model_copy(update={"confidence": 0.9, "independent_origins": 3})
+    right = claim("r", "autovacuum_vacuum_cost_delay: The default value is 2 milliseconds.", values=["2"])
+    question = "What is the default cost delay of autovacuum_vacuum_cost_delay?"
+    first = extractive_summary(question, [wrong, right]).splitlines()[0]
+    assert first.startswith("Answer: 2 milliseconds — autovacuum_vacuum_cost_delay:"), first
+    first = extractive_summary(question, [wrong]).splitlines()[0]
+    assert first.startswith("The sources do not answer"), first
+
+
+def test_the_summary_names_the_claims_it_answers_with() -> None:
+    answer = claim("a", "The default StepLimit of the resolver is 5000 steps.", values=["5000"], confidence=0.3)
+    other = claim("b", "The archive holds 30000 source packages.", values=["30000"], confidence=0.9, sources=3)
+    summary = asyncio.run(write_summary("What is the default StepLimit?", [other, answer], None, lang="en"))
+    assert summary.answers == ["a"]
+    assert summary.claims_used == ["a", "b"]
