@@ -56,14 +56,24 @@ class Outcome(Generic[T]):
 
 
 class Call(Generic[R]):
-    """One pending method call: await it for the result, or cancel it."""
+    """One pending method call: await it for the result, or cancel it. A caller cancelled while it
+    awaits the call cancels the call too (in the agent's process): work nobody waits for any more,
+    such as the model calls of a request whose client left, stops instead of running on."""
 
     def __init__(self, future: asyncio.Future[R], cancel: Callable[[], None]) -> None:
         self.future = future
         self._cancel = cancel
 
     def __await__(self) -> Generator[Any, None, R]:
-        return self.future.__await__()
+        return self._result().__await__()
+
+    async def _result(self) -> R:
+        try:
+            return await self.future
+        except asyncio.CancelledError:
+            if self.future.cancelled():  # the caller was cancelled, not the call's own outcome
+                self._cancel()
+            raise
 
     def cancel(self) -> None:
         self._cancel()

@@ -188,7 +188,10 @@ class AdvisorService(AppService):
     async def _state(self, session_id: str, owner: str) -> Any:
         return await self._sessions.read(self._key(session_id, owner), owner)
 
-    def _too_many(self, exc: Exception) -> JSONResponse:
+    def _too_many(self, exc: Exception, request: Request) -> JSONResponse:
+        if isinstance(exc, ClientBusyError):
+            busy: JSONResponse = exc.answer(self.language(request), self._serve.retry_after_s)
+            return busy
         response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
         return response
 
@@ -215,12 +218,12 @@ class AdvisorService(AppService):
         try:
             if body.message is not None:
                 orchestrator.check_message(body.message)  # a bad message costs no session
-            slot = self._in_flight.slot(owner)
+            slot = self._in_flight.slot(self.client(request))
             slot.__enter__()
         except InputError as exc:
             return error_answer(422, f"invalid request: message: {first_line(exc)}", loc=("body", "message"))
         except (TooManySessionsError, ClientBusyError) as exc:
-            return self._too_many(exc)
+            return self._too_many(exc, request)
         events = orchestrator.turn(
             self._key(session_id, owner), owner, body.message, body.consent, body.user_attributes, section
         )
@@ -235,7 +238,7 @@ class AdvisorService(AppService):
             return error_answer(404, f"no session {session_id!r} for this client; omit sessionId to start one")
         except TooManySessionsError as exc:
             slot.__exit__()
-            return self._too_many(exc)
+            return self._too_many(exc, request)
         except BaseException:
             slot.__exit__()
             raise
@@ -342,7 +345,7 @@ class AdvisorService(AppService):
         owner = self.caller(request)
         key = self._key(session_id, owner)
         try:
-            with self._in_flight.slot(owner):
+            with self._in_flight.slot(self.client(request)):
                 state = await self._sessions.update(key, owner, Begin())
                 ctx = ToolContext(
                     self.settings,
@@ -359,7 +362,7 @@ class AdvisorService(AppService):
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
         except (TooManySessionsError, ClientBusyError) as exc:
-            return self._too_many(exc)
+            return self._too_many(exc, request)
         except InputError as exc:
             return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
         except LLMNotConfiguredError:

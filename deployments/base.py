@@ -38,17 +38,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from core.messages import Lang
 from core.settings import Settings, load_settings
 from core.telemetry.logs import dress_handlers
 from core.telemetry.settings import LoggingSettings, TelemetrySettings
 from core.telemetry.tracing import configure_tracing
+from deployments.identity import recalled
+from deployments.language import language_of_headers
 from deployments.pages import add_pages
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
 from deployments.telemetry import RequestTelemetry
 from deployments.validation import answer_invalid_requests
-from sessions.ids import owner_of_bearer
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -120,14 +122,24 @@ class AppService:
         self.settings = settings
         # What this app needs to serve (store, LLM, warm workers), set by the app's constructor.
         self.checks: Sequence[Check] = ()
-        guard_of(self.http_api).configure(settings)
+        guard = guard_of(self.http_api)
+        guard.configure(settings)
+        guard.reserve(_max_ongoing_requests())
         route_logs_through_serve(LoggingSettings.of(settings).format)
         configure_tracing(TelemetrySettings.of(settings).otlp_endpoint)
 
     def caller(self, request: Request) -> str:
-        """Who is calling, for what they own (sessions, files): their API key's fingerprint, or the one
-        local client when the service has no keys (the guard has checked the key already)."""
-        return owner_of_bearer(request.headers.get("authorization"), bool(self.settings.api_keys))
+        """Who is calling, for what they own (sessions, runs, files): the fingerprint of the API key the
+        guard accepted, or the one local client when the service has no keys (deployments/identity.py)."""
+        return recalled(request.scope).owner
+
+    def client(self, request: Request) -> str:
+        """Who a per-client bound counts: the caller's key, or without keys its address."""
+        return recalled(request.scope).client
+
+    def language(self, request: Request) -> Lang:
+        """The language the caller reads (``Accept-Language``; Japanese unless English comes first)."""
+        return language_of_headers(request.scope.get("headers") or [])
 
     async def healthz(self) -> JSONResponse:
         """Every readiness check at once: 200 with one part per check, 503 when one is not ready."""
@@ -141,6 +153,16 @@ class AppService:
         failed = [p.name for p in await run_checks(owned) if not p.ready]
         if failed:
             raise NotReady(f"not ready: {', '.join(failed)}")
+
+
+def _max_ongoing_requests() -> int | None:
+    """This replica's ``max_ongoing_requests`` as Serve deployed it (None outside a replica)."""
+    try:
+        from ray import serve
+
+        return int(serve.get_replica_context()._deployment_config.max_ongoing_requests)
+    except Exception:  # not in a replica (an in-process test of the app)
+        return None
 
 
 def service(api: FastAPI, *, name: str, max_ongoing_requests: int, **options: Any) -> Callable[[type[S]], Deployment]:

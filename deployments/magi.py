@@ -26,7 +26,7 @@ from core.settings import Settings
 from deployments.answers import event_stream, invalid_option, no_llm, progress_frames
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import llm_check
-from deployments.security import ClientBusyError, InFlightLimit, too_many
+from deployments.security import ClientBusyError, InFlightLimit
 from deployments.settings import ServeSettings
 from magi.events import EventCallback
 from magi.settings import COUNCIL_OPTIONS
@@ -98,8 +98,8 @@ class MagiService(AppService):
                 return no_llm()
             return invalid_option(exc)
 
-    def _busy(self, exc: ClientBusyError) -> JSONResponse:
-        response: JSONResponse = too_many(str(exc), self._serve.retry_after_s)
+    def _busy(self, exc: ClientBusyError, request: Request) -> JSONResponse:
+        response: JSONResponse = exc.answer(self.language(request), self._serve.retry_after_s)
         return response
 
     @api.post("/ask")
@@ -108,10 +108,10 @@ class MagiService(AppService):
         if isinstance(accepted, JSONResponse):
             return accepted
         try:
-            with self._in_flight.slot(self.caller(request)):
+            with self._in_flight.slot(self.client(request)):
                 return JSONResponse(await self._run(*accepted))
         except ClientBusyError as exc:
-            return self._busy(exc)
+            return self._busy(exc, request)
 
     @api.post("/ask/stream")
     async def ask_stream(self, body: AskRequest, request: Request) -> Any:
@@ -119,11 +119,11 @@ class MagiService(AppService):
         if isinstance(accepted, JSONResponse):
             return accepted
         prompt, settings = accepted
-        slot = self._in_flight.slot(self.caller(request))
+        slot = self._in_flight.slot(self.client(request))
         try:
             slot.__enter__()
         except ClientBusyError as exc:
-            return self._busy(exc)
+            return self._busy(exc, request)
 
         async def frames() -> AsyncIterator[bytes]:
             try:

@@ -5,6 +5,8 @@
 - ``POST /router/ask`` (same body) -> ``{route, answer, answered, answeredBy}``: MemoryAgent
   and TimeAgent answer themselves; GeneralKnowledgeAgent answers through the LLM layer when an LLM is
   configured; otherwise the answer says which agent would answer and that none is available here.
+  One client (a key, or an address without keys) has at most ``serve.client_in_flight`` asks running
+  on a replica (429 beyond).
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
 - ``GET /router/`` the café chat page (deployments/pages.py), with a staff view of each routing.
 - ``GET /router/healthz``; ``/router/docs`` (OpenAPI).
@@ -37,7 +39,7 @@ from deployments.affinity import affinity_options
 from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, sessions_check, store_check
-from deployments.security import too_many
+from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from deployments.validation import field_check
 from router.answers import unavailable_answer
@@ -91,6 +93,7 @@ class RouterService(AppService):
 
         super().__init__(settings)
         self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks (they may call the model) per client
         self._section = RouterSettings.of(settings)
         self._policy = self._section.session_policy()
         store = open_store(settings)
@@ -160,6 +163,14 @@ class RouterService(AppService):
 
     @api.post("/ask")
     async def ask(self, body: RouteBody, request: Request) -> JSONResponse:
+        try:
+            with self._in_flight.slot(self.client(request)):  # an ask may wait on the model
+                return await self._ask(body, request)
+        except ClientBusyError as exc:
+            busy: JSONResponse = exc.answer(self.language(request), self._serve.retry_after_s)
+            return busy
+
+    async def _ask(self, body: RouteBody, request: Request) -> JSONResponse:
         from router.general import general_answer, llm_configured
 
         outcome = await self._routed(body, request, answer=True)
