@@ -228,9 +228,17 @@ class Runtime(Protocol):
 
 
 async def gather_calls(calls: Sequence[Call[R]], timeout_s: float | None) -> list[Outcome[R]]:
-    """Both runtimes' ``gather``: all settle (like Promise.allSettled); late ones are cancelled."""
+    """Both runtimes' ``gather``: all settle (like Promise.allSettled); late ones are cancelled, and so
+    is every call when the gatherer itself is cancelled (its caller left)."""
     if calls:
-        await asyncio.wait([c.future for c in calls], timeout=timeout_s)
+        try:
+            await asyncio.wait([c.future for c in calls], timeout=timeout_s)
+        except asyncio.CancelledError:
+            for call in calls:
+                if not call.future.done():
+                    call.cancel()
+                    call.future.cancel()
+            raise
     outcomes: list[Outcome[R]] = []
     for call in calls:
         if not call.future.done():

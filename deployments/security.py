@@ -133,7 +133,7 @@ class KeyCheck:
         return f"KeyCheck({len(self._keys)} key(s))"
 
 
-async def _answer(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+async def refuse(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"error": message, **request_id_field()}).encode()
     await send(
         {
@@ -223,12 +223,12 @@ class HttpGuard:
         try:
             authorization = authorization_of(raw_headers)
         except AmbiguousCredentials:
-            await _answer(send, 400, say("auth.ambiguous", lang))
+            await refuse(send, 400, say("auth.ambiguous", lang))
             return
         caller = self.config.caller(scope, authorization)
         is_open = app_path(scope) in self.config.open_paths
         if not is_open and not caller.admitted:
-            await _answer(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+            await refuse(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
             return
         remember(scope, caller)  # the one identity the routes see (request.state.caller)
         if is_open or self.config.data_slots is None:
@@ -236,7 +236,7 @@ class HttpGuard:
             return
         if self._busy >= self.config.data_slots:
             retry = [(b"retry-after", str(self.config.retry_after_s).encode())]
-            await _answer(send, 503, say("busy.replica", lang), retry)
+            await refuse(send, 503, say("busy.replica", lang), retry)
             return
         self._busy += 1
         try:
@@ -252,7 +252,7 @@ class HttpGuard:
         too_large = f"request body over {cap} bytes; send less (serve.max_body_bytes)"
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or len(length) > 12 or int(length) > cap):
-            await _answer(send, 413, too_large, [(b"connection", b"close")])
+            await refuse(send, 413, too_large, [(b"connection", b"close")])
             return
         body: list[bytes] = []  # read whole before the app sees it: bounded by the cap, and checked
         size = 0
@@ -263,7 +263,7 @@ class HttpGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > cap:  # stop reading at once: a large body is never read in full
-                await _answer(send, 413, too_large, [(b"connection", b"close")])
+                await refuse(send, 413, too_large, [(b"connection", b"close")])
                 return
             body.append(chunk)
             if not message.get("more_body", False):
@@ -271,10 +271,10 @@ class HttpGuard:
         whole = b"".join(body)
         problem = json_shape_problem(whole, self.config.max_json_depth)
         if problem is not None:
-            await _answer(send, 422, f"invalid request: body: {problem}")
+            await refuse(send, 422, f"invalid request: body: {problem}")
             return
         if lone_surrogate_in_json(whole):  # no model can store or show it; every app refuses it here
-            await _answer(send, 422, say("input.unicode", lang))
+            await refuse(send, 422, say("input.unicode", lang))
             return
         replayed = False
         started = False
@@ -415,5 +415,6 @@ __all__ = [
     "exposed_without_keys",
     "guard",
     "json_shape_problem",
+    "refuse",
     "too_many",
 ]

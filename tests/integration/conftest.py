@@ -17,8 +17,10 @@ def start_local_ray() -> None:
     Its metrics page (``metrics_url``) is what Prometheus would scrape (the telemetry test reads it)."""
     import ray
 
+    from deployments import proxy
     from tests.ports import free_port
 
+    proxy.install()  # Serve's proxies run the proxy guard, as under magi serve
     port = free_port()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _metrics_export_port=port)
     METRICS["url"] = f"http://127.0.0.1:{port}/metrics"
@@ -35,6 +37,9 @@ def own_cluster(nodes: int = 3) -> Iterator[Any]:
     import ray
     from ray.cluster_utils import Cluster
 
+    from deployments import proxy
+
+    proxy.install()
     had_session_ray = ray.is_initialized()
     if had_session_ray:
         ray.shutdown()
