@@ -21,8 +21,8 @@ An app module writes::
 What comes with it: API keys and the body cap (deployments/security.py, before any route), a 422 that
 names each bad field (deployments/validation.py), error answers without server paths
 (deployments/answers.py), a request id, a span and request metrics on every request
-(deployments/telemetry.py), ``GET /healthz`` answering one part per readiness check and 503 when one
-fails, Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
+(deployments/telemetry.py), ``GET /healthz`` answering 200, or 503 when a readiness check fails (one
+part per check for a caller with the key; the bare status for a probe without one), Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
 caller's identity for what it owns (:meth:`AppService.caller`), Server-Sent Events streamed with
 ``event_stream`` (deployments/answers.py, frames from core/events.py), and Serve's logging config
 (``logging.level``, ``logging.format``, ``serve.access_log``) also for the project's own loggers, in
@@ -141,9 +141,12 @@ class AppService:
         """The language the caller reads (``Accept-Language``; Japanese unless English comes first)."""
         return language_of_headers(request.scope.get("headers") or [])
 
-    async def healthz(self) -> JSONResponse:
-        """Every readiness check at once: 200 with one part per check, 503 when one is not ready."""
+    async def healthz(self, request: Request) -> JSONResponse:
+        """Every readiness check at once: 200 when all are ready, 503 when one is not. The parts (what
+        each check found) only for a caller with a key; a probe without one gets the bare status."""
         status, body = report(await run_checks(self.checks))
+        if not recalled(request.scope).admitted:
+            body = {"status": body["status"]}
         return JSONResponse(body, status_code=status)
 
     async def check_health(self) -> None:
