@@ -35,12 +35,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
 from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
+from advisor.sources import WebNotConfiguredError
 from core.errors import ConfigError, InputError, LLMNotConfiguredError, first_line
 from core.events import StreamFailed, event_frame
 from core.settings import Settings
 from deployments.affinity import affinity_options
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, no_llm
 from deployments.base import AppService, bind, builder, http_api, service
+from deployments.language import say
 from deployments.readiness import Check, llm_check, sessions_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
@@ -367,6 +369,8 @@ class AdvisorService(AppService):
             return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
         except LLMNotConfiguredError:
             return no_llm()
+        except WebNotConfiguredError:  # the operator's fix, not the caller's
+            return error_answer(503, say("web.off", self.language(request)))
         return JSONResponse({"sessionId": session_id, "output": public(result, session_id)})
 
 

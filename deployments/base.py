@@ -22,8 +22,10 @@ What comes with it: API keys and the body cap (deployments/security.py, before a
 names each bad field (deployments/validation.py), error answers without server paths
 (deployments/answers.py), a request id, a span and request metrics on every request
 (deployments/telemetry.py), ``GET /healthz`` answering 200, or 503 when a readiness check fails (one
-part per check for a caller with the key; the bare status for a probe without one), Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
-caller's identity for what it owns (:meth:`AppService.caller`), Server-Sent Events streamed with
+part per check for a caller with the key; the bare status for a probe without one), Serve's
+``check_health`` failing on what a restart repairs (deployments/readiness.py), the caller's identity
+for what it owns and for the per-client bounds (:meth:`AppService.caller`, :meth:`AppService.client`:
+deployments/identity.py), Server-Sent Events streamed with
 ``event_stream`` (deployments/answers.py, frames from core/events.py), and Serve's logging config
 (``logging.level``, ``logging.format``, ``serve.access_log``) also for the project's own loggers, in
 the project's format (core/telemetry/logs.py), so every line carries the replica and the request id.
