@@ -227,7 +227,13 @@ class AdvisorService(AppService):
         except (TooManySessionsError, ClientBusyError) as exc:
             return self._too_many(exc, request)
         events = orchestrator.turn(
-            self._key(session_id, owner), owner, body.message, body.consent, body.user_attributes, section
+            self._key(session_id, owner),
+            owner,
+            body.message,
+            body.consent,
+            body.user_attributes,
+            section,
+            client=self.client(request),
         )
         try:
             first = await events.__anext__()
@@ -348,7 +354,7 @@ class AdvisorService(AppService):
         key = self._key(session_id, owner)
         try:
             with self._in_flight.slot(self.client(request)):
-                state = await self._sessions.update(key, owner, Begin())
+                state = await self._sessions.update(key, owner, Begin(), self.client(request))
                 ctx = ToolContext(
                     self.settings,
                     session_id=key,

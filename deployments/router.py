@@ -123,10 +123,10 @@ class RouterService(AppService):
         except InputError as exc:
             return error_answer(422, f"invalid request: query: {first_line(exc)}", loc=("body", "query"))
 
-    async def _turn(self, session_id: str, owner: str, turn: Turn | Reply) -> Any:
+    async def _turn(self, session_id: str, owner: str, turn: Turn | Reply, client: str) -> Any:
         """The turn in the session hosted under its key (sessions.ids.session_key): the client's own id,
         in the router's own namespace, never a name another client or system shares."""
-        return await self._sessions.update(session_key(SESSION_NAMESPACE, owner, session_id), owner, turn)
+        return await self._sessions.update(session_key(SESSION_NAMESPACE, owner, session_id), owner, turn, client)
 
     async def _routed(self, body: RouteBody, request: Request, answer: bool) -> TurnOutcome | JSONResponse:
         query = self._query(body)
@@ -140,7 +140,7 @@ class RouterService(AppService):
         turn = Turn(query, section.confidence_threshold, self._policy, answer=answer)
         owner = self.caller(request)
         try:
-            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn)
+            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn, self.client(request))
         except TooManySessionsError as exc:
             response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
             return response
@@ -194,7 +194,7 @@ class RouterService(AppService):
             answered = answer is not None
             if answer is not None:
                 reply = Reply(answer, result.language, result.agent, self._policy)
-                await self._turn(body.session_id, self.caller(request), reply)
+                await self._turn(body.session_id, self.caller(request), reply, self.client(request))
         if answer is None:
             answer = unavailable_answer(
                 result.agent,

@@ -44,7 +44,7 @@ Change = Callable[[SessionState, datetime], T]
 
 
 class SessionGateway(Protocol):
-    async def update(self, session_id: str, owner: str, change: Change[T]) -> T: ...
+    async def update(self, session_id: str, owner: str, change: Change[T], client: str | None = None) -> T: ...
 
 
 class Admission(NamedTuple):
@@ -109,15 +109,16 @@ class SessionHost:
         found = self._active.get(session_id)
         return found is not None and found.state is not None
 
-    async def update(self, session_id: str, owner: str, change: Change[T]) -> T:
+    async def update(self, session_id: str, owner: str, change: Change[T], client: str | None = None) -> T:
         """Apply ``change`` to the session (created on first use), store it, then return its value.
-        TooManySessionsError when it would be a new session one too many for ``owner``."""
+        TooManySessionsError when it would be a new session one too many for ``client`` (None: the
+        owner; a caller without an API key is told apart by its address, deployments/identity.py)."""
         activation = self._enter(session_id)
         try:
             async with activation.lock:
                 try:
                     done: tuple[T, SessionState] = await self._io(
-                        self._apply, session_id, owner, change, activation.state
+                        self._apply, session_id, owner, change, activation.state, client
                     )
                     value, activation.state = done
                 except BaseException:
@@ -157,12 +158,12 @@ class SessionHost:
         return await asyncio.to_thread(call, *args) if self.offload else call(*args)
 
     def _apply(
-        self, session_id: str, owner: str, change: Change[T], cached: SessionState | None
+        self, session_id: str, owner: str, change: Change[T], cached: SessionState | None, client: str | None
     ) -> tuple[T, SessionState]:
         if cached is None and self.admission is not None:
             namespace, limit = self.admission
-            admit_session(self.repo, session_id, owner, namespace, limit, self.policy)
-        return update_session(self.repo, session_id, owner, change, self.policy, cached=cached)
+            admit_session(self.repo, session_id, owner, namespace, limit, self.policy, client)
+        return update_session(self.repo, session_id, owner, change, self.policy, cached=cached, client=client)
 
     def _enter(self, session_id: str) -> _Activation:
         now = self._clock()
