@@ -220,3 +220,10 @@ def test_a_command_cannot_read_the_secrets_of_the_process_that_runs_it(tmp_path:
         assert value not in shown["stdout"], f"{mode}: a secret read through /proc"
     if shown["isolation"] == "pid-namespace":
         assert "ppid=0" in shown["stdout"]  # its parent is outside its world
+
+
+def test_magi_doctor_names_how_plugin_commands_are_kept_apart() -> None:
+    from cli.doctor import check_plugin_isolation
+
+    check = check_plugin_isolation()
+    assert (check.status, check.detail) == ("ok", "each plugin command runs in a PID namespace of its own")
