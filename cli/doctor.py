@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from cli.common import emit, settings_from
 from core.errors import first_line
 from core.settings import Settings, describe
+from core.version import release
 
 if TYPE_CHECKING:
     from core.llm.roles import ResolvedRole
@@ -173,12 +174,22 @@ def check_store(settings: Settings) -> Check:
     from core.masking import masked
     from core.store import open_store
 
-    store = open_store(settings)  # connects and migrates: a bad URL or a down server fails here
+    store = open_store(settings)  # connects, migrates (refuses a newer release's store): failures land here
     try:
         applied = len(store.applied_migrations())
+        releases = store.releases()
     finally:
         store.close()
-    return Check("store", "ok", f"{store.dialect}: {masked(store.url)}, {applied} migrations applied")
+    written = f"migrated by {', '.join(releases)}" if releases else "no release recorded"
+    return Check("store", "ok", f"{store.dialect}: {masked(store.url)}, {applied} migrations applied ({written})")
+
+
+def check_carried_forward(settings: Settings) -> list[Check]:
+    """Each renamed or removed setting the config still uses: it works, and this says what to rename."""
+    return [
+        Check("settings", "warn", notice, "write the new name (docs: settings reference, renamed keys)")
+        for notice in settings.carried_forward
+    ]
 
 
 def check_plugin_isolation() -> Check:
@@ -276,13 +287,14 @@ def run(args: argparse.Namespace) -> int:
         _guarded("search:ddgs", lambda: check_ddgs(settings)),
         _guarded("search:searxng", lambda: check_searxng(settings)),
     ]
+    checks += check_carried_forward(settings)
     llm_checks = check_llm(settings, args.llm)
     checks += [*llm_checks, _guarded("japanese-font", check_font), _guarded("plugin-isolation", check_plugin_isolation)]
     checks += check_system_packages()
     for llm_check in llm_checks if args.llm else []:
         if llm_check.status != "ok":
             llm_check.status = "fail"
-    lines = ["# magi doctor", "", "## Settings", ""]
+    lines = ["# magi doctor", "", f"magi-cluster {release()}", "", "## Settings", ""]
     for key, value in describe(settings).items():
         if isinstance(value, dict):
             lines.append(f"- {key}:")
@@ -292,12 +304,14 @@ def run(args: argparse.Namespace) -> int:
     lines += ["", "## Checks", ""]
     for check in checks:
         lines.append(f"- [{check.status}] {check.name}: {check.detail}" + (f" — fix: {check.fix}" if check.fix else ""))
-    emit(settings, {"settings": describe(settings), "checks": [c.__dict__ for c in checks]}, "\n".join(lines))
+    report = {"version": release(), "settings": describe(settings), "checks": [c.__dict__ for c in checks]}
+    emit(settings, report, "\n".join(lines))
     return 1 if any(c.status == "fail" for c in checks) else 0
 
 
 __all__ = [
     "Check",
+    "check_carried_forward",
     "check_ddgs",
     "check_font",
     "check_ginza",

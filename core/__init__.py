@@ -1,3 +1,5 @@
 """Shared foundation: settings, LLM layer, store, events, runtime, errors."""
 
-__version__ = "0.1.0"
+from core.version import release
+
+__version__ = release()

@@ -10,9 +10,11 @@ group, so core knows no system. A section is read with ``settings.section(Resear
 (or ``ResearchSettings.of(settings)``); a section whose entry point is missing (e.g. code run from a
 checkout that was never installed) still gets its defaults.
 
-Keys renamed when settings became sections (``corpus_dir`` -> ``search.corpus_dir`` ...) are still
-read from the environment and from flat ``magi.yaml`` keys, with a warning naming the new key
-(:data:`RENAMED`). A bad value raises :class:`ConfigError` naming the key, where it came from and what
+Old configs carry forward: keys and sections renamed or removed since earlier releases are listed in
+one table (``data/settings/renames.yaml``, :mod:`core.renames`); an old name in ``magi.yaml`` or the
+environment is read as its successor with one warning naming both, and a removed key is ignored with a
+warning, never an error at start. Flat keys from before sections (``research_agents``) read as
+``research.agents``. A bad value raises :class:`ConfigError` naming the key, where it came from and what
 is allowed.
 """
 
@@ -22,6 +24,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -40,6 +43,7 @@ from pydantic import (
 
 from core.errors import ConfigError
 from core.masking import masked
+from core.renames import KeyRename, key_renames, section_renames
 from core.yamlfile import read_yaml
 
 log = logging.getLogger(__name__)
@@ -57,17 +61,6 @@ FOREIGN_ENV: tuple[tuple[str, str, str], ...] = (
     ("OPENAI_BASE_URL", "llm", "base_url"),
     ("RAY_ADDRESS", "ray", "address"),
 )
-# Flat keys (and their MAGI_ variables) from before sections, whose new name is not <section>_<key>.
-RENAMED: dict[str, tuple[str, str]] = {
-    "corpus_dir": ("search", "corpus_dir"),
-    "ddgs_region": ("search", "ddgs_region"),
-    "ddgs_backend": ("search", "ddgs_backend"),
-    "searxng_url": ("search", "searxng_url"),
-    "searxng_timeout_s": ("search", "searxng_timeout_s"),
-    "page_cache_ttl_s": ("fetch", "page_cache_ttl_s"),
-    "anthropic_api_key": ("llm", "anthropic_api_key"),
-    "anthropic_base_url": ("llm", "anthropic_base_url"),
-}
 # secrets: never from a file or an option ("" is the section of top-level keys)
 ENV_ONLY = frozenset({("llm", "anthropic_api_key"), ("llm", "openai_api_key"), ("", "api_keys")})
 ToolCalling = Literal["native", "prompted"]
@@ -86,8 +79,6 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
     name: ClassVar[str]
-    # earlier names of the section: still read from magi.yaml and MAGI_<FORMER>_<KEY>, with a warning
-    formerly: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def of(cls, settings: Settings) -> Self:
@@ -245,6 +236,12 @@ class Settings(BaseModel):
     _sections: dict[str, Section] = PrivateAttr(default_factory=dict)
     _raw: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
     _origins: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
+    _carried: tuple[str, ...] = PrivateAttr(default=())  # renamed or removed keys read (see carried_forward)
+
+    @property
+    def carried_forward(self) -> tuple[str, ...]:
+        """One line per renamed or removed key the config still uses (what to rename), for magi doctor."""
+        return self._carried
 
     def section(self, cls: type[S]) -> S:
         """The validated section ``cls`` (validated now if its entry point was not registered)."""
@@ -259,7 +256,9 @@ class Settings(BaseModel):
     ) -> Settings:
         """A copy with ``overrides`` (``magi.yaml``-shaped; None = not given) on top; ``names`` maps a
         dotted key to the name the caller used (``research.agents`` -> ``agents``) for error messages."""
-        return _build([(self._validated_values(), dict(self._origins)), _layer(overrides, _namer(origin, names))])
+        copy = _build([(self._validated_values(), dict(self._origins)), _layer(overrides, _namer(origin, names))])
+        copy._carried = self._carried
+        return copy
 
     def _validated_values(self) -> dict[str, dict[str, Any]]:
         """What was set, as validated (paths already absolute: the copy may be made in another folder)."""
@@ -278,13 +277,22 @@ def registered_sections() -> dict[str, type[Section]]:
 
 
 def former_names() -> dict[str, str]:
-    """An earlier section name -> the section's name now (``magi`` -> ``council``)."""
-    return {old: name for name, cls in registered_sections().items() for old in cls.formerly}
+    """An earlier section name -> the section's name now (``magi`` -> ``council``; data/settings/renames.yaml)."""
+    return {old: entry.new for old, entry in section_renames().items()}
+
+
+def renamed_flat_keys() -> dict[str, tuple[str, str]]:
+    """Flat keys from before sections whose new name is not ``<section>.<key>`` -> (section, key)."""
+    return {
+        key: entry.new_key
+        for (section, key), entry in key_renames().items()
+        if section == ROOT and entry.new_key is not None and entry.new_key[0] != ROOT
+    }
 
 
 def _renamed_section(old: str, where: str) -> str:
     new = former_names()[old]
-    log.warning("%s: settings section '%s' is now '%s'; the old name still works but will go away", where, old, new)
+    _notice(f"{where}: settings section '{old}' is now '{new}'; the old name still works but will go away")
     return new
 
 
@@ -342,7 +350,7 @@ def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
             continue
         section, name = legacy or (ROOT, key)
         if section != ROOT:
-            log.warning("setting '%s' is now '%s.%s'; the old name still works but will go away", key, section, name)
+            _notice(f"setting '{key}' is now '{section}.{name}'; the old name still works but will go away")
         values.setdefault(section, {})[name] = value
         origins[(section, name)] = origin_of(key) + (f" (now '{section}.{name}')" if section != ROOT else "")
     return values, origins
@@ -350,8 +358,9 @@ def _layer(tree: Mapping[str, Any], origin_of: Callable[[str], str]) -> Layer:
 
 def _legacy(flat: str) -> tuple[str, str] | None:
     """The (section, key) of a pre-section flat key such as ``research_agents`` or ``corpus_dir``."""
-    if flat in RENAMED:
-        return RENAMED[flat]
+    renamed = renamed_flat_keys()
+    if flat in renamed:
+        return renamed[flat]
     names = {**{name: name for name in registered_sections()}, **former_names()}
     for prefix in sorted(names, key=len, reverse=True):
         if flat.startswith(prefix + "_"):
@@ -435,15 +444,15 @@ def _env_layer() -> Layer:
             if (prefix, key) in ENV_ONLY:
                 continue  # secrets come from their own variable only
             put(prefix, key, os.environ[variable], where)
-        elif name in RENAMED:
-            new_section, new_key = RENAMED[name]
-            log.warning(
-                "%s is now %s%s; the old name still works but will go away",
-                variable,
-                ENV_PREFIX,
-                _env_suffix(new_section, new_key),
+        elif name in (renamed := renamed_flat_keys()):
+            new_section, new_key = renamed[name]
+            _notice(
+                f"{variable} is now {ENV_PREFIX}{_env_suffix(new_section, new_key)}; "
+                "the old name still works but will go away"
             )
             put(new_section, new_key, os.environ[variable], where)
+        elif prefix and (prefix, key) in key_renames():
+            put(prefix, key, os.environ[variable], where)  # carried to its successor by _carry_forward
         elif prefix:
             known = ", ".join(ENV_PREFIX + _env_suffix(prefix, k) for k in sections[prefix].model_fields)
             raise ConfigError(f"{where} names no '{prefix}' setting; known: {known}")
@@ -456,9 +465,7 @@ def _env_layer() -> Layer:
         if key not in sections[section].model_fields:
             known = ", ".join(ENV_PREFIX + _env_suffix(section, k) for k in sections[section].model_fields)
             raise ConfigError(f"{where} names no '{section}' setting; known: {known}")
-        log.warning(
-            "%s is now %s%s; the old name still works but will go away", variable, ENV_PREFIX, _env_suffix(section, key)
-        )
+        _notice(f"{variable} is now {ENV_PREFIX}{_env_suffix(section, key)}; the old name still works but will go away")
         put(section, key, os.environ[variable], f"{where} (now {ENV_PREFIX}{_env_suffix(section, key)})")
     return values, origins
 
@@ -467,10 +474,57 @@ def _former_prefix(name: str) -> str | None:
     return next((old for old in sorted(former_names(), key=len, reverse=True) if name.startswith(old + "_")), None)
 
 
+def _carry_forward(layer: Layer, table: Mapping[tuple[str, str], KeyRename] | None = None) -> Layer:
+    """A layer with its renamed keys moved to their successors and its removed keys dropped, one warning
+    each (``table``: data/settings/renames.yaml); a successor set in the same layer wins over the old name."""
+    values = {section: dict(keys) for section, keys in layer[0].items()}
+    origins = dict(layer[1])
+    sections = registered_sections()
+    for (section, key), entry in (key_renames() if table is None else table).items():
+        if section == ROOT or key not in values.get(section, {}):
+            continue  # flat keys were read by _legacy, through the same table
+        if section in sections and key in sections[section].model_fields:
+            continue  # a key of that name exists again: it is read as itself
+        value = values[section].pop(key)
+        where = origins.pop((section, key), f"'{entry.old}'")
+        if not values[section]:
+            del values[section]
+        if entry.new_key is None:
+            _notice(f"{where}: '{entry.old}' was removed in {entry.since} ({entry.why}); it is ignored: remove it")
+            continue
+        new_section, new_key = entry.new_key
+        successor = f"'{entry.new}' ({ENV_PREFIX}{_env_suffix(new_section, new_key)})"
+        if new_key in values.get(new_section, {}):
+            _notice(
+                f"{where}: '{entry.old}' is now {successor}, which is also set "
+                f"({origins.get(entry.new_key, 'here')}); the old name is ignored: remove it"
+            )
+            continue
+        _notice(
+            f"{where}: '{entry.old}' is now {successor} since {entry.since}; read as that: rename it, "
+            "the old name will go away"
+        )
+        values.setdefault(new_section, {})[new_key] = value
+        origins[(new_section, new_key)] = f"{where} (now '{entry.new}')"
+    return values, origins
+
+
+# What the settings being loaded carried forward (renamed or removed keys): logged, and kept on the
+# Settings for magi doctor.
+_NOTICES: ContextVar[list[str] | None] = ContextVar("settings_notices", default=None)
+
+
+def _notice(message: str) -> None:
+    log.warning("%s", message)
+    collected = _NOTICES.get()
+    if collected is not None:
+        collected.append(message)
+
+
 def _merge(layers: list[Layer]) -> Layer:
     values: Values = {}
     origins: Origins = {}
-    for layer_values, layer_origins in layers:
+    for layer_values, layer_origins in (_carry_forward(layer) for layer in layers):
         for section, keys in layer_values.items():
             values.setdefault(section, {}).update(keys)
         origins.update(layer_origins)
@@ -569,9 +623,16 @@ def load_settings(
     path = config_path(config)
     if path is not None:
         _check_config_file(path, "--config" if config else "MAGI_CONFIG" if os.environ.get("MAGI_CONFIG") else None)
-    file_layer = _file_layer(path) if path is not None else ({}, {})
-    option_layer = _layer(overrides or {}, _namer(origin, None))
-    return _build([file_layer, _env_layer(), option_layer])
+    notices: list[str] = []
+    token = _NOTICES.set(notices)
+    try:
+        file_layer = _file_layer(path) if path is not None else ({}, {})
+        option_layer = _layer(overrides or {}, _namer(origin, None))
+        settings = _build([file_layer, _env_layer(), option_layer])
+    finally:
+        _NOTICES.reset(token)
+    settings._carried = tuple(notices)
+    return settings
 
 
 def describe(settings: Settings) -> dict[str, Any]:
@@ -603,7 +664,6 @@ __all__ = [
     "ENV_ONLY",
     "ENV_PREFIX",
     "FOREIGN_ENV",
-    "RENAMED",
     "ROOT",
     "SECTION_GROUP",
     "AbsolutePath",
@@ -623,4 +683,5 @@ __all__ = [
     "former_names",
     "load_settings",
     "registered_sections",
+    "renamed_flat_keys",
 ]

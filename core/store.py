@@ -6,7 +6,13 @@ actors on other nodes share the caches and the run records instead of writing fi
 
 Each feature registers its own numbered migrations under a component name (``"research"``,
 ``"page_cache"``, ...), so features add tables without coordinating one global version number. SQL
-is written once for both backends; where a dialect needs other SQL, a migration carries a variant.
+is written once for both backends; where a dialect needs other SQL, a migration carries a variant;
+where rows must be moved in a way SQL cannot say (a digest, a JSON reshaped by the models), a
+migration carries a Python ``step`` that runs in the same transaction. The modules that register
+migrations are named in the ``magi.store`` entry-point group, so every process knows every step,
+whatever it imported. The store records which release applied each step, and a store holding a step
+this release does not know was written by a newer release: it is refused with one line naming both
+(docs/operations/store.md, "Changing the schema").
 
 A :class:`Store` belongs to one process: connections never cross a fork or a Ray boundary. Build one
 per process with :func:`open_store`; a Store that is pickled is rebuilt from its URL on the other
@@ -17,10 +23,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -31,6 +39,7 @@ from sqlalchemy.engine import URL, Connection, Engine, Row, make_url
 from core.errors import ConfigError, first_line
 from core.masking import masked
 from core.telemetry.tracing import span
+from core.version import release, release_key
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -39,8 +48,16 @@ DB_FILENAME = "magi.sqlite3"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK_KEY = 0x6D616769  # "magi": the advisory lock that serialises migrations on PostgreSQL
 SUPPORTED = ("sqlite", "postgresql")
+STORE_GROUP = "magi.store"  # entry points: the modules that register migrations (pyproject.toml)
 
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]  # a result row: index it, unpack it, or use ``._mapping``
+
+
+MigrationStep = Callable[[Connection], None]
+
+
+class NewerStoreError(ConfigError):
+    """The store holds schema steps this release does not know: a newer release wrote it."""
 
 
 @dataclass(frozen=True)
@@ -48,31 +65,71 @@ class Migration:
     """One schema step of a component; ``version`` counts from 1 within that component.
 
     ``sql`` runs on every backend unless ``variants`` holds SQL for that dialect (``"postgresql"``,
-    ``"sqlite"``), for the rare statement the two do not share.
+    ``"sqlite"``), for the rare statement the two do not share. ``step``, when given, runs after the
+    SQL in the same transaction with its connection: the place for moving rows in Python.
     """
 
     component: str
     version: int
-    sql: str
+    sql: str = ""
     variants: Mapping[str, str] = field(default_factory=dict)
+    step: MigrationStep | None = field(default=None, compare=False)
+    step_name: str | None = None  # the step's module and name: what tells two registrations apart
 
     def sql_for(self, dialect: str) -> str:
         return self.variants.get(dialect, self.sql)
+
+    @property
+    def label(self) -> str:
+        return f"{self.component} v{self.version}"
 
 
 _MIGRATIONS: dict[tuple[str, int], Migration] = {}
 
 
-def register_migration(component: str, version: int, sql: str, *, variants: Mapping[str, str] | None = None) -> None:
-    """Declare a schema step; registering the same step twice with other SQL is a bug."""
+def register_migration(
+    component: str,
+    version: int,
+    sql: str = "",
+    *,
+    variants: Mapping[str, str] | None = None,
+    step: MigrationStep | None = None,
+) -> None:
+    """Declare a schema step; registering the same step twice with other SQL is a bug.
+
+    A step that changes the shape of stored rows moves the existing rows too (SQL, or ``step``): a
+    store written by any earlier release must read back in full after it.
+    """
     unknown = set(variants or {}) - set(SUPPORTED)
     if unknown:
         raise ValueError(f"migration {component} v{version}: unknown dialect(s) {sorted(unknown)}; use {SUPPORTED}")
-    migration = Migration(component, version, sql, dict(variants or {}))
+    if version < 1:
+        raise ValueError(f"migration {component} v{version}: versions count from 1")
+    if not sql.strip() and step is None:
+        raise ValueError(f"migration {component} v{version}: give its SQL, a step, or both")
+    step_name = f"{step.__module__}.{step.__qualname__}" if step is not None else None
+    migration = Migration(component, version, sql, dict(variants or {}), step, step_name)
     existing = _MIGRATIONS.get((component, version))
     if existing is not None and existing != migration:
         raise ValueError(f"migration {component} v{version} registered twice with different SQL")
     _MIGRATIONS[(component, version)] = migration
+
+
+@cache
+def _every_component_registered() -> bool:
+    """Import the modules named in the ``magi.store`` entry points (their imports register their
+    migrations); True when there were any, i.e. this process now knows every step of its release.
+    A checkout that was never installed has none: it knows only what it imported."""
+    points = entry_points(group=STORE_GROUP)
+    for point in points:
+        point.load()
+    return bool(points)
+
+
+def known_migrations() -> dict[tuple[str, int], Migration]:
+    """Every migration of this release: those of the ``magi.store`` modules and any registered since."""
+    _every_component_registered()
+    return dict(_MIGRATIONS)
 
 
 register_migration(
@@ -160,6 +217,9 @@ class Store:
         self._pid_lock = threading.Lock()
         try:
             self.migrate()
+        except ConfigError:
+            self._engine.dispose()
+            raise
         except (exc.ProgrammingError, exc.IntegrityError):
             self._engine.dispose()
             raise  # a migration's SQL is wrong: a bug to fix, not a setting
@@ -218,36 +278,72 @@ class Store:
     # -- migrations -----------------------------------------------------------------------------
 
     def migrate(self) -> list[Migration]:
-        """Apply every registered migration not yet applied; returns those applied now.
+        """Apply every known migration not yet applied, recording this release; returns those applied now.
 
         On PostgreSQL a transaction-scoped advisory lock makes processes that start together take
-        turns; on SQLite ``BEGIN IMMEDIATE`` does the same.
+        turns; on SQLite ``BEGIN IMMEDIATE`` does the same. A store holding steps this release does not
+        know raises :class:`NewerStoreError` before anything is changed.
         """
+        known = known_migrations()
         applied: list[Migration] = []
         with self.transaction() as conn:
             if self.dialect == "postgresql":
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
             conn.exec_driver_sql(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " component TEXT NOT NULL, version INTEGER NOT NULL, applied_at TEXT NOT NULL,"
+                " component TEXT NOT NULL, version INTEGER NOT NULL, applied_at TEXT NOT NULL, release TEXT,"
                 " PRIMARY KEY (component, version))"
             )
-            done = {(r[0], r[1]) for r in conn.execute(sa.text("SELECT component, version FROM schema_migrations"))}
-            for key in sorted(_MIGRATIONS):
+            if "release" not in {c["name"] for c in sa.inspect(conn).get_columns("schema_migrations")}:
+                # stores of releases before 0.4.0 did not say who applied a step
+                conn.exec_driver_sql("ALTER TABLE schema_migrations ADD COLUMN release TEXT")
+            done = {
+                (str(r[0]), int(r[1])): r[2]
+                for r in conn.execute(sa.text("SELECT component, version, release FROM schema_migrations"))
+            }
+            self._refuse_newer(done, known)
+            for key in sorted(known):
                 if key in done:
                     continue
-                migration = _MIGRATIONS[key]
-                for statement in _split_sql(migration.sql_for(self.dialect)):
-                    conn.exec_driver_sql(statement)
+                migration = known[key]
+                with span("store.migrate", step=migration.label):
+                    for statement in _split_sql(migration.sql_for(self.dialect)):
+                        conn.exec_driver_sql(statement)
+                    if migration.step is not None:
+                        migration.step(conn)
                 conn.execute(
-                    sa.text("INSERT INTO schema_migrations (component, version, applied_at) VALUES (:c, :v, :at)"),
-                    {"c": migration.component, "v": migration.version, "at": _now()},
+                    sa.text(
+                        "INSERT INTO schema_migrations (component, version, applied_at, release) "
+                        "VALUES (:c, :v, :at, :release)"
+                    ),
+                    {"c": migration.component, "v": migration.version, "at": _now(), "release": release()},
                 )
                 applied.append(migration)
         return applied
 
+    def _refuse_newer(self, done: Mapping[tuple[str, int], str | None], known: Mapping[tuple[str, int], Any]) -> None:
+        """NewerStoreError when ``done`` holds steps a newer release applied (see the module docstring)."""
+        every = _every_component_registered()
+        components = {c for c, _ in known}
+        unknown = sorted(k for k in done if k not in known and (every or k[0] in components))
+        if not unknown:
+            return
+        writers = [r for k in unknown if (r := done[k])]
+        newer = f"magi-cluster {max(writers, key=release_key)}" if writers else "a newer release"
+        steps = ", ".join(f"{c} v{v}" for c, v in unknown)
+        raise NewerStoreError(
+            f"the store {masked(self.url)!r} was written by {newer} (schema steps {steps}), and this is "
+            f"magi-cluster {release()}, which does not know them: run {newer.removeprefix('magi-cluster ')} or "
+            "later against it, or restore the backup taken before the upgrade"
+        )
+
     def applied_migrations(self) -> list[tuple[str, int]]:
         return [(str(r[0]), int(r[1])) for r in self.query("SELECT component, version FROM schema_migrations")]
+
+    def releases(self) -> list[str]:
+        """The releases that applied this store's steps, oldest first (before 0.4.0 none was recorded)."""
+        rows = self.query("SELECT DISTINCT release FROM schema_migrations WHERE release IS NOT NULL")
+        return sorted((str(r[0]) for r in rows), key=release_key)
 
     # -- reading and writing --------------------------------------------------------------------
 
@@ -287,11 +383,15 @@ __all__ = [
     "DB_FILENAME",
     "MIGRATION_LOCK_KEY",
     "SQLITE_BUSY_TIMEOUT_MS",
+    "STORE_GROUP",
     "SUPPORTED",
     "AnyRow",
     "Migration",
+    "MigrationStep",
+    "NewerStoreError",
     "Store",
     "configured_url",
+    "known_migrations",
     "open_store",
     "register_migration",
     "sqlite_url",

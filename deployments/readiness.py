@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.errors import first_line
+from core.version import release
 
 if TYPE_CHECKING:
     from core.runtime import Handle
@@ -79,9 +80,15 @@ async def run_checks(checks: Sequence[Check], timeout_s: float = PROBE_TIMEOUT_S
 
 
 def report(parts: Sequence[Part]) -> tuple[int, dict[str, Any]]:
-    """The ``/healthz`` status and body: 200 ``{"status": "ok", "parts": ...}`` or 503 "not ready"."""
+    """The ``/healthz`` status and body: 200 ``{"status": "ok", "version": ..., "parts": ...}`` or 503
+    "not ready"; ``version`` is the release this replica runs (during a rolling upgrade, old and new
+    replicas answer side by side)."""
     ready = all(p.ready for p in parts)
-    body = {"status": "ok" if ready else "not ready", "parts": {p.name: p.as_json() for p in parts}}
+    body = {
+        "status": "ok" if ready else "not ready",
+        "version": release(),
+        "parts": {p.name: p.as_json() for p in parts},
+    }
     return (200 if ready else 503), body
 
 

@@ -157,7 +157,9 @@ def settings_page() -> str:
         return rows
 
     lines = [
-        GENERATED_NOTE.format(source="the settings sections (core/settings.py and each package's Section)"),
+        GENERATED_NOTE.format(
+            source="the settings sections (core/settings.py and each package's Section) and data/settings/renames.yaml"
+        ),
         "",
         "# Settings reference",
         "",
@@ -181,10 +183,10 @@ def settings_page() -> str:
         module = sys.modules[cls.__module__]
         about = first_paragraph(cls.__doc__) or first_paragraph(module.__doc__)
         specs = declared(cls)
-        formerly = getattr(cls, "formerly", ())  # earlier section names, still read with a warning
         former = "".join(
             f" Formerly `{old}:` (`{core_settings.ENV_PREFIX}{old.upper()}_*`), still read with a warning."
-            for old in formerly
+            for old, new in sorted(core_settings.former_names().items())
+            if new == name
         )
         lines += [
             "",
@@ -199,21 +201,37 @@ def settings_page() -> str:
                 if s.info is None  # a shorthand that sets several keys at once
             ],
         ]
+    from core.renames import RENAMES_FILE, rename_table
+
+    renames = rename_table()
     lines += [
         "",
-        "## Renamed keys",
+        "## Renamed and removed keys",
         "",
-        "Flat keys from before sections, still read from `magi.yaml` and the environment with a warning",
-        "naming the new key. Besides these, any flat `<section>_<key>` (e.g. `research_agents`) is read",
-        "as `<section>.<key>`; its variable did not change.",
+        f"Read from `data/{'/'.join(RENAMES_FILE)}`. A config written for an earlier release still starts: an old",
+        "name in `magi.yaml` or the environment is read as its successor, with one warning naming both; a key",
+        "removed with no successor is ignored with a warning (`magi doctor` lists what a config still uses).",
+        "Besides these, any flat `<section>_<key>` from before sections (e.g. `research_agents`) is read as",
+        "`<section>.<key>`; its variable did not change.",
         "",
-        "| before | now | environment now |",
-        "|---|---|---|",
+        "| before | now | environment now | since | why |",
+        "|---|---|---|---|---|",
     ]
-    for flat, (section, key) in sorted(core_settings.RENAMED.items()):
-        dotted = f"{section}.{key}"
-        now = " or ".join(f"`{v}`" for v in variables_of(dotted))
-        lines.append(f"| `{flat}`, `{core_settings.ENV_PREFIX}{flat.upper()}` | [`{dotted}`](#{dotted}) | {now} |")
+    for entry in renames.sections:
+        lines.append(
+            f"| `{entry.old}:` (`{core_settings.ENV_PREFIX}{entry.old.upper()}_*`) | [`{entry.new}:`](#{entry.new})"
+            f" | `{core_settings.ENV_PREFIX}{entry.new.upper()}_*` | {entry.since} | {cell(entry.why)} |"
+        )
+    for renamed in renames.keys:
+        section, name = renamed.old_key
+        before = f"`{renamed.old}`, `{core_settings.ENV_PREFIX}{(f'{section}_{name}' if section else name).upper()}`"
+        if renamed.new is None:
+            lines.append(f"| {before} | removed: ignored | | {renamed.since} | {cell(renamed.why)} |")
+            continue
+        now = " or ".join(f"`{v}`" for v in variables_of(renamed.new))
+        lines.append(
+            f"| {before} | [`{renamed.new}`](#{renamed.new}) | {now} | {renamed.since} | {cell(renamed.why)} |"
+        )
     return "\n".join(lines) + "\n"
 
 

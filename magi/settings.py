@@ -21,7 +21,6 @@ EarlyStop = Literal["off", "unanimous", "stable", "both"]
 
 class CouncilSettings(Section):
     name: ClassVar[str] = "council"
-    formerly: ClassVar[tuple[str, ...]] = ("magi",)
 
     rounds: Annotated[int, Option(metavar="N")] = Field(
         1, ge=0, le=10, description="Debate rounds (0: vote right after Thinking)."

@@ -6,11 +6,16 @@ entries (which cost most of a turn's time). Entries trimmed off the front stay u
 ``TRIM_BATCH`` of them have gathered, then go in one statement (reads skip them); a change that
 rewrites the history (a summary replacing old entries) rewrites its rows.
 
-Writes are optimistic: each row carries a ``revision`` and an update only lands on the revision it
-read, so two writers (two replicas hosting one session, a replica and the CLI, a replica still dying
-while its successor starts) never overwrite each other's turn: the loser reloads and applies its change again.
-:func:`update_session` is that loop; every session host (``sessions/gateway.py``: a Serve replica,
-the CLI) goes through it.
+Writes are optimistic first: each row carries a ``revision`` and an update only lands on the revision
+it read, so two writers (two replicas hosting one session, a replica and the CLI, a replica still
+dying while its successor starts) never overwrite each other's turn. A writer that loses that race
+does not retry blindly (a fixed number of blind retries let one host's writers starve another's):
+it takes the session's lock, reads the state under it and writes in the same transaction, which
+cannot lose. The lock is the session's row (``SELECT ... FOR UPDATE``) plus a per-session advisory
+lock on PostgreSQL, whose waiters queue in order; on SQLite the transaction's ``BEGIN IMMEDIATE``
+already holds the database's write lock. So the uncontended turn costs what it did, and a contended
+one waits its turn instead of being refused. :func:`update_session` is that path; every session host
+(``sessions/gateway.py``: a Serve replica, the CLI) goes through it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from core.store import Store, register_migration
 from sessions.ids import SessionNotFoundError, TooManySessionsError
@@ -30,8 +36,13 @@ from sessions.models import HistoryEntry, SessionPolicy, SessionState
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-MAX_CONFLICT_RETRIES = 20
 TRIM_BATCH = 32
+# The advisory-lock space of sessions on PostgreSQL (the two-key form: apart from the migrations' lock).
+SESSION_LOCK_SPACE = 0x73657373  # "sess"
+# A locked write fails only when a session's row appeared (or went) between its read and its write,
+# which a session's lock then prevents; so a second locked attempt always lands. The bound only turns
+# a bug into an error instead of a loop.
+MAX_LOCKED_ATTEMPTS = 3
 
 register_migration(
     "sessions",
@@ -104,6 +115,15 @@ _INSERT_ENTRY = sa.text("INSERT INTO session_history (session_id, seq, entry_jso
 _DELETE_ENTRIES_BEFORE = sa.text("DELETE FROM session_history WHERE session_id = :id AND seq < :seq")
 _DELETE_ENTRIES = sa.text("DELETE FROM session_history WHERE session_id = :id")
 _DELETE_STATE = sa.text("DELETE FROM sessions WHERE session_id = :id")
+_LOAD = sa.text(
+    "SELECT s.state_json, h.seq, h.entry_json FROM sessions s "
+    "LEFT JOIN session_history h ON h.session_id = s.session_id "
+    "WHERE s.session_id = :id ORDER BY h.seq"
+)
+_LOCK_POSTGRESQL = (
+    sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:id))"),
+    sa.text("SELECT 1 FROM sessions WHERE session_id = :id FOR UPDATE"),
+)
 
 
 def utcnow() -> datetime:
@@ -118,55 +138,29 @@ class SessionRepository:
 
     def load(self, session_id: str) -> SessionState | None:
         # One statement, so the state and its history come from one snapshot on both backends.
-        rows = self.store.query(
-            "SELECT s.state_json, h.seq, h.entry_json FROM sessions s "
-            "LEFT JOIN session_history h ON h.session_id = s.session_id "
-            "WHERE s.session_id = :id ORDER BY h.seq",
-            {"id": session_id},
-        )
-        if not rows:
-            return None
-        state = SessionState.model_validate_json(rows[0][0])
-        first = state.history_from  # rows before it were trimmed and wait for a batch delete
-        state.history = [
-            HistoryEntry.model_validate_json(row[2]) for row in rows if row[1] is not None and row[1] >= first
-        ]
-        return state
+        with self.store.engine.connect() as conn:
+            conn = conn.execution_options(magi_read_only=True)
+            state = _load(conn, session_id)
+            conn.rollback()
+            return state
 
     def save(self, state: SessionState, previous: SessionState | None) -> bool:
         """Write ``state`` if the stored revision is still ``previous``'s (None: the session must not
         exist yet); False when another writer got there first. Sets ``state.history_from``."""
-        appended = _appended(previous.history if previous is not None else [], state.history)
-        next_seq = previous.history_from + len(previous.history) if previous is not None else 0
-        added = state.history if appended is None else state.history[len(state.history) - appended :]
-        state.history_from = next_seq + len(added) - len(state.history)
-        values = {
-            "id": state.session_id,
-            "owner": state.owner,
-            "rev": state.revision,
-            "at": state.updated_at.isoformat(),
-            "json": state.model_dump_json(by_alias=True, exclude={"history"}),
-            "old": previous.revision if previous is not None else None,
-            "client": state.client,
-        }
         with self.store.transaction() as conn:
-            if previous is None:
-                if conn.execute(_INSERT_STATE, values).rowcount != 1:
-                    return False
-                # rows an earlier session of this id may have left behind go
-                conn.execute(_DELETE_ENTRIES, {"id": state.session_id})
-            else:
-                if conn.execute(_UPDATE_STATE, values).rowcount != 1:
-                    return False
-                if state.history_from // TRIM_BATCH > previous.history_from // TRIM_BATCH or appended is None:
-                    conn.execute(_DELETE_ENTRIES_BEFORE, {"id": state.session_id, "seq": state.history_from})
-            rows = [
-                {"id": state.session_id, "seq": next_seq + i, "json": entry.model_dump_json(by_alias=True)}
-                for i, entry in enumerate(added)
-            ]
-            if rows:  # one row (the usual turn) as a plain execute: executemany costs more per call
-                conn.execute(_INSERT_ENTRY, rows[0] if len(rows) == 1 else rows)
-            return True
+            return _save(conn, state, previous)
+
+    def update_locked(self, session_id: str, apply: Callable[[SessionState | None], SessionState]) -> bool:
+        """Under the session's lock, read the stored state, ``apply`` the change to it and write the
+        result, all in one transaction. Only writers that skip the lock (the optimistic first try of
+        another) could move the revision meanwhile, and the row lock makes them wait and then lose."""
+        with self.store.transaction() as conn:
+            if self.store.dialect == "postgresql":
+                advisory, row = _LOCK_POSTGRESQL
+                conn.execute(advisory, {"space": SESSION_LOCK_SPACE, "id": session_id})
+                conn.execute(row, {"id": session_id})
+            stored = _load(conn, session_id)
+            return _save(conn, apply(stored), stored)
 
     def exists(self, session_id: str) -> bool:
         return bool(self.store.query("SELECT 1 FROM sessions WHERE session_id = :id", {"id": session_id}))
@@ -185,6 +179,49 @@ class SessionRepository:
         with self.store.transaction() as conn:
             conn.execute(_DELETE_ENTRIES, {"id": session_id})
             conn.execute(_DELETE_STATE, {"id": session_id})
+
+
+def _load(conn: Connection, session_id: str) -> SessionState | None:
+    rows = conn.execute(_LOAD, {"id": session_id}).all()
+    if not rows:
+        return None
+    state = SessionState.model_validate_json(rows[0][0])
+    first = state.history_from  # rows before it were trimmed and wait for a batch delete
+    state.history = [HistoryEntry.model_validate_json(row[2]) for row in rows if row[1] is not None and row[1] >= first]
+    return state
+
+
+def _save(conn: Connection, state: SessionState, previous: SessionState | None) -> bool:
+    appended = _appended(previous.history if previous is not None else [], state.history)
+    next_seq = previous.history_from + len(previous.history) if previous is not None else 0
+    added = state.history if appended is None else state.history[len(state.history) - appended :]
+    state.history_from = next_seq + len(added) - len(state.history)
+    values = {
+        "id": state.session_id,
+        "owner": state.owner,
+        "rev": state.revision,
+        "at": state.updated_at.isoformat(),
+        "json": state.model_dump_json(by_alias=True, exclude={"history"}),
+        "old": previous.revision if previous is not None else None,
+        "client": state.client,
+    }
+    if previous is None:
+        if conn.execute(_INSERT_STATE, values).rowcount != 1:
+            return False
+        # rows an earlier session of this id may have left behind go
+        conn.execute(_DELETE_ENTRIES, {"id": state.session_id})
+    else:
+        if conn.execute(_UPDATE_STATE, values).rowcount != 1:
+            return False
+        if state.history_from // TRIM_BATCH > previous.history_from // TRIM_BATCH or appended is None:
+            conn.execute(_DELETE_ENTRIES_BEFORE, {"id": state.session_id, "seq": state.history_from})
+    rows = [
+        {"id": state.session_id, "seq": next_seq + i, "json": entry.model_dump_json(by_alias=True)}
+        for i, entry in enumerate(added)
+    ]
+    if rows:  # one row (the usual turn) as a plain execute: executemany costs more per call
+        conn.execute(_INSERT_ENTRY, rows[0] if len(rows) == 1 else rows)
+    return True
 
 
 def _appended(old: list[HistoryEntry], new: list[HistoryEntry]) -> int | None:
@@ -242,21 +279,29 @@ def update_session(
     now: Callable[[], datetime] = utcnow,
     client: str | None = None,
 ) -> tuple[T, SessionState]:
-    """Apply ``change`` (it mutates the state it is given and returns a value) and store the result;
-    a lost race reloads and applies it again. Returns the change's value and the stored state. A new
-    session counts against ``client`` (None: its owner)."""
-    stored = cached if cached is not None else repo.load(session_id)
-    for _ in range(MAX_CONFLICT_RETRIES):
+    """Apply ``change`` (it mutates the state it is given and returns a value) and store the result:
+    first optimistically on ``cached`` (or a fresh read), then, if another writer got there first,
+    under the session's lock (see the module docstring). Returns the change's value and the stored state.
+    A new session counts against ``client`` (None: its owner)."""
+    result: list[tuple[T, SessionState]] = []
+
+    def apply(stored: SessionState | None) -> SessionState:
         at = now()
         state = current_state(stored, session_id, owner, at, policy, client)
         value = change(state, at)
         state.updated_at = at
         state.revision = (stored.revision if stored is not None else 0) + 1
-        if repo.save(state, stored):
-            return value, state
+        result[:] = [(value, state)]
+        return state
+
+    stored = cached if cached is not None else repo.load(session_id)
+    if repo.save(apply(stored), stored):
+        return result[0]
+    for _ in range(MAX_LOCKED_ATTEMPTS):
         CONFLICTS.inc()
-        stored = repo.load(session_id)
-    raise RuntimeError(f"session {session_id}: {MAX_CONFLICT_RETRIES} writers in a row got there first; retry")
+        if repo.update_locked(session_id, apply):
+            return result[0]
+    raise RuntimeError(f"session {session_id}: changed {MAX_LOCKED_ATTEMPTS} times under its own lock; a bug")
 
 
 def admit_session(
@@ -292,7 +337,7 @@ def read_session(
 
 
 __all__ = [
-    "MAX_CONFLICT_RETRIES",
+    "MAX_LOCKED_ATTEMPTS",
     "TRIM_BATCH",
     "SessionRepository",
     "admit_session",

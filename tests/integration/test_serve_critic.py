@@ -12,6 +12,7 @@ import pytest
 
 from core.resources import data_path
 from core.settings import load_settings
+from core.version import release
 from tests.ports import free_port
 from tests.sse import named_events
 
@@ -85,6 +86,7 @@ def test_bad_requests_are_422_naming_the_field(service: httpx.Client, body: dict
 def test_healthz_answers_one_part_per_need(service: httpx.Client) -> None:
     answer = service.get("/critic/healthz", headers=AUTH)
     assert answer.status_code == 200, answer.text
+    assert answer.json()["version"] == release()  # which release this replica runs
     parts = answer.json()["parts"]
     assert set(parts) == {"store", "llm", "workers"} and all(p["ready"] for p in parts.values())
     assert parts["store"]["detail"] == "reachable (sqlite)"

@@ -13,6 +13,7 @@ import pytest
 from core.runtime import Handle
 from core.settings import load_settings
 from core.store import open_store
+from core.version import release
 from deployments.base import AppService, http_api, logging_config
 from deployments.readiness import (
     Check,
@@ -57,10 +58,15 @@ async def test_the_report_is_200_when_every_part_is_ready_else_503() -> None:
     parts = await run_checks([Check("a", ready), Check("b", ready)])
     assert report(parts) == (
         200,
-        {"status": "ok", "parts": {"a": {"ready": True, "detail": "fine"}, "b": parts[1].as_json()}},
+        {
+            "status": "ok",
+            "version": release(),
+            "parts": {"a": {"ready": True, "detail": "fine"}, "b": parts[1].as_json()},
+        },
     )
     status, body = report(await run_checks([Check("a", ready), Check("b", broken)]))
     assert status == 503 and body["status"] == "not ready" and body["parts"]["b"]["ready"] is False
+    assert body["version"] == release()  # a failing replica still says what it runs
 
 
 async def test_the_store_check_asks_the_store(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from core.errors import ConfigError
 from core.settings import Settings
-from core.store import DB_FILENAME, Store, open_store, register_migration, sqlite_url
+from core.store import DB_FILENAME, Store, open_store, sqlite_url
 from research import runs
 from research.events import ResearchRequeued
 from scrapers.extract import ExtractedPage
@@ -36,37 +36,6 @@ def test_sqlite_connections_use_wal_and_foreign_keys(tmp_path: Path) -> None:
     assert store.query("PRAGMA synchronous")[0][0] == 1  # NORMAL
     assert store.query("PRAGMA busy_timeout")[0][0] >= 10_000
     store.close()
-
-
-def test_later_features_add_tables(store_url: str) -> None:
-    register_migration("testfeature", 1, "CREATE TABLE testfeature_items (id INTEGER PRIMARY KEY, name TEXT)")
-    store = Store(store_url)
-    with store.transaction() as conn:
-        conn.exec_driver_sql("INSERT INTO testfeature_items (id, name) VALUES (1, 'a')")
-    assert store.query("SELECT name FROM testfeature_items")[0][0] == "a"
-    with pytest.raises(ValueError, match="different SQL"):
-        register_migration("testfeature", 1, "CREATE TABLE other (x)")
-    store.close()
-
-
-def test_a_dialect_variant_replaces_the_portable_sql(store_url: str) -> None:
-    register_migration(
-        "testvariant",
-        1,
-        "CREATE TABLE testvariant_items (n INTEGER)",
-        variants={"postgresql": "CREATE TABLE testvariant_items (n BIGINT)"},
-    )
-    store = Store(store_url)
-    if store.dialect == "postgresql":
-        declared = store.query(
-            "SELECT data_type FROM information_schema.columns WHERE table_name = 'testvariant_items'"
-        )[0][0]
-        assert declared == "bigint"
-    else:
-        assert store.query("SELECT type FROM pragma_table_info('testvariant_items')")[0][0] == "INTEGER"
-    store.close()
-    with pytest.raises(ValueError, match="unknown dialect"):
-        register_migration("testvariant", 2, "SELECT 1", variants={"mysql": "SELECT 1"})
 
 
 def test_transaction_rolls_back_on_error(store_url: str) -> None:
