@@ -145,10 +145,10 @@ class AppService:
 
     async def healthz(self, request: Request) -> JSONResponse:
         """Every readiness check at once: 200 when all are ready, 503 when one is not. The parts (what
-        each check found) only for a caller with a key; a probe without one gets the bare status."""
+        each check found) only for a caller with a key; a probe without one gets the status and release."""
         status, body = report(await run_checks(self.checks))
         if not recalled(request.scope).admitted:
-            body = {"status": body["status"]}
+            body = {key: value for key, value in body.items() if key != "parts"}
         return JSONResponse(body, status_code=status)
 
     async def check_health(self) -> None:
