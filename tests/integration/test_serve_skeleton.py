@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from core.settings import load_settings
+from core.version import release
 from deployments.security import UNAUTHORIZED
 from tests.ports import free_port
 from tests.postgres import PostgresServer
@@ -106,6 +107,7 @@ def test_healthz_answers_one_part_per_need(app: Any) -> None:
     assert health.status_code == 200
     assert health.json() == {
         "status": "ok",
+        "version": release(),
         "parts": {
             "store": {"ready": True, "detail": "reachable (postgresql)"},
             "ticker": {"ready": True, "detail": "running"},
