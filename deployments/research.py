@@ -267,8 +267,13 @@ class ResearchService(AppService):
                         await task
                     return
                 self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
-            with contextlib.suppress(asyncio.CancelledError):  # cancelled at its submitter's request
+            try:
                 await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():  # this replica stops: let it
+                    raise
+                log.info("run %s cancelled at its submitter's request", claimed.run_id)
         finally:
             self._task = None
 
