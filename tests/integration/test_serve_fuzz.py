@@ -313,7 +313,7 @@ def _document(kind: str, fmt: str, fields: dict[str, str], **data: Any) -> dict[
 
 def test_the_inputs_that_answered_500_are_refused_with_4xx(cluster: Cluster) -> None:
     """Issue 40 (5): each of these was a 500 (at the command line "internal error":
-    tests/unit/test_input_never_internal.py)."""
+    tests/unit/test_input_never_internal.py; web_search without a provider: test_serve_advisor.py)."""
     quotation = {"valid_until": "2026年12月31日", "delivery": "2週間"}
     documents = [
         _document("quotation", "pdf", quotation, items=[{"name": "部品", "unit_price": 1e28}]),
@@ -327,12 +327,6 @@ def test_the_inputs_that_answered_500_are_refused_with_4xx(cluster: Cluster) -> 
         for body in documents:
             answer = client.post("/advisor/tools/generate_document", json=body, headers=AUTH_A)
             assert answer.status_code == 422, (body["data"], answer.status_code, answer.text[:300])
-        web = client.post("/advisor/tools/web_search", json={"query": "価格転嫁"}, headers=AUTH_A)
-        assert web.status_code == 503 and "ウェブ検索" in web.json()["error"]
-        english = client.post(
-            "/advisor/tools/web_search", json={"query": "x"}, headers={**AUTH_A, "Accept-Language": "en"}
-        )
-        assert "web search is not configured" in english.json()["error"]
         surrogate = json.dumps({"message": "こんにちは", "userAttributes": {"業種": "\ud800"}}).encode()
         as_json = {**AUTH_A, "content-type": "application/json"}
         chat = client.post("/advisor/chat", content=surrogate, headers=as_json)
