@@ -82,14 +82,16 @@ class Orchestrator:
         consent: Consent | None = None,
         user_attributes: dict[str, Any] | None = None,
         section: AdvisorSettings | None = None,
+        client: str | None = None,
     ) -> AsyncIterator[AdvisorEvent]:
         """Events of one turn: ``mode``, ``consent``, ``tool``, ``file``, ``delta``, then ``done``;
-        ``section`` carries this turn's options (``ADVISOR_OPTIONS`` applied to a request's fields)."""
+        ``section`` carries this turn's options (``ADVISOR_OPTIONS`` applied to a request's fields);
+        a new session counts against ``client`` (None: ``owner``)."""
         section = section or self.section
         texts = modes()
         if consent is None:
             message = self.check_message(message or "")
-        state = await self.sessions.update(session_id, owner, Begin(user_attributes))
+        state = await self.sessions.update(session_id, owner, Begin(user_attributes), client)
         pending = state.attributes.get("pending")
         current: Mode | None = state.mode if state.mode in ("mode1", "mode2") else None  # type: ignore[assignment]
         user = dict(state.attributes.get("user_attributes", {}))

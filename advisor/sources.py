@@ -18,6 +18,10 @@ NOT_CONFIGURED = (
 )
 
 
+class WebNotConfiguredError(ConfigError):
+    """web_search was called on a service with no web provider (the operator's fix, not the caller's)."""
+
+
 def web_configured(settings: Settings) -> bool:
     """Whether a search chain other than the bundled sample corpus is configured."""
     search = SearchSettings.of(settings)
@@ -28,7 +32,7 @@ def web_configured(settings: Settings) -> bool:
 def require_web(settings: Settings) -> None:
     """ConfigError (read by the model as the tool's result) when no web provider is configured."""
     if not web_configured(settings):
-        raise ConfigError(NOT_CONFIGURED)
+        raise WebNotConfiguredError(NOT_CONFIGURED)
 
 
-__all__ = ["NOT_CONFIGURED", "require_web", "web_configured"]
+__all__ = ["NOT_CONFIGURED", "WebNotConfiguredError", "require_web", "web_configured"]

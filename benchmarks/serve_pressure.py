@@ -158,7 +158,9 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     with tempfile.TemporaryDirectory(prefix="magi-pressure-") as tmp:
-        settings = load_settings(overrides={"data_dir": tmp, "serve": {"queue_size": args.queue}})
+        # one client bursts here: its share of the queue is the whole queue (serve.client_queue)
+        bounds = {"queue_size": args.queue, "client_queue": args.queue}
+        settings = load_settings(overrides={"data_dir": tmp, "serve": bounds})
         ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
         try:
             serve.start(http_options={"host": "127.0.0.1", "port": port})

@@ -202,6 +202,23 @@ def check_carried_forward(settings: Settings) -> list[Check]:
     ]
 
 
+def check_plugin_isolation() -> Check:
+    """How plugin commands are kept apart here (magi/isolation.py): a PID namespace, or the weaker
+    fallback, said plainly."""
+    from magi.isolation import isolation
+
+    found = isolation()
+    if found.kind == "pid-namespace":
+        return Check("plugin-isolation", "ok", "each plugin command runs in a PID namespace of its own")
+    return Check(
+        "plugin-isolation",
+        "warn",
+        f"no PID namespace ({found.note}): a plugin command's stray descendants may outlive it and it can read "
+        "other processes' /proc",
+        "install util-linux (unshare) and allow namespaces (root with CAP_SYS_ADMIN, or user namespaces)",
+    )
+
+
 def check_font() -> Check:
     from core.fonts import INSTALL_HINT, find_japanese_font
 
@@ -283,7 +300,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     checks += check_carried_forward(settings)
     llm_checks = check_llm(settings, args.llm)
-    checks += [*llm_checks, _guarded("japanese-font", check_font), *check_system_packages()]
+    checks += [*llm_checks, _guarded("japanese-font", check_font), _guarded("plugin-isolation", check_plugin_isolation)]
+    checks += check_system_packages()
     for llm_check in llm_checks if args.llm else []:
         if llm_check.status != "ok":
             llm_check.status = "fail"
@@ -319,6 +337,7 @@ __all__ = [
     "check_ginza",
     "check_llm",
     "check_local_search",
+    "check_plugin_isolation",
     "check_ray",
     "check_searxng",
     "check_store",

@@ -9,9 +9,15 @@ import time
 from typing import Any
 
 from cli.common import settings_from
+from deployments import proxy
 from deployments.apps import SERVE_CONFIG, load_serve_config
 from deployments.security import exposed_without_keys
 
+UNGUARDED_WARNING = (
+    "WARNING: the Ray cluster's HTTP proxy does not run this project's proxy guard: odd header bytes answer "
+    "500, any X-Request-ID is logged as sent and /-/routes is open. Start the cluster's Ray with "
+    "{env}={callback} in its environment (docs/operations/serving.md).\n"
+)
 OPEN_WARNING = (
     "\n" + "!" * 78 + "\n"
     "WARNING: magi serve listens on {host}, beyond this machine, and no API keys are set:\n"
@@ -62,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {"config": args.config} if getattr(args, "config", None) else {}
     apps = [(app, app.builder()) for app in config.applications]  # import errors before Ray starts
     owned = not ray.is_initialized() and not (args.address or settings.ray.address)
+    proxy.install()  # the Serve proxy this Ray starts runs the proxy guard (deployments/proxy.py)
     start_ray(settings, address=args.address, serve=True)
     # a service manager's stop (SIGTERM): the same clean shutdown as Ctrl-C, also while the apps start
     # (set after Ray starts: Ray's own handler would print a stack dump and leave Serve running)
@@ -72,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
             for app, builder in apps:
                 serve.run(builder({**app.args, **overrides}), name=app.name, route_prefix=app.route_prefix)
             url = f"http://{host}:{port}"
+            if not proxy.guarded(f"http://{_loopback(str(host))}:{port}"):
+                sys.stderr.write(UNGUARDED_WARNING.format(env=proxy.CALLBACK_ENV, callback=proxy.CALLBACK))
             store = masked(configured_url(settings))
             sys.stdout.write(
                 f"serving {', '.join(app.name for app, _ in apps)} at {url} (store: {store}); "
@@ -96,8 +105,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _loopback(host: str) -> str:
+    """Where this machine reaches a server listening on ``host`` (all interfaces: loopback)."""
+    return "127.0.0.1" if host in ("", "0.0.0.0") else ("[::1]" if host == "::" else host)
+
+
 __all__ = [
     "OPEN_WARNING",
+    "UNGUARDED_WARNING",
     "Stopped",
     "register",
     "run",

@@ -4,6 +4,7 @@ checked writable before any work is spent on what goes into them."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -15,18 +16,41 @@ MAX_INPUT_BYTES = 16 * 1024 * 1024  # an input file (ideas, batch, tool input) l
 
 def read_input_text(path: Path, what: str, max_bytes: int = MAX_INPUT_BYTES) -> str:
     """A user's input file as UTF-8 text, read at most ``max_bytes`` + 1 bytes: ``/dev/zero`` or an
-    endless pipe is refused after that much, never read until memory runs out."""
+    endless pipe is refused after that much, never read until memory runs out. A named pipe nobody
+    writes to is refused at once (a plain open would wait for a writer forever)."""
     try:
-        with open(path, "rb") as file:
-            data = file.read(max_bytes + 1)
+        data = _read_bounded(path, max_bytes + 1)
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}; give a readable file") from None
+    if data is None:
+        raise InputError(f"{what} {path} is a named pipe nobody writes to; give a file, or write to the pipe first")
     if len(data) > max_bytes:
         raise InputError(f"{what} {path} is larger than {max_bytes} bytes; split it into smaller files")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{what} {path} is not UTF-8 text; save it as UTF-8") from None
+
+
+def _read_bounded(path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``path``; None for a FIFO without a writer. Opened without blocking
+    (a FIFO opens at once either way), then read: at once end-of-file from a FIFO means nobody writes,
+    "would block" means a writer is there and the rest is read as usual."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        data = b""
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            try:
+                data = os.read(fd, limit)
+            except BlockingIOError:
+                data = b""  # a writer, nothing written yet
+            else:
+                if not data:
+                    return None
+        os.set_blocking(fd, True)
+        while len(data) < limit and (chunk := file.read(limit - len(data))):
+            data += chunk
+        return data
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = None) -> Path:

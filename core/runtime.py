@@ -56,14 +56,24 @@ class Outcome(Generic[T]):
 
 
 class Call(Generic[R]):
-    """One pending method call: await it for the result, or cancel it."""
+    """One pending method call: await it for the result, or cancel it. A caller cancelled while it
+    awaits the call cancels the call too (in the agent's process): work nobody waits for any more,
+    such as the model calls of a request whose client left, stops instead of running on."""
 
     def __init__(self, future: asyncio.Future[R], cancel: Callable[[], None]) -> None:
         self.future = future
         self._cancel = cancel
 
     def __await__(self) -> Generator[Any, None, R]:
-        return self.future.__await__()
+        return self._result().__await__()
+
+    async def _result(self) -> R:
+        try:
+            return await self.future
+        except asyncio.CancelledError:
+            if self.future.cancelled():  # the caller was cancelled, not the call's own outcome
+                self._cancel()
+            raise
 
     def cancel(self) -> None:
         self._cancel()
@@ -222,9 +232,17 @@ class Runtime(Protocol):
 
 
 async def gather_calls(calls: Sequence[Call[R]], timeout_s: float | None) -> list[Outcome[R]]:
-    """Both runtimes' ``gather``: all settle (like Promise.allSettled); late ones are cancelled."""
+    """Both runtimes' ``gather``: all settle (like Promise.allSettled); late ones are cancelled, and so
+    is every call when the gatherer itself is cancelled (its caller left)."""
     if calls:
-        await asyncio.wait([c.future for c in calls], timeout=timeout_s)
+        try:
+            await asyncio.wait([c.future for c in calls], timeout=timeout_s)
+        except asyncio.CancelledError:
+            for call in calls:
+                if not call.future.done():
+                    call.cancel()
+                    call.future.cancel()
+            raise
     outcomes: list[Outcome[R]] = []
     for call in calls:
         if not call.future.done():

@@ -402,7 +402,7 @@ def _env_value(section: str, key: str, text: str) -> Any:
         except ValueError:
             if kind is list:
                 items = [item.strip() for item in text.split(",") if item.strip()]
-                if text.strip() and not items:
+                if text and not items:  # "   " or "," names nothing: a mistake, not "no values" (that is "")
                     raise ConfigError(
                         f"{ENV_PREFIX}{_env_suffix(section, key)} is set but names nothing; give values or unset it"
                     ) from None

@@ -113,6 +113,32 @@ def json_shape_problem(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> st
     return None
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate_in_json(data: bytes) -> bool:
+    """Whether ``data``, JSON text, escapes a lone surrogate (``"\\ud800"``) in a string or a key: valid
+    JSON that no store, log or page can hold. Parsed only when such an escape appears at all."""
+    if not _SURROGATE_ESCAPE.search(data):
+        return False
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return False  # not JSON: the route's own parser says so
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if invalid_unicode_at(item) is not None:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def load_json(text: str, what: str, expected: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``text`` parsed as JSON after :func:`json_shape_problem`; an InputError naming ``what`` and what
     was ``expected`` otherwise (never a RecursionError or a NaN)."""
@@ -147,6 +173,7 @@ __all__ = [
     "invalid_unicode_at",
     "json_shape_problem",
     "load_json",
+    "lone_surrogate_in_json",
     "printable",
     "without_controls",
 ]

@@ -39,12 +39,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from advisor.events import AdvisorEvent, FileMade, SessionOpened, TurnDone
 from advisor.settings import ADVISOR_OPTIONS, AdvisorSettings
 from advisor.settings import LLM_ROLES as ADVISOR_ROLES
+from advisor.sources import WebNotConfiguredError
 from core.errors import ConfigError, InputError, LLMNotConfiguredError, first_line
 from core.events import event_frame
 from core.settings import Settings
 from deployments.affinity import affinity_options
 from deployments.answers import error_answer, event_stream, invalid_option, no_llm, stream_failed
 from deployments.base import AppService, bind, builder, http_api, service
+from deployments.language import say
 from deployments.readiness import Check, llm_check, sessions_check, store_check, task_check
 from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
@@ -203,7 +205,10 @@ class AdvisorService(AppService):
     async def _state(self, session_id: str, owner: str) -> Any:
         return await self._sessions.read(self._key(session_id, owner), owner)
 
-    def _too_many(self, exc: Exception) -> JSONResponse:
+    def _too_many(self, exc: Exception, request: Request) -> JSONResponse:
+        if isinstance(exc, ClientBusyError):
+            busy: JSONResponse = exc.answer(self.language(request), self._serve.retry_after_s)
+            return busy
         response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
         return response
 
@@ -226,14 +231,20 @@ class AdvisorService(AppService):
         try:
             if body.message is not None:
                 orchestrator.check_message(body.message)  # a bad message costs no session
-            slot = self._in_flight.slot(owner)
+            slot = self._in_flight.slot(self.client(request))
             slot.__enter__()
         except InputError as exc:
             return error_answer(422, f"invalid request: message: {first_line(exc)}", loc=("body", "message"))
         except (TooManySessionsError, ClientBusyError) as exc:
-            return self._too_many(exc)
+            return self._too_many(exc, request)
         events = orchestrator.turn(
-            self._key(session_id, owner), owner, body.message, body.consent, body.user_attributes, section
+            self._key(session_id, owner),
+            owner,
+            body.message,
+            body.consent,
+            body.user_attributes,
+            section,
+            client=self.client(request),
         )
         try:
             first = await events.__anext__()
@@ -246,7 +257,7 @@ class AdvisorService(AppService):
             return error_answer(404, f"no session {session_id!r} for this client; omit sessionId to start one")
         except TooManySessionsError as exc:
             slot.__exit__()
-            return self._too_many(exc)
+            return self._too_many(exc, request)
         except BaseException:
             slot.__exit__()
             raise
@@ -352,8 +363,8 @@ class AdvisorService(AppService):
         owner = self.caller(request)
         key = self._key(session_id, owner)
         try:
-            with self._in_flight.slot(owner):
-                state = await self._sessions.update(key, owner, Begin())
+            with self._in_flight.slot(self.client(request)):
+                state = await self._sessions.update(key, owner, Begin(), self.client(request))
                 ctx = ToolContext(
                     self.settings,
                     session_id=key,
@@ -369,11 +380,13 @@ class AdvisorService(AppService):
         except SessionNotFoundError:
             return error_answer(404, f"no session {session_id!r} for this client")
         except (TooManySessionsError, ClientBusyError) as exc:
-            return self._too_many(exc)
+            return self._too_many(exc, request)
         except InputError as exc:
             return error_answer(422, f"invalid request: {first_line(exc)}", loc=("body",))
         except LLMNotConfiguredError:
             return no_llm()
+        except WebNotConfiguredError:  # the operator's fix, not the caller's
+            return error_answer(503, say("web.off", self.language(request)))
         return JSONResponse({"sessionId": session_id, "output": public(result, session_id)})
 
 

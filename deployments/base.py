@@ -21,9 +21,11 @@ An app module writes::
 What comes with it: API keys and the body cap (deployments/security.py, before any route), a 422 that
 names each bad field (deployments/validation.py), error answers without server paths
 (deployments/answers.py), a request id, a span and request metrics on every request
-(deployments/telemetry.py), ``GET /healthz`` answering one part per readiness check and 503 when one
-fails, Serve's ``check_health`` failing on what a restart repairs (deployments/readiness.py), the
-caller's identity for what it owns (:meth:`AppService.caller`), Server-Sent Events streamed with
+(deployments/telemetry.py), ``GET /healthz`` answering 200, or 503 when a readiness check fails (one
+part per check for a caller with the key; the bare status for a probe without one), Serve's
+``check_health`` failing on what a restart repairs (deployments/readiness.py), the caller's identity
+for what it owns and for the per-client bounds (:meth:`AppService.caller`, :meth:`AppService.client`:
+deployments/identity.py), Server-Sent Events streamed with
 ``event_stream`` (deployments/answers.py, frames from core/events.py), and Serve's logging config
 (``logging.level``, ``logging.format``, ``serve.access_log``) also for the project's own loggers, in
 the project's format (core/telemetry/logs.py), so every line carries the replica and the request id.
@@ -38,19 +40,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from core.messages import Lang
 from core.settings import Settings, load_settings
 from core.telemetry.logs import dress_handlers
 from core.telemetry.settings import LoggingSettings, TelemetrySettings
 from core.telemetry.tracing import configure_tracing
 from deployments.answers import answer_store_outages
 from deployments.api_docs import add_api_docs
+from deployments.identity import recalled
+from deployments.language import language_of_headers
 from deployments.pages import add_pages
 from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
 from deployments.telemetry import RequestTelemetry
 from deployments.validation import answer_invalid_requests
-from sessions.ids import owner_of_bearer
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -124,18 +128,31 @@ class AppService:
         self.settings = settings
         # What this app needs to serve (store, LLM, warm workers), set by the app's constructor.
         self.checks: Sequence[Check] = ()
-        guard_of(self.http_api).configure(settings)
+        guard = guard_of(self.http_api)
+        guard.configure(settings)
+        guard.reserve(_max_ongoing_requests())
         route_logs_through_serve(LoggingSettings.of(settings).format)
         configure_tracing(TelemetrySettings.of(settings).otlp_endpoint)
 
     def caller(self, request: Request) -> str:
-        """Who is calling, for what they own (sessions, files): their API key's fingerprint, or the one
-        local client when the service has no keys (the guard has checked the key already)."""
-        return owner_of_bearer(request.headers.get("authorization"), bool(self.settings.api_keys))
+        """Who is calling, for what they own (sessions, runs, files): the fingerprint of the API key the
+        guard accepted, or the one local client when the service has no keys (deployments/identity.py)."""
+        return recalled(request.scope).owner
 
-    async def healthz(self) -> JSONResponse:
-        """Every readiness check at once: 200 with one part per check, 503 when one is not ready."""
+    def client(self, request: Request) -> str:
+        """Who a per-client bound counts: the caller's key, or without keys its address."""
+        return recalled(request.scope).client
+
+    def language(self, request: Request) -> Lang:
+        """The language the caller reads (``Accept-Language``; Japanese unless English comes first)."""
+        return language_of_headers(request.scope.get("headers") or [])
+
+    async def healthz(self, request: Request) -> JSONResponse:
+        """Every readiness check at once: 200 when all are ready, 503 when one is not. The parts (what
+        each check found) only for a caller with a key; a probe without one gets the status and release."""
         status, body = report(await run_checks(self.checks))
+        if not recalled(request.scope).admitted:
+            body = {key: value for key, value in body.items() if key != "parts"}
         return JSONResponse(body, status_code=status)
 
     async def check_health(self) -> None:
@@ -145,6 +162,16 @@ class AppService:
         failed = [p.name for p in await run_checks(owned) if not p.ready]
         if failed:
             raise NotReady(f"not ready: {', '.join(failed)}")
+
+
+def _max_ongoing_requests() -> int | None:
+    """This replica's ``max_ongoing_requests`` as Serve deployed it (None outside a replica)."""
+    try:
+        from ray import serve
+
+        return int(serve.get_replica_context()._deployment_config.max_ongoing_requests)
+    except Exception:  # not in a replica (an in-process test of the app)
+        return None
 
 
 def service(api: FastAPI, *, name: str, max_ongoing_requests: int, **options: Any) -> Callable[[type[S]], Deployment]:

@@ -16,7 +16,9 @@
 - ``GET /critic/healthz`` -> one part each for the store, the LLM and the warm workers; 503 when one
   is not ready (open without an API key).
 
-Callers are checked first (deployments/security.py: API keys, body cap). The replica keeps one
+Callers are checked first (deployments/security.py: API keys, body cap); one client (a key, or an
+address without keys) has at most ``serve.client_in_flight`` evaluations running on a replica (429
+beyond), and an evaluation whose client left is cancelled with its model calls. The replica keeps one
 WorkerPool of ``critic.max_workers`` worker actors, shared by the requests it serves, so at most
 that many ideas are judged at once and no request pays for starting them again.
 """
@@ -24,7 +26,7 @@ that many ideas are judged at once and no request pays for starting them again.
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Query, Request
@@ -51,6 +53,8 @@ from deployments.answers import (
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.history import page_answer, record_answer
 from deployments.readiness import actors_check, llm_check, store_check
+from deployments.security import ClientBusyError, InFlightLimit
+from deployments.settings import ServeSettings
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -89,6 +93,8 @@ class CriticService(AppService):
         self._store = open_store(settings)
         self._runtime = RayRuntime()
         self._pool = WorkerPool(self._runtime, settings.llm, CriticSettings.of(settings).max_workers)
+        self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # evaluations running per client
         self.checks = [
             store_check(self._store),
             llm_check(settings.llm, "POST /critic/evaluate", (CRITIC_ROLE,)),
@@ -126,7 +132,11 @@ class CriticService(AppService):
         if isinstance(settings, JSONResponse):
             return settings
         try:
-            out = await self._evaluate(body, settings, self.caller(request))
+            with self._in_flight.slot(self.client(request)):
+                out = await self._evaluate(body, settings, self.caller(request))
+        except ClientBusyError as exc:
+            busy: JSONResponse = exc.answer(self.language(request), self._serve.retry_after_s)
+            return busy
         except CriticError as exc:
             failures = {k: without_server_paths(v) for k, v in exc.failures.items()}
             return error_answer(502, "no idea could be evaluated; see failures", failures=failures)
@@ -142,12 +152,24 @@ class CriticService(AppService):
         if isinstance(settings, JSONResponse):
             return settings
         owner = self.caller(request)
+        slot = self._in_flight.slot(self.client(request))
+        try:
+            slot.__enter__()
+        except ClientBusyError as exc:
+            return exc.answer(self.language(request), self._serve.retry_after_s)
 
         async def work(report: Callable[[Event], None]) -> dict[str, Any]:
             out = await self._evaluate(body, settings, owner, CallbackSink(report))
             return out.model_dump(mode="json", by_alias=True)
 
-        return event_stream(progress_frames(work))
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                async for frame in progress_frames(work):
+                    yield frame
+            finally:  # also when the client leaves: progress_frames cancels the work first
+                slot.__exit__()
+
+        return event_stream(frames())
 
     @api.get("/evaluations")
     async def evaluations(

@@ -11,14 +11,18 @@ So ``llm.provider: openai`` with ``llm.base_url: http://<head>:8000/llm/v1`` and
 here. Each replica loads the model once (``core.llm.local_model``) and decodes ``llm_server.parallel``
 requests together; ``llm_server.min_replicas``/``max_replicas`` scale it (Serve's autoscaling on
 requests in flight). Callers pass the app's guard like every app (API keys: the OpenAI SDK's
-``Authorization: Bearer`` is the same header).
+``Authorization: Bearer`` is the same header); one client (a key, or an address without keys) has at
+most ``serve.client_in_flight`` requests in a replica (429 beyond). Errors carry their status, also
+for a stream (a prompt over the context is 400 before the stream starts); a stream whose client left
+stops its generation. The model reads text only: image or audio parts are 422.
 """
 
 # No ``from __future__ import annotations``: Serve's class-based FastAPI views need real annotations.
+import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from fastapi import Request
@@ -28,8 +32,11 @@ from ray.serve import Application
 from core.settings import Settings
 from deployments.answers import event_stream, without_server_paths
 from deployments.base import AppService, bind, builder, guard_of, http_api, service
+from deployments.language import say
 from deployments.llm_settings import LLMServerSettings
 from deployments.readiness import Check, NotReady
+from deployments.security import ClientBusyError, InFlightLimit
+from deployments.settings import ServeSettings
 
 log = logging.getLogger(__name__)
 APP_NAME = "llm"
@@ -55,20 +62,58 @@ def check_body(body: Any) -> str | None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "'messages' must be a non-empty list of {role, content} objects"
+    for number, message in enumerate(messages):
+        problem = _message_problem(message)
+        if problem is not None:
+            return f"messages[{number}]: {problem}"
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+    if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
         return "'max_tokens' must be a positive integer"
     return None
 
 
-async def _frames(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
-    """OpenAI's stream framing: ``data: <chunk>`` lines, then ``data: [DONE]``."""
+def _message_problem(message: Any) -> str | None:
+    """What this model cannot take in one message: it reads text only (no image, audio or file parts)."""
+    if not isinstance(message, dict):
+        return "must be an object with 'role' and 'content'"
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return "'content' must be text or a list of text parts"
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind != "text" or not isinstance(part.get("text"), str):
+            return f"this model reads text only; a content part of type {str(kind)[:40]!r} cannot be read"
+    return None
+
+
+def _failure(answer: dict[str, Any]) -> JSONResponse | None:
+    """llama.cpp's own error answer (a prompt over the context, a bad schema) with its status, not 200."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict):
+        return None
+    code = error.get("code")
+    status = code if isinstance(code, int) and 400 <= code <= 599 else 400
+    message = without_server_paths(str(error.get("message") or "the model refused the request"))
+    return _error(status, message, str(error.get("type") or "invalid_request_error"))
+
+
+async def _frames(
+    first: dict[str, Any], chunks: AsyncGenerator[dict[str, Any], None], done: Callable[[], None]
+) -> AsyncIterator[bytes]:
+    """OpenAI's stream framing: ``data: <chunk>`` lines, then ``data: [DONE]``. Closing it (the client
+    left) closes ``chunks``, which stops the model's generation; ``done`` runs either way."""
     try:
+        yield f"data: {json.dumps(first, ensure_ascii=False)}\n\n".encode()
         async for chunk in chunks:
             yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
-    except ValueError as exc:  # refused after the headers went out: tell the client in the stream
+    except (ValueError, RuntimeError) as exc:  # refused after the headers went out: tell the client in the stream
         error = {"error": {"message": without_server_paths(str(exc)), "type": "invalid_request_error"}}
         yield f"data: {json.dumps(error, ensure_ascii=False)}\n\n".encode()
+    finally:
+        done()
+        await chunks.aclose()
     yield b"data: [DONE]\n\n"
 
 
@@ -84,6 +129,7 @@ class LLMServer(AppService):
         guard.max_body_bytes = max(guard.max_body_bytes, section.max_body_bytes)  # prompts are long
         started = time.perf_counter()
         self._model = LocalModel(section.llama_config())
+        self._in_flight = InFlightLimit(ServeSettings.of(settings).client_in_flight)  # requests per client
         log.info("llm app: model %s loaded in %.1f s", section.model_name, time.perf_counter() - started)
 
         async def loaded() -> str:
@@ -105,14 +151,44 @@ class LLMServer(AppService):
         problem = check_body(body)
         if problem is not None:
             return _error(422, problem)
-        if body.get("stream"):
-            stream: StreamingResponse = event_stream(_frames(self._model.astream(body)))
-            return stream
+        slot = self._in_flight.slot(self.client(request))
         try:
-            answer = await self._model.achat(body)
-        except ValueError as exc:  # llama.cpp refused the request (bad schema, prompt over the context...)
+            slot.__enter__()
+        except ClientBusyError as exc:
+            return _error(429, say(exc.key, self.language(request), limit=exc.limit), "rate_limit_error")
+        if body.get("stream"):
+            return await self._stream(body, slot)
+        # llama.cpp cannot stop an answer it is writing: a client that leaves keeps its slot until the
+        # answer is done, so abandoned requests still count against its share
+        work = asyncio.ensure_future(self._model.achat(body))
+        work.add_done_callback(lambda _: slot.__exit__())
+        try:
+            answer = await asyncio.shield(work)
+        except (ValueError, RuntimeError) as exc:  # llama.cpp refused the request (bad schema, image input...)
             return _error(400, without_server_paths(str(exc)))
-        return JSONResponse(answer)
+        return _failure(answer) or JSONResponse(answer)
+
+    async def _stream(self, body: dict[str, Any], slot: Any) -> Any:
+        """A streamed answer; its status is known before the first byte: llama.cpp's refusal (a prompt
+        over the context) is the first thing it reports, and is answered with its own status."""
+        chunks = self._model.astream(body)
+        try:
+            first = await chunks.__anext__()
+        except StopAsyncIteration:
+            first = {}
+        except (ValueError, RuntimeError) as exc:
+            slot.__exit__()
+            return _error(400, without_server_paths(str(exc)))
+        except BaseException:
+            slot.__exit__()
+            raise
+        refused = _failure(first)
+        if refused is not None:
+            slot.__exit__()
+            await chunks.aclose()
+            return refused
+        stream: StreamingResponse = event_stream(_frames(first, chunks, slot.__exit__))
+        return stream
 
 
 @service(off_api, name="LLMServerOff", max_ongoing_requests=100)

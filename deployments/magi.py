@@ -35,7 +35,7 @@ from deployments.answers import event_stream, invalid_option, no_llm, progress_f
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.history import page_answer, record_answer
 from deployments.readiness import llm_check, store_check
-from deployments.security import ClientBusyError, InFlightLimit, too_many
+from deployments.security import ClientBusyError, InFlightLimit
 from deployments.settings import ServeSettings
 from magi.events import EventCallback
 from magi.models import SageName
@@ -120,8 +120,8 @@ class MagiService(AppService):
         except (ConfigError, InputError) as exc:
             return invalid_option(exc)
 
-    def _busy(self, exc: ClientBusyError) -> JSONResponse:
-        response: JSONResponse = too_many(str(exc), self._serve.retry_after_s)
+    def _busy(self, exc: ClientBusyError, request: Request) -> JSONResponse:
+        response: JSONResponse = exc.answer(self.language(request), self._serve.retry_after_s)
         return response
 
     @api.post("/ask")
@@ -130,11 +130,10 @@ class MagiService(AppService):
         if isinstance(accepted, JSONResponse):
             return accepted
         try:
-            owner = self.caller(request)
-            with self._in_flight.slot(owner):
-                return JSONResponse(await self._run(*accepted, owner))
+            with self._in_flight.slot(self.client(request)):
+                return JSONResponse(await self._run(*accepted, self.caller(request)))
         except ClientBusyError as exc:
-            return self._busy(exc)
+            return self._busy(exc, request)
 
     @api.post("/ask/stream")
     async def ask_stream(self, body: AskRequest, request: Request) -> Any:
@@ -143,11 +142,11 @@ class MagiService(AppService):
             return accepted
         prompt, settings = accepted
         owner = self.caller(request)
-        slot = self._in_flight.slot(owner)
+        slot = self._in_flight.slot(self.client(request))
         try:
             slot.__enter__()
         except ClientBusyError as exc:
-            return self._busy(exc)
+            return self._busy(exc, request)
 
         async def frames() -> AsyncIterator[bytes]:
             try:

@@ -4,9 +4,16 @@
   The run is stored as ``accepted`` before the answer; the store is the queue every replica shares
   (research/run_queue.py): an idle replica claims the oldest waiting run and runs it on its event loop
   (one run at a time per replica: a run's NLP pool takes the CPUs; later runs wait as ``accepted``).
-- ``GET /research/{id}`` -> status (``accepted|running|completed|failed``), error, result when completed.
+- ``GET /research/{id}`` -> status (``accepted|running|completed|failed|cancelled``), error, result when
+  completed. A result names corpus files by corpus (``corpus://corpora/mine/page.html``), never by a
+  server path.
 - ``GET /research/{id}/events`` -> ``text/event-stream`` of every event of the run, in order, read
-  from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest).
+  from the store (live while the run goes; late clients and ``Last-Event-ID`` get the rest); at most
+  ``serve.client_streams`` open at once per client and replica (429 beyond).
+- ``DELETE /research/{id}`` cancels a waiting or running run (``cancelled``; 409 once it has ended).
+- A run belongs to the key it was submitted under (deployments/identity.py): status, events, charts
+  and cancel answer 404 to any other key, as for a run that does not exist. Without keys, every run
+  is the one local client's.
 - ``GET /ui`` the research page and ``GET /`` the home page (the five systems, their pages, API docs
   and health): plain HTML+JS in data/pages (deployments/pages.py), served without a key as they hold
   no data; with ``api_keys`` set a page asks for the key once, keeps it in the tab's sessionStorage
@@ -17,7 +24,8 @@ replica: a replica holds a lease on the run it runs (``serve.run_lease_s``, rene
 apart); when it dies, the lease expires and another replica (or its replacement) runs the run again
 from the start (``researchRequeued``), at most ``MAX_ATTEMPTS`` times in all, since it may be what
 brings replicas down. Callers are checked first (deployments/security.py: API keys, body cap); at
-most ``serve.queue_size`` × ``serve.max_replicas`` runs wait (429 beyond). Replicas scale between
+most ``serve.queue_size`` × ``serve.max_replicas`` runs wait, and ``serve.client_queue`` of one client
+(a key, or an address without keys): 429 beyond. Replicas scale between
 ``serve.min_replicas`` and ``serve.max_replicas`` on the runs running and waiting
 (deployments/autoscaling.py).
 """
@@ -29,8 +37,9 @@ import functools
 import json
 import logging
 import os
+import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,15 +52,18 @@ from sqlalchemy.exc import DBAPIError
 from core.errors import ConfigError, MagiError, first_line
 from core.events import SSE_KEEPALIVE, sse_frame
 from core.fonts import find_japanese_font, missing_font_message
+from core.messages import Lang
 from core.runtime import lost_in_cluster
 from core.settings import Settings
 from core.store import outage_tolerated, retry_while_unavailable_async, unavailable
 from core.telemetry import adopted, carried
-from core.validation import bounded_int, invalid_unicode_at
+from core.validation import bounded_int, invalid_unicode_at, printable
 from deployments.answers import error_answer, event_stream, failure_text, invalid_option, without_server_paths
 from deployments.autoscaling import RUNNING_METRIC, WAITING_METRIC, autoscaling_config, replica_env
 from deployments.base import AppService, actor_options_with_env, bind, builder, http_api, service
+from deployments.language import say
 from deployments.readiness import Check, NotReady, store_check, task_check
+from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings, corpus_roots
 from deployments.validation import field_check
 from research import run_queue, runs
@@ -130,6 +142,18 @@ def corpus_folder(corpus: str, roots: list[Path]) -> str | None:
     return None
 
 
+_FILE_URL = re.compile(r"file://[^\s\"'<>()\[\]]*?([^/\s\"'<>()\[\]]+)(?=[\s\"'<>()\[\]]|$)")
+
+
+def public_text(text: str, roots: list[Path]) -> str:
+    """``text`` (a stored result or event, as JSON or Markdown) without server paths: a file of a corpus
+    root is named by the root and its path inside (``corpus://corpora/mine/page.html``, the names
+    ``GET /corpora`` lists), a root itself by its name, any other ``file://`` URL by its file name."""
+    for root in sorted(roots, key=lambda r: len(str(r)), reverse=True):
+        text = text.replace(root.as_uri(), f"corpus://{root.name}").replace(str(root), root.name)
+    return _FILE_URL.sub(lambda m: f"corpus://{m.group(1)}", text)
+
+
 def _replica_id() -> str:
     """This replica's Serve id (``SERVE_REPLICA::research#ResearchService#…``, also its actor's name):
     the owner written on the runs it holds."""
@@ -176,6 +200,8 @@ class ResearchService(AppService):
         self._max_waiting = self._serve.queue_size * self._serve.max_replicas
         self._wakeup = asyncio.Event()  # a POST on this replica: look for work now, not at the next poll
         self._running: str | None = None
+        self._task: asyncio.Task[None] | None = None  # the run this replica runs now
+        self._streams = InFlightLimit(self._serve.client_streams, key="busy.streams")
         self._waiting_seen = 0  # runs waiting in the store at the last look (the autoscaling metric)
         self._submitted: dict[str, dict[str, Any] | None] = {}  # the context each waiting run was submitted in
         self._worker: asyncio.Task[None] | None = None
@@ -260,43 +286,68 @@ class ResearchService(AppService):
         stored = {"request_id": await asyncio.to_thread(runs.request_id_of, self._store, claimed.run_id)}
         with adopted(self._submitted.pop(claimed.run_id, None) or stored):
             task = asyncio.get_running_loop().create_task(self._execute(claimed.run_id, claimed.topic, settings))
-        every = self._lease.renew_every_s
-        while not task.done():
-            await asyncio.wait({task}, timeout=every)
-            if task.done():
-                break
-            try:
-                renewed = await asyncio.to_thread(run_queue.renew, self._store, claimed.run_id, self._lease)
-            except DBAPIError as exc:
-                if not unavailable(exc):
-                    raise
-                # The store restarts: keep running, and renew as soon as it is back (before the lease
-                # expires, if it can), so that no other replica starts the run again meanwhile.
-                every = min(0.5, self._lease.renew_every_s)
-                continue
+        self._task = task
+        try:
             every = self._lease.renew_every_s
-            if not renewed:
-                log.warning("run %s was taken over by another replica; stopping it here", claimed.run_id)
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-                return
-            with outage_tolerated("reading the queue's depth"):
-                self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
-        await task
+            while not task.done():
+                await asyncio.wait({task}, timeout=every)
+                if task.done():
+                    break
+                try:
+                    renewed = await asyncio.to_thread(run_queue.renew, self._store, claimed.run_id, self._lease)
+                except DBAPIError as exc:
+                    if not unavailable(exc):
+                        raise
+                    # The store restarts: keep running, and renew as soon as it is back (before the lease
+                    # expires, if it can), so that no other replica starts the run again meanwhile.
+                    every = min(0.5, self._lease.renew_every_s)
+                    continue
+                every = self._lease.renew_every_s
+                if not renewed:
+                    log.warning(
+                        "run %s is no longer this replica's (cancelled or taken over); stopping it", claimed.run_id
+                    )
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+                    return
+                with outage_tolerated("reading the queue's depth"):
+                    self._waiting_seen = await asyncio.to_thread(run_queue.waiting_count, self._store)
+            try:
+                await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():  # this replica stops: let it
+                    raise
+                log.info("run %s cancelled at its submitter's request", claimed.run_id)
+        finally:
+            self._task = None
 
-    def _full(self) -> JSONResponse | None:
+    def _full(self, lang: Lang) -> JSONResponse | None:
         """The 429 answer when the service's queue of waiting runs is full, else None."""
         if run_queue.waiting_count(self._store) < self._max_waiting:
             return None
-        return self._too_many()
+        return self._too_many(lang)
 
-    def _too_many(self) -> JSONResponse:
-        return JSONResponse(
-            {"error": f"{self._max_waiting} runs are already waiting; retry later"},
-            status_code=429,
-            headers={"Retry-After": str(self._serve.retry_after_s)},
-        )
+    def _too_many(self, lang: Lang) -> JSONResponse:
+        response: JSONResponse = too_many(say("queue.full", lang, limit=self._max_waiting), self._serve.retry_after_s)
+        return response
+
+    def _own_run(self, run_id: str, request: Request) -> runs.RunRecord | None:
+        """The run if it is the caller's (submitted under the key the caller presents; without keys every
+        run is the one local client's), else None: another client's run is answered as missing."""
+        run = runs.load_run(self._store, run_id)
+        if run is None or run.submitter != self.caller(request):
+            return None
+        return run
+
+    def _missing(self, run_id: str, request: Request) -> JSONResponse:
+        return error_answer(404, say("run.missing", self.language(request), run_id=repr(printable(run_id[:40]))))
+
+    def _public(self, text: str) -> str:
+        """Stored result or event JSON as a caller sees it: no server path (a corpus file's ``file://`` URL
+        is named by its corpus and its path inside, ``corpus://corpora/mine/page.html``)."""
+        return public_text(text, self._roots)
 
     def record_autoscaling_stats(self) -> dict[str, float]:
         """Serve's custom autoscaling metrics (deployments/autoscaling.py): the run this replica runs,
@@ -324,9 +375,10 @@ class ResearchService(AppService):
         return RESEARCH_OPTIONS.apply(self.settings, RESEARCH_OPTIONS.from_body(body))
 
     @api.post("/research", status_code=202)
-    async def submit(self, body: ResearchRequest) -> JSONResponse:
+    async def submit(self, body: ResearchRequest, request: Request) -> JSONResponse:
         self._ensure_worker()
-        full = self._full()
+        lang = self.language(request)
+        full = self._full(lang)
         if full is not None:
             return full
         if body.corpus is not None:
@@ -343,10 +395,15 @@ class ResearchService(AppService):
         except MagiError as exc:
             return error_answer(400, failure_text(exc))
         run_id = uuid.uuid4().hex[:12]
-        request = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-        position = run_queue.accept(self._store, run_id, body.topic, request, self._max_waiting)  # stored first
+        stored = body.model_dump(mode="json", by_alias=True, exclude_none=True)
+        submitter = run_queue.Submitter(self.caller(request), self.client(request), self._serve.client_queue)
+        try:  # stored first, under its submitter
+            position = run_queue.accept(self._store, run_id, body.topic, stored, self._max_waiting, submitter)
+        except run_queue.ClientQueueFull as exc:
+            busy: JSONResponse = too_many(say("queue.client", lang, limit=exc.limit), self._serve.retry_after_s)
+            return busy
         if position is None:  # other POSTs filled the queue while this one was checked
-            return self._too_many()
+            return self._too_many(lang)
         self._submitted[run_id] = carried()  # the run goes on in this context (id, trace) when it runs here
         self._wakeup.set()
         return JSONResponse(
@@ -411,11 +468,11 @@ class ResearchService(AppService):
             log.warning("run %s: another replica runs it now; its outcome here is dropped", sink.run_id)
 
     @api.get("/research/{run_id}")
-    async def status(self, run_id: str) -> JSONResponse:
+    async def status(self, run_id: str, request: Request) -> JSONResponse:
         self._ensure_worker()
-        run = runs.load_run(self._store, run_id)
+        run = self._own_run(run_id, request)
         if run is None:
-            return error_answer(404, f"no research run {run_id!r}; POST /research to start one")
+            return self._missing(run_id, request)
         body: dict[str, Any] = {
             "runId": run.run_id,
             "topic": run.topic,
@@ -430,13 +487,26 @@ class ResearchService(AppService):
             "partial": None,
         }
         if run.result_json:  # the result, or what a failed run produced before failing
-            body["result" if run.status == "completed" else "partial"] = json.loads(run.result_json)
+            body["result" if run.status == "completed" else "partial"] = json.loads(self._public(run.result_json))
         return JSONResponse(body)
 
+    @api.delete("/research/{run_id}")
+    async def cancel(self, run_id: str, request: Request) -> JSONResponse:
+        """Cancel the caller's waiting or running run (another client's is answered as missing)."""
+        lang = self.language(request)
+        run = self._own_run(run_id, request)
+        if run is None:
+            return self._missing(run_id, request)
+        if not await asyncio.to_thread(runs.cancel, self._store, run_id, say("run.cancelled", lang)):
+            return error_answer(409, say("run.finished", lang, run_id=run_id, status=run.status))
+        if self._running == run_id and self._task is not None:  # this replica runs it: stop now
+            self._task.cancel()
+        return JSONResponse({"runId": run_id, "status": "cancelled", "links": _links(run_id)})
+
     @api.get("/research/{run_id}/charts/{file}")
-    async def chart(self, run_id: str, file: str) -> Response:
+    async def chart(self, run_id: str, file: str, request: Request) -> Response:
         """A chart of a completed run's report, drawn from the stored result (research/charts.py)."""
-        run = runs.load_run(self._store, run_id)
+        run = self._own_run(run_id, request)
         if run is None or not run.result_json:
             return error_answer(404, f"no finished research run {run_id!r}")
         charts = json.loads(run.result_json).get("charts") or []
@@ -451,12 +521,24 @@ class ResearchService(AppService):
 
     @api.get("/research/{run_id}/events")
     async def events(self, run_id: str, request: Request) -> Any:
-        if runs.load_run(self._store, run_id) is None:
-            return error_answer(404, f"no research run {run_id!r}; POST /research to start one")
+        if self._own_run(run_id, request) is None:
+            return self._missing(run_id, request)
         after = bounded_int(request.headers.get("last-event-id"), high=MAX_EVENT_ID) or 0
-        return event_stream(self._stream(run_id, after))
+        slot = self._streams.slot(self.client(request))  # open streams per client on this replica
+        try:
+            slot.__enter__()
+        except ClientBusyError as exc:
+            return exc.answer(self.language(request), self._serve.retry_after_s)
+        return event_stream(self._stream(run_id, after, slot.__exit__))
 
-    async def _stream(self, run_id: str, after: int) -> AsyncIterator[bytes]:
+    async def _stream(self, run_id: str, after: int, done: Callable[[], None]) -> AsyncIterator[bytes]:
+        try:
+            async for frame in self._frames(run_id, after):
+                yield frame
+        finally:
+            done()
+
+    async def _frames(self, run_id: str, after: int) -> AsyncIterator[bytes]:
         idle = 0.0
         while True:
             try:
@@ -467,7 +549,7 @@ class ResearchService(AppService):
                 batch = []  # the store restarts: the stream waits for it, with keep-alives
             for event in batch:
                 after = event.seq
-                yield sse_frame(event.type, event.json, event.seq)
+                yield sse_frame(event.type, self._public(event.json), event.seq)
                 if event.type in runs.TERMINAL_EVENTS:
                     return
             if not batch:
@@ -519,4 +601,5 @@ __all__ = [
     "build_app",
     "corpus_folder",
     "inside_roots",
+    "public_text",
 ]

@@ -5,6 +5,8 @@
 - ``POST /router/ask`` (same body) -> ``{route, answer, answered, answeredBy}``: MemoryAgent
   and TimeAgent answer themselves; GeneralKnowledgeAgent answers through the LLM layer when an LLM is
   configured; otherwise the answer says which agent would answer and that none is available here.
+  One client (a key, or an address without keys) has at most ``serve.client_in_flight`` asks running
+  on a replica (429 beyond).
 - ``GET /router/sessions/{id}`` -> the session's history (404 when missing, expired or another client's).
 - ``GET /router/`` the café chat page (deployments/pages.py), with a staff view of each routing.
 - ``GET /router/healthz``; ``/router/docs`` (OpenAPI).
@@ -39,7 +41,7 @@ from deployments.affinity import affinity_options
 from deployments.answers import error_answer, invalid_option
 from deployments.base import AppService, bind, builder, http_api, service
 from deployments.readiness import Check, sessions_check, store_check
-from deployments.security import too_many
+from deployments.security import ClientBusyError, InFlightLimit, too_many
 from deployments.settings import ServeSettings
 from deployments.validation import field_check
 from router.answers import unavailable_answer
@@ -93,6 +95,7 @@ class RouterService(AppService):
 
         super().__init__(settings)
         self._serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(self._serve.client_in_flight)  # asks (they may call the model) per client
         self._section = RouterSettings.of(settings)
         self._policy = self._section.session_policy()
         store = open_store(settings)
@@ -122,11 +125,13 @@ class RouterService(AppService):
         except InputError as exc:
             return error_answer(422, f"invalid request: query: {first_line(exc)}", loc=("body", "query"))
 
-    async def _turn(self, session_id: str, owner: str, turn: Turn | Reply, store_wait_s: float = 0.0) -> Any:
+    async def _turn(
+        self, session_id: str, owner: str, turn: Turn | Reply, client: str, store_wait_s: float = 0.0
+    ) -> Any:
         """The turn in the session hosted under its key (sessions.ids.session_key): the client's own id,
         in the router's own namespace, never a name another client or system shares."""
         key = session_key(SESSION_NAMESPACE, owner, session_id)
-        return await self._sessions.update(key, owner, turn, store_wait_s=store_wait_s)
+        return await self._sessions.update(key, owner, turn, client, store_wait_s=store_wait_s)
 
     async def _routed(self, body: RouteBody, request: Request, answer: bool) -> TurnOutcome | JSONResponse:
         query = self._query(body)
@@ -140,7 +145,7 @@ class RouterService(AppService):
         turn = Turn(query, section.confidence_threshold, self._policy, answer=answer)
         owner = self.caller(request)
         try:
-            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn)
+            outcome: TurnOutcome = await self._turn(body.session_id, owner, turn, self.client(request))
         except TooManySessionsError as exc:
             response: JSONResponse = too_many(first_line(exc), self._serve.retry_after_s)
             return response
@@ -168,6 +173,14 @@ class RouterService(AppService):
 
     @api.post("/ask")
     async def ask(self, body: RouteBody, request: Request) -> JSONResponse:
+        try:
+            with self._in_flight.slot(self.client(request)):  # an ask may wait on the model
+                return await self._ask(body, request)
+        except ClientBusyError as exc:
+            busy: JSONResponse = exc.answer(self.language(request), self._serve.retry_after_s)
+            return busy
+
+    async def _ask(self, body: RouteBody, request: Request) -> JSONResponse:
         from router.general import general_answer, llm_configured
 
         outcome = await self._routed(body, request, answer=True)
@@ -191,7 +204,9 @@ class RouterService(AppService):
             answered = answer is not None
             if answer is not None:
                 reply = Reply(answer, result.language, result.agent, self._policy)
-                await self._turn(body.session_id, self.caller(request), reply, store_wait_s=COMMIT_STORE_WAIT_S)
+                await self._turn(
+                    body.session_id, self.caller(request), reply, self.client(request), COMMIT_STORE_WAIT_S
+                )
         if answer is None:
             answer = unavailable_answer(
                 result.agent,

@@ -6,11 +6,16 @@ it when its settings are known (:meth:`HttpGuard.configure`, in the replica's co
 
 - With ``api_keys`` set, a request needs ``Authorization: Bearer <key>``; otherwise 401 with the
   same answer for a missing, malformed or wrong key. Keys are compared in constant time
-  (:func:`hmac.compare_digest` against every key, no early exit) and never logged.
+  (:func:`hmac.compare_digest` against every key, no early exit) and never logged. Two
+  ``Authorization`` headers, or one holding two credentials, are 400: the guard identifies the caller
+  once, from the key it accepted (deployments/identity.py), and routes read only that identity.
+- A replica keeps :data:`RESERVED_SLOTS` of its ``max_ongoing_requests`` for the open paths: data
+  routes beyond the rest get 503 at once, so health probes and pages answer while data routes are full.
 - A body above ``serve.max_body_bytes`` gets 413: at once when ``Content-Length`` says so, and as
   soon as the count passes the cap for a chunked body, so a large body is never read in full.
 - A body nested deeper than :data:`MAX_JSON_DEPTH` or holding NaN/Infinity gets 422 before any
-  parser sees it (deep nesting made the parsers recurse until a RecursionError, a 500).
+  parser sees it (deep nesting made the parsers recurse until a RecursionError, a 500); so does one
+  holding a lone surrogate (``"\\ud800"``: valid JSON, but no text any model can store or show).
 - Every HTML page gets a Content-Security-Policy: scripts only from the page itself (each inline
   ``<script>`` allowed by its SHA-256, so nothing a page later puts into its document from data can
   run: no ``javascript:`` link, no injected handler) and from the origins its own ``<script src>``
@@ -33,9 +38,21 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from core.messages import Lang
 from core.settings import Settings
 from core.telemetry.context import request_id_field
-from core.validation import MAX_JSON_DEPTH, json_shape_problem
+from core.validation import MAX_JSON_DEPTH, json_shape_problem, lone_surrogate_in_json
+from deployments.identity import (
+    AmbiguousCredentials,
+    Caller,
+    Network,
+    authorization_of,
+    caller_of_key,
+    client_address,
+    parse_networks,
+    remember,
+)
+from deployments.language import language_of_headers, say
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -44,6 +61,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz"})
+RESERVED_SLOTS = 2  # of a replica's max_ongoing_requests, kept for open paths (see GuardConfig.reserve)
 UNAUTHORIZED = "missing or invalid API key; send 'Authorization: Bearer <key>' with a key from the operator"
 
 
@@ -82,39 +100,40 @@ NO_SCRIPT_POLICY = content_security_policy(b"")
 
 
 class KeyCheck:
-    """The configured API keys; :meth:`allows` answers for one ``Authorization`` header value."""
+    """The configured API keys; :meth:`match` finds the one an ``Authorization`` header value presents."""
 
     def __init__(self, keys: Iterable[SecretStr | str]) -> None:
-        self._keys = [
-            (k.get_secret_value() if isinstance(k, SecretStr) else k).encode("utf-8", "surrogatepass") for k in keys
-        ]
-        self._keys = [k for k in self._keys if k]
+        texts = [k.get_secret_value() if isinstance(k, SecretStr) else k for k in keys]
+        self._keys = [(text, text.encode("utf-8", "surrogatepass")) for text in texts if text]
 
     @property
     def enabled(self) -> bool:
         return bool(self._keys)
 
-    def allows(self, authorization: bytes | str | None) -> bool:
-        """True when no keys are configured, or the header is ``Bearer <one of the keys>``."""
-        if not self._keys:
-            return True
-        if authorization is None:
-            return False
+    def match(self, authorization: bytes | str | None) -> str | None:
+        """The configured key that ``Bearer <key>`` presents, else None (also when no keys are set)."""
+        if not self._keys or authorization is None:
+            return None
         raw = authorization if isinstance(authorization, bytes) else authorization.encode("utf-8", "surrogatepass")
         scheme, _, token = raw.strip().partition(b" ")
         if scheme.lower() != b"bearer":
-            return False
+            return None
         token = token.strip()
-        matched = False
-        for key in self._keys:  # every key compared, in constant time each: no timing hint which one is close
-            matched |= hmac.compare_digest(token, key)
-        return matched
+        found: str | None = None
+        for text, key in self._keys:  # every key compared, in constant time each: no timing hint which one is close
+            if hmac.compare_digest(token, key):
+                found = text
+        return found
+
+    def allows(self, authorization: bytes | str | None) -> bool:
+        """True when no keys are configured, or the header is ``Bearer <one of the keys>``."""
+        return not self._keys or self.match(authorization) is not None
 
     def __repr__(self) -> str:  # never show the keys, even in a debugger or a log of the object
         return f"KeyCheck({len(self._keys)} key(s))"
 
 
-async def _answer(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+async def refuse(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"error": message, **request_id_field()}).encode()
     await send(
         {
@@ -145,13 +164,35 @@ class GuardConfig:
         self.max_body_bytes = max_body_bytes
         self.open_paths = open_paths
         self.max_json_depth = max_json_depth
+        self.address_header: bytes | None = None  # a trusted proxy's forwarding header (deployments/identity.py)
+        self.trusted_proxies: list[Network] = []
+        self.data_slots: int | None = None  # requests on data routes at once on this replica (None: no bound)
+        self.retry_after_s = 30
 
     def configure(self, settings: Settings) -> None:
-        """Take the keys (``api_keys``) and the cap (``serve.max_body_bytes``) from ``settings``."""
+        """Take the keys (``api_keys``), the cap (``serve.max_body_bytes``) and how to find a caller's
+        address behind a proxy (``serve.client_address_header``, ``serve.trusted_proxies``) from ``settings``."""
         from deployments.settings import ServeSettings
 
+        section = ServeSettings.of(settings)
         self.keys = KeyCheck(settings.api_keys)
-        self.max_body_bytes = ServeSettings.of(settings).max_body_bytes
+        self.max_body_bytes = section.max_body_bytes
+        header = section.client_address_header
+        self.address_header = header.lower().encode("latin-1") if header else None
+        self.trusted_proxies = parse_networks(section.trusted_proxies)
+        self.retry_after_s = section.retry_after_s
+
+    def reserve(self, max_ongoing_requests: int | None) -> None:
+        """Keep :data:`RESERVED_SLOTS` of a replica's ``max_ongoing_requests`` for the open paths
+        (health, pages): data routes beyond the rest are refused at once (503) instead of queueing in
+        front of a probe."""
+        if max_ongoing_requests is not None:
+            self.data_slots = max(1, max_ongoing_requests - RESERVED_SLOTS)
+
+    def caller(self, scope: Scope, authorization: bytes | None) -> Caller:
+        """The caller of this request (deployments/identity.py), from the key its one header presents."""
+        address = client_address(scope, self.address_header, self.trusted_proxies)
+        return caller_of_key(self.keys.match(authorization), self.keys.enabled, address)
 
 
 def app_path(scope: Scope) -> str:
@@ -170,20 +211,48 @@ class HttpGuard:
     def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
         self.app = app
         self.config = config
+        self._busy = 0  # requests on data routes in this replica now (GuardConfig.data_slots)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        if app_path(scope) not in self.config.open_paths and not self.config.keys.allows(headers.get(b"authorization")):
-            await _answer(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+        raw_headers = list(scope.get("headers") or [])
+        headers = dict(raw_headers)
+        lang = language_of_headers(raw_headers)
+        try:
+            authorization = authorization_of(raw_headers)
+        except AmbiguousCredentials:
+            await refuse(send, 400, say("auth.ambiguous", lang))
             return
+        caller = self.config.caller(scope, authorization)
+        is_open = app_path(scope) in self.config.open_paths
+        if not is_open and not caller.admitted:
+            await refuse(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+            return
+        remember(scope, caller)  # the one identity the routes see (request.state.caller)
+        if is_open or self.config.data_slots is None:
+            await self._checked(scope, receive, send, headers, lang)
+            return
+        if self._busy >= self.config.data_slots:
+            retry = [(b"retry-after", str(self.config.retry_after_s).encode())]
+            await refuse(send, 503, say("busy.replica", lang), retry)
+            return
+        self._busy += 1
+        try:
+            await self._checked(scope, receive, send, headers, lang)
+        finally:
+            self._busy -= 1
+
+    async def _checked(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes], lang: Lang
+    ) -> None:
+        """The body cap and shape checks, then the app, with each HTML answer given its policy."""
         cap = self.config.max_body_bytes
         too_large = f"request body over {cap} bytes; send less (serve.max_body_bytes)"
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or len(length) > 12 or int(length) > cap):
-            await _answer(send, 413, too_large, [(b"connection", b"close")])
+            await refuse(send, 413, too_large, [(b"connection", b"close")])
             return
         body: list[bytes] = []  # read whole before the app sees it: bounded by the cap, and checked
         size = 0
@@ -194,7 +263,7 @@ class HttpGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > cap:  # stop reading at once: a large body is never read in full
-                await _answer(send, 413, too_large, [(b"connection", b"close")])
+                await refuse(send, 413, too_large, [(b"connection", b"close")])
                 return
             body.append(chunk)
             if not message.get("more_body", False):
@@ -202,7 +271,10 @@ class HttpGuard:
         whole = b"".join(body)
         problem = json_shape_problem(whole, self.config.max_json_depth)
         if problem is not None:
-            await _answer(send, 422, f"invalid request: body: {problem}")
+            await refuse(send, 422, f"invalid request: body: {problem}")
+            return
+        if lone_surrogate_in_json(whole):  # no model can store or show it; every app refuses it here
+            await refuse(send, 422, say("input.unicode", lang))
             return
         replayed = False
         started = False
@@ -241,16 +313,27 @@ class HttpGuard:
 
 
 class ClientBusyError(Exception):
-    """A client already has as many requests in flight as it may (answered 429)."""
+    """A client already has as many requests in flight as it may (answered 429): ``key`` names the
+    bound's message in the serve catalogue (data/serve/messages.yaml), ``limit`` its value."""
+
+    def __init__(self, limit: int, key: str = "busy.client") -> None:
+        super().__init__(say(key, "en", limit=limit))
+        self.limit = limit
+        self.key = key
+
+    def answer(self, lang: Lang, retry_after_s: int) -> Any:
+        """The 429 of this refusal, in the caller's language."""
+        return too_many(say(self.key, lang, limit=self.limit), retry_after_s)
 
 
 class InFlightLimit:
-    """At most ``limit`` requests in flight per client (an owner fingerprint) on this replica: one client
-    cannot take every slot a replica has. Use ``with limit.slot(owner):``; a full client gets
-    :class:`ClientBusyError` at once (no queue to fill)."""
+    """At most ``limit`` requests in flight per client (deployments/identity.py: a key, or an address)
+    on this replica: one client cannot take every slot a replica has. Use ``with limit.slot(client):``;
+    a full client gets :class:`ClientBusyError` at once (no queue to fill). ``key`` names the message."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, key: str = "busy.client") -> None:
         self.limit = limit
+        self.key = key
         self._in_flight: dict[str, int] = {}
 
     def slot(self, owner: str) -> _Slot:
@@ -268,10 +351,7 @@ class _Slot:
     def __enter__(self) -> None:
         counts = self._limit._in_flight
         if counts.get(self._owner, 0) >= self._limit.limit:
-            raise ClientBusyError(
-                f"this client already has {self._limit.limit} requests running; wait for one to finish "
-                "(serve.client_in_flight)"
-            )
+            raise ClientBusyError(self._limit.limit, self._limit.key)
         counts[self._owner] = counts.get(self._owner, 0) + 1
 
     def __exit__(self, *_: object) -> None:
@@ -323,6 +403,7 @@ __all__ = [
     "MAX_PAGE_BYTES",
     "NO_SCRIPT_POLICY",
     "OPEN_PATHS",
+    "RESERVED_SLOTS",
     "UNAUTHORIZED",
     "ClientBusyError",
     "GuardConfig",
@@ -334,5 +415,6 @@ __all__ = [
     "exposed_without_keys",
     "guard",
     "json_shape_problem",
+    "refuse",
     "too_many",
 ]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from core.resources import data_path
 from core.settings import AbsolutePath, Section, Settings
@@ -35,8 +36,26 @@ class ServeSettings(Section):
         4,
         ge=1,
         le=10_000,
-        description="Heavy requests (council, critic, advisor turns and tools) one client may "
-        "have running at once on a replica (429 above).",
+        description="Heavy requests (council, critic, router asks, advisor turns and tools, the llm app) one "
+        "client may have running at once on a replica (429 above). A client is an API key; without keys, "
+        "an address.",
+    )
+    client_queue: int = Field(
+        3, ge=1, le=10_000, description="Research runs one client may have waiting at once (429 above)."
+    )
+    client_streams: int = Field(
+        4, ge=1, le=10_000, description="Event streams one client may have open at once on a replica (429 above)."
+    )
+    client_address_header: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9-]{1,64}$",
+        description="Behind a reverse proxy: the header it puts the caller's address in (X-Forwarded-For, "
+        "X-Real-IP), read only on requests from serve.trusted_proxies; unset: the peer's address.",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses or networks (10.0.0.0/8) of the reverse proxies whose "
+        "serve.client_address_header is believed.",
     )
     max_runs: int = Field(3, ge=1, le=50, description="Most council runs ('runs') one HTTP request may ask for.")
     min_replicas: int = Field(1, ge=1, le=100, description="Serve autoscaling: fewest replicas of an app.")
@@ -52,6 +71,16 @@ class ServeSettings(Section):
         "whose replica stopped renewing is taken over by another after this long.",
     )
     access_log: bool = Field(True, description="Log one line per HTTP request (method, path, status, time).")
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                ipaddress.ip_network(value.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an address or a network (10.0.0.0/8, ::1)") from None
+        return values
 
 
 def corpus_roots(settings: Settings) -> list[Path]:

@@ -4,10 +4,14 @@
 - The timeout measures the command itself: it ends when the command exits, even if a child it left
   behind still holds the output pipes (asyncio's ``Process.wait`` would wait for those too).
 - Every process the command starts is ended with it, on timeout and after a normal exit: the command
-  runs in its own session and process group, and each process carries a run tag in its environment,
-  so a grandchild that called ``setsid`` (out of the group, reparented away) is still found in /proc.
+  runs in a PID namespace of its own (magi/isolation.py), which the kernel empties when the command
+  ends, so a grandchild that called ``setsid`` and cleared its environment dies too; it sees no other
+  process's ``/proc`` (its parent's environment included). Where namespaces are not allowed it runs
+  in its own session under a launcher, and each process carries a run tag in its environment, so a
+  grandchild that called ``setsid`` (out of the group, reparented away) is still found in /proc.
 - It runs in ``workdir / cwd`` and nowhere else: a ``cwd`` (or a link) leading out is an error.
-- Only the environment variables the plugin allows are passed, never a secret (magi/plugins.py).
+- Only the environment variables the plugin allows are passed, never a secret (magi/plugins.py), and
+  the command's parent (``unshare``, or the launcher) starts with that environment only.
 - stdout and stderr are read continuously (a chatty command never blocks on a full pipe) and kept up
   to ``max_output_bytes`` each; the rest is counted and dropped, and the result says it was cut.
 - The result (:class:`CommandResult`) carries the exit code, both outputs, whether it timed out and
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -27,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from core.models import CamelModel
+from magi.isolation import Isolation, Kind, isolation
 from magi.plugins import BridgeCommand, is_secret_variable
 
 CHUNK = 65536
@@ -49,6 +55,7 @@ class CommandResult(CamelModel):
     timed_out: bool = False
     duration_ms: int = 0
     error: str | None = None  # could not start (program missing, folder missing, no permission)
+    isolation: Kind = "pid-namespace"  # how it was kept apart (magi/isolation.py)
 
     @property
     def ok(self) -> bool:
@@ -124,6 +131,16 @@ async def _exited(process: asyncio.subprocess.Process, timeout_s: float) -> bool
     return True
 
 
+def _program(name: str, cwd: Path, env: Mapping[str, str]) -> Path | None:
+    """The file ``name`` runs: a path (relative to the command's folder) or looked up on the PATH the
+    command is given (the system's default path without one), as the command itself would find it."""
+    if "/" in name:
+        path = Path(name) if Path(name).is_absolute() else cwd / name
+        return path if path.is_file() else None
+    found = shutil.which(name, path=env.get("PATH", os.defpath))
+    return Path(found) if found else None
+
+
 async def run_command(
     command: BridgeCommand,
     *,
@@ -131,8 +148,11 @@ async def run_command(
     input_text: str | None = None,
     extra_args: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    isolated: Isolation | None = None,
 ) -> CommandResult:
-    """Run ``command`` in ``workdir / command.cwd``; never raises for the command's own failures."""
+    """Run ``command`` in ``workdir / command.cwd``; never raises for the command's own failures.
+    ``isolated``: how (default: the strongest this machine allows, magi/isolation.py)."""
+    isolated = isolated or isolation()
     source = os.environ if environ is None else environ
     env = {name: source[name] for name in command.env if name in source and not is_secret_variable(name)}
     tag = uuid.uuid4().hex
@@ -146,7 +166,7 @@ async def run_command(
             handle.write(input_text or "")
             temp = Path(handle.name)
         argv = [a.replace(INPUT_FILE, str(temp)) for a in argv]
-    result = CommandResult(argv=argv, cwd=str(cwd))
+    result = CommandResult(argv=argv, cwd=str(cwd), isolation=isolated.kind)
     try:
         if not cwd.is_relative_to(workdir.resolve()):
             result.error = f"working folder {command.cwd!r} leads out of {workdir}; keep it inside"
@@ -154,9 +174,16 @@ async def run_command(
         if not cwd.is_dir():
             result.error = f"working folder {cwd} does not exist"
             return result
+        program = _program(argv[0], cwd, env)
+        if program is None:
+            result.error = f"program not found: {argv[0]} (not on PATH={env.get('PATH', '(not passed)')})"
+            return result
+        if not os.access(program, os.X_OK):
+            result.error = f"cannot execute {argv[0]}: Permission denied"
+            return result
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv,
+                *isolated.argv([str(program), *argv[1:]]),
                 stdin=asyncio.subprocess.PIPE if command.input == "stdin" else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

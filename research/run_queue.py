@@ -76,19 +76,53 @@ def clock(conn: Connection) -> float:
     return time.time()
 
 
-def accept(store: Store, run_id: str, topic: str, request: dict[str, Any], max_waiting: int) -> int | None:
+class ClientQueueFull(Exception):
+    """The submitting client already has ``limit`` runs waiting (one client does not fill the queue)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"this client already has {limit} runs waiting")
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who submits a run: whose it is (``owner``) and whose share of the queue it takes (``client``,
+    at most ``limit`` waiting at once); see deployments/identity.py."""
+
+    owner: str
+    client: str
+    limit: int
+
+
+def accept(
+    store: Store,
+    run_id: str,
+    topic: str,
+    request: dict[str, Any],
+    max_waiting: int,
+    submitter: Submitter | None = None,
+) -> int | None:
     """Store a new waiting run unless ``max_waiting`` already wait; returns its queue position (1 = next)
-    or None when the queue is full. Count and insert are one transaction, so the bound holds across replicas."""
+    or None when the queue is full; :class:`ClientQueueFull` when ``submitter``'s client has its
+    share waiting. Counts and insert are one transaction, so the bounds hold across replicas."""
     with store.transaction() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": QUEUE_LOCK_KEY})
         waiting = int(conn.execute(sa.text(f"SELECT COUNT(*) FROM research_runs WHERE {_WAITING}")).scalar_one())
         if waiting >= max_waiting:
             return None
+        if submitter is not None:
+            mine = conn.execute(
+                sa.text(f"SELECT COUNT(*) FROM research_runs WHERE client=:client AND {_WAITING}"),
+                {"client": submitter.client},
+            ).scalar_one()
+            if int(mine) >= submitter.limit:
+                raise ClientQueueFull(submitter.limit)
         conn.execute(
             sa.text(
-                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts, request_id) "
-                "VALUES (:run_id, :topic, 'accepted', :at, :request, 0, :request_id)"
+                "INSERT INTO research_runs (run_id, topic, status, started_at, request_json, attempts, request_id, "
+                "submitter, client) VALUES (:run_id, :topic, 'accepted', :at, :request, 0, :request_id, :submitter, "
+                ":client)"
             ),
             {
                 "run_id": run_id,
@@ -96,6 +130,8 @@ def accept(store: Store, run_id: str, topic: str, request: dict[str, Any], max_w
                 "at": datetime.now(UTC).isoformat(),
                 "request": json.dumps(request, ensure_ascii=False),
                 "request_id": current_request_id(),  # one id finds the run, its logs and its trace
+                "submitter": submitter.owner if submitter else None,
+                "client": submitter.client if submitter else None,
             },
         )
         RUNS.inc(state="accepted")
@@ -204,7 +240,7 @@ def release(store: Store, run_id: str, lease: Lease) -> bool:
 
 def renew(store: Store, run_id: str, lease: Lease, *, now: float | None = None) -> bool:
     """Extend this replica's lease on a running run; False when it is no longer this replica's to run
-    (taken over after the lease expired, or finished): the replica must stop the run."""
+    (taken over after the lease expired, cancelled, or finished): the replica must stop the run."""
     with store.transaction() as conn:
         at = clock(conn) if now is None else now
         cur = conn.execute(
@@ -228,7 +264,9 @@ __all__ = [
     "QUEUE_LOCK_KEY",
     "SPARE_LEASES",
     "Claimed",
+    "ClientQueueFull",
     "Lease",
+    "Submitter",
     "accept",
     "claim_next",
     "clock",

@@ -97,6 +97,19 @@ register_migration(
     """,
 )
 
+# Who submitted a run (the fingerprint of the API key the HTTP guard accepted; NULL: the CLI, or the
+# one local client of a service without keys) and which client it counts against (deployments/identity.py).
+# A component of its own, like the request ids: its migration never collides with the run table's.
+register_migration(
+    "research_callers",
+    1,
+    """
+    ALTER TABLE research_runs ADD COLUMN submitter TEXT;
+    ALTER TABLE research_runs ADD COLUMN client TEXT;
+    CREATE INDEX research_runs_client ON research_runs(client, status);
+    """,
+)
+
 UNFINISHED = ("accepted", "running")
 TERMINAL_EVENTS = frozenset({"researchCompleted", "researchFailed"})
 
@@ -111,6 +124,7 @@ class RunRecord:
     error: str | None
     result_json: str | None
     request_id: str | None = None  # the request that started it (an HTTP request, a command, a batch job)
+    submitter: str = ""  # whose run it is (sessions.ids.owner_of of the key; "": the local client)
 
 
 @dataclass(frozen=True)
@@ -262,11 +276,31 @@ def request_id_of(store: Store, run_id: str) -> str | None:
 
 def load_run(store: Store, run_id: str) -> RunRecord | None:
     rows = store.query(
-        "SELECT run_id, topic, status, started_at, completed_at, error, result_json, request_id "
-        "FROM research_runs WHERE run_id=:run_id",
+        "SELECT run_id, topic, status, started_at, completed_at, error, result_json, request_id, "
+        "COALESCE(submitter, '') FROM research_runs WHERE run_id=:run_id",
         {"run_id": run_id},
     )
     return RunRecord(*rows[0]) if rows else None
+
+
+def cancel(store: Store, run_id: str, reason: str) -> bool:
+    """Stop a waiting or running run at its submitter's request: ``cancelled``, with a terminal
+    ``researchFailed`` event saying ``reason``. False when it had already ended. The replica running
+    it finds its lease gone at the next renewal (research/run_queue.py) and stops; its later writes are
+    refused, as after a takeover."""
+    with store.transaction() as conn:
+        cur = conn.execute(
+            sa.text(
+                "UPDATE research_runs SET status='cancelled', completed_at=:at, error=:error, owner=NULL "
+                f"WHERE {_unfinished_of(None)}"
+            ),
+            {"at": _now(), "error": reason, "run_id": run_id},
+        )
+        if cur.rowcount != 1:
+            return False
+        _append(conn, run_id, ResearchFailed(run_id=run_id, error=reason))
+        RUNS.inc(state="cancelled")
+        return True
 
 
 def load_events(store: Store, run_id: str, after_seq: int = 0) -> list[StoredEvent]:
@@ -319,6 +353,7 @@ __all__ = [
     "StoredEvent",
     "append_event",
     "append_in",
+    "cancel",
     "fail_in",
     "finish_completed",
     "finish_failed",

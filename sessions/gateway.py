@@ -54,7 +54,9 @@ STORE_RETRY_S = 0.5
 
 
 class SessionGateway(Protocol):
-    async def update(self, session_id: str, owner: str, change: Change[T], *, store_wait_s: float = 0.0) -> T: ...
+    async def update(
+        self, session_id: str, owner: str, change: Change[T], client: str | None = None, *, store_wait_s: float = 0.0
+    ) -> T: ...
 
 
 class Admission(NamedTuple):
@@ -119,16 +121,19 @@ class SessionHost:
         found = self._active.get(session_id)
         return found is not None and found.state is not None
 
-    async def update(self, session_id: str, owner: str, change: Change[T], *, store_wait_s: float = 0.0) -> T:
+    async def update(
+        self, session_id: str, owner: str, change: Change[T], client: str | None = None, *, store_wait_s: float = 0.0
+    ) -> T:
         """Apply ``change`` to the session (created on first use), store it, then return its value.
-        TooManySessionsError when it would be a new session one too many for ``owner``; the store's
-        error when it cannot be reached for ``store_wait_s`` (0: at once)."""
+        TooManySessionsError when it would be a new session one too many for ``client`` (None: the
+        owner; a caller without an API key is told apart by its address, deployments/identity.py); the
+        store's error when it cannot be reached for ``store_wait_s`` (0: at once)."""
         activation = self._enter(session_id)
         try:
             async with activation.lock:
                 try:
                     done: tuple[T, SessionState] = await self._stored(
-                        session_id, owner, change, activation.state, store_wait_s
+                        session_id, owner, change, activation.state, client, store_wait_s
                     )
                     value, activation.state = done
                 except BaseException:
@@ -164,12 +169,18 @@ class SessionHost:
                 log.debug("passivated %d idle sessions; %d active", gone, len(self._active))
 
     async def _stored(
-        self, session_id: str, owner: str, change: Change[T], cached: SessionState | None, wait_s: float
+        self,
+        session_id: str,
+        owner: str,
+        change: Change[T],
+        cached: SessionState | None,
+        client: str | None,
+        wait_s: float,
     ) -> tuple[T, SessionState]:
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                return await self._io(self._apply, session_id, owner, change, cached)
+                return await self._io(self._apply, session_id, owner, change, cached, client)
             except DBAPIError as exc:
                 if not unavailable(exc) or time.monotonic() >= deadline:
                     raise
@@ -182,12 +193,12 @@ class SessionHost:
         return await asyncio.to_thread(call, *args) if self.offload else call(*args)
 
     def _apply(
-        self, session_id: str, owner: str, change: Change[T], cached: SessionState | None
+        self, session_id: str, owner: str, change: Change[T], cached: SessionState | None, client: str | None
     ) -> tuple[T, SessionState]:
         if cached is None and self.admission is not None:
             namespace, limit = self.admission
-            admit_session(self.repo, session_id, owner, namespace, limit, self.policy)
-        return update_session(self.repo, session_id, owner, change, self.policy, cached=cached)
+            admit_session(self.repo, session_id, owner, namespace, limit, self.policy, client)
+        return update_session(self.repo, session_id, owner, change, self.policy, cached=cached, client=client)
 
     def _enter(self, session_id: str) -> _Activation:
         now = self._clock()

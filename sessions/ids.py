@@ -61,15 +61,6 @@ def owner_of(api_key: str | None) -> str:
     return hashlib.sha256(api_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def owner_of_bearer(authorization: str | None, keyed: bool) -> str:
-    """The owner of an HTTP caller from its ``Authorization`` header: the fingerprint of its Bearer key
-    when the service has API keys (the HTTP guard has checked the key already), else the local client."""
-    if not keyed:
-        return LOCAL_OWNER
-    scheme, _, token = (authorization or "").strip().partition(" ")
-    return owner_of(token.strip()) if scheme.lower() == "bearer" else LOCAL_OWNER
-
-
 __all__ = [
     "ID_PATTERN",
     "LOCAL_OWNER",
@@ -77,7 +68,6 @@ __all__ = [
     "SessionNotFoundError",
     "TooManySessionsError",
     "owner_of",
-    "owner_of_bearer",
     "session_key",
     "validate_session_id",
 ]

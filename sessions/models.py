@@ -50,6 +50,12 @@ class SessionPolicy:
 class SessionState(CamelModel):
     session_id: str
     owner: str = Field(description="Fingerprint of the client that created the session ('' = local use).")
+    client: str | None = Field(
+        None,
+        exclude=True,  # a column of its own (sessions/store.py), never in the state or an answer
+        description="Whose share of sessions it counts against (deployments/identity.py: the key, or the address "
+        "of a caller without one); None: the owner.",
+    )
     created_at: datetime
     updated_at: datetime
     revision: int = 0
@@ -62,8 +68,8 @@ class SessionState(CamelModel):
     history_from: int = Field(default=0, description="Store sequence number of the first history entry.")
 
     @classmethod
-    def new(cls, session_id: str, owner: str, now: datetime) -> SessionState:
-        return cls(session_id=session_id, owner=owner, created_at=now, updated_at=now)
+    def new(cls, session_id: str, owner: str, now: datetime, client: str | None = None) -> SessionState:
+        return cls(session_id=session_id, owner=owner, client=client, created_at=now, updated_at=now)
 
     def expired(self, now: datetime, policy: SessionPolicy) -> bool:
         return now - self.updated_at > timedelta(seconds=policy.ttl_s)

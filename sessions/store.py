@@ -93,10 +93,19 @@ register_migration(
 register_migration("sessions", 3, "CREATE INDEX sessions_owner ON sessions(owner, updated_at)")
 
 
+# Whose share of sessions a session counts against when that is not its owner: a caller without an
+# API key is the one local owner, but is told apart from other such callers by its address
+# (deployments/identity.py). A component of its own: its migration never collides with the table's.
+register_migration(
+    "sessions_clients",
+    1,
+    "ALTER TABLE sessions ADD COLUMN client TEXT; CREATE INDEX sessions_client ON sessions(client, updated_at)",
+)
+
 # Parsed once: building a text() clause per call cost a quarter of a turn's write.
 _INSERT_STATE = sa.text(
-    "INSERT INTO sessions (session_id, owner, revision, updated_at, state_json) "
-    "VALUES (:id, :owner, :rev, :at, :json) ON CONFLICT (session_id) DO NOTHING"
+    "INSERT INTO sessions (session_id, owner, revision, updated_at, state_json, client) "
+    "VALUES (:id, :owner, :rev, :at, :json, :client) ON CONFLICT (session_id) DO NOTHING"
 )
 _UPDATE_STATE = sa.text(
     "UPDATE sessions SET owner = :owner, revision = :rev, updated_at = :at, state_json = :json "
@@ -156,11 +165,13 @@ class SessionRepository:
     def exists(self, session_id: str) -> bool:
         return bool(self.store.query("SELECT 1 FROM sessions WHERE session_id = :id", {"id": session_id}))
 
-    def live_count(self, owner: str, namespace: str, since: datetime) -> int:
-        """Sessions of ``owner`` in ``namespace`` (keys ``<namespace>-...``) used since ``since``."""
+    def live_count(self, client: str, namespace: str, since: datetime) -> int:
+        """Sessions counted against ``client`` (its own column, else the owner) in ``namespace`` (keys
+        ``<namespace>-...``) used since ``since``."""
         rows = self.store.query(
-            "SELECT COUNT(*) FROM sessions WHERE owner = :owner AND updated_at >= :since AND session_id LIKE :prefix",
-            {"owner": owner, "since": since.isoformat(), "prefix": f"{namespace}-%"},
+            "SELECT COUNT(*) FROM sessions WHERE COALESCE(client, owner) = :client AND updated_at >= :since "
+            "AND session_id LIKE :prefix",
+            {"client": client, "since": since.isoformat(), "prefix": f"{namespace}-%"},
         )
         return int(rows[0][0]) if rows else 0
 
@@ -192,6 +203,7 @@ def _save(conn: Connection, state: SessionState, previous: SessionState | None) 
         "at": state.updated_at.isoformat(),
         "json": state.model_dump_json(by_alias=True, exclude={"history"}),
         "old": previous.revision if previous is not None else None,
+        "client": state.client,
     }
     if previous is None:
         if conn.execute(_INSERT_STATE, values).rowcount != 1:
@@ -228,17 +240,22 @@ def _appended(old: list[HistoryEntry], new: list[HistoryEntry]) -> int | None:
 
 
 def current_state(
-    stored: SessionState | None, session_id: str, owner: str, now: datetime, policy: SessionPolicy
+    stored: SessionState | None,
+    session_id: str,
+    owner: str,
+    now: datetime,
+    policy: SessionPolicy,
+    client: str | None = None,
 ) -> SessionState:
-    """The state a message works on: the stored one, a new one, or (expired) a new one that keeps the
-    stored revision; another owner's session is reported as not found."""
+    """The state a message works on: the stored one, a new one (counted against ``client``), or
+    (expired) a new one that keeps the stored revision; another owner's session is reported as not found."""
     if stored is None:
-        return SessionState.new(session_id, owner, now)
+        return SessionState.new(session_id, owner, now, client)
     if stored.owner != owner:
         raise SessionNotFoundError(f"no session {session_id!r} for this client")
     if stored.expired(now, policy):
         log.info("session %s expired (last used %s); starting it again", session_id, stored.updated_at)
-        fresh = SessionState.new(session_id, owner, now)
+        fresh = SessionState.new(session_id, owner, now, client)
         fresh.revision = stored.revision
         return fresh
     # History entries are frozen, so the copy shares them; only the containers a change may edit are new.
@@ -260,15 +277,17 @@ def update_session(
     *,
     cached: SessionState | None = None,
     now: Callable[[], datetime] = utcnow,
+    client: str | None = None,
 ) -> tuple[T, SessionState]:
     """Apply ``change`` (it mutates the state it is given and returns a value) and store the result:
     first optimistically on ``cached`` (or a fresh read), then, if another writer got there first,
-    under the session's lock (see the module docstring). Returns the change's value and the stored state."""
+    under the session's lock (see the module docstring). Returns the change's value and the stored state.
+    A new session counts against ``client`` (None: its owner)."""
     result: list[tuple[T, SessionState]] = []
 
     def apply(stored: SessionState | None) -> SessionState:
         at = now()
-        state = current_state(stored, session_id, owner, at, policy)
+        state = current_state(stored, session_id, owner, at, policy, client)
         value = change(state, at)
         state.updated_at = at
         state.revision = (stored.revision if stored is not None else 0) + 1
@@ -286,14 +305,21 @@ def update_session(
 
 
 def admit_session(
-    repo: SessionRepository, key: str, owner: str, namespace: str, limit: int, policy: SessionPolicy
+    repo: SessionRepository,
+    key: str,
+    owner: str,
+    namespace: str,
+    limit: int,
+    policy: SessionPolicy,
+    client: str | None = None,
 ) -> None:
-    """TooManySessionsError when ``key`` is a new session and ``owner`` already holds ``limit`` live ones
-    in ``namespace``: one client cannot fill the store (or the cluster's session hosts) alone."""
+    """TooManySessionsError when ``key`` is a new session and its client (``client``, else ``owner``)
+    already holds ``limit`` live ones in ``namespace``: one client cannot fill the store (or the
+    cluster's session hosts) alone."""
     if repo.exists(key):
         return
     since = utcnow() - timedelta(seconds=policy.ttl_s)
-    if repo.live_count(owner, namespace, since) >= limit:
+    if repo.live_count(client or owner, namespace, since) >= limit:
         raise TooManySessionsError(
             f"this client already has {limit} live sessions; continue one of them, delete some, or wait for "
             "them to expire (sessions.max_per_client)"

@@ -10,21 +10,29 @@ served to every advisor client: only regular files inside the folder (a link lea
 device is skipped), text that is not binary (an ELF named ``.txt`` is skipped), PDFs that start like
 one, sizes and counts bounded. The source shown with a chunk is ``user-document:<folder>/<file>``,
 never a path of the server; each file gets its own document (``a.md`` and ``a.txt`` both stay).
+
+A file that cannot be read (a PDF with a filter or encryption the reader does not support, an HTML
+page with almost no text) is skipped and counted by reason, never the end of the ingest. Every
+document is prepared first and the knowledge base is written at the end in one step
+(:func:`commit`): a failure leaves it as it was, with none of this folder's documents.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import re
+import shutil
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.kb.documents import parse
 from advisor.settings import AdvisorSettings
-from core.errors import InputError
+from core.errors import InputError, MagiError, first_line
 from core.files import atomic_write_text
 from core.settings import Settings
 from scrapers.search.corpus_files import CorpusLimits, CorpusReadError, Deadline, read_regular, scan
@@ -33,6 +41,7 @@ SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf"})
 MAX_FILE_BYTES = 20_000_000
 LIMITS = CorpusLimits(max_file_bytes=MAX_FILE_BYTES, max_files=5_000, budget_s=120.0, max_total_bytes=500_000_000)
 SOURCE_SCHEME = "user-document:"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,7 +71,7 @@ def _text_of(path: Path, root: Path, source: str) -> tuple[str, list[tuple[str, 
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
+        from pypdf.errors import DependencyError, PyPdfError
 
         raw = read_regular(path, MAX_FILE_BYTES, binary=True, inside=root)
         if not raw.startswith(b"%PDF-"):
@@ -70,14 +79,22 @@ def _text_of(path: Path, root: Path, source: str) -> tuple[str, list[tuple[str, 
         try:
             reader = PdfReader(io.BytesIO(raw))
             pages = [(f"{n}ページ", (p.extract_text() or "").strip()) for n, p in enumerate(reader.pages, start=1)]
-        except (PyPdfError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        except (PyPdfError, DependencyError, NotImplementedError) as exc:  # an encryption or a filter it lacks
+            log.warning("kb ingest: %s skipped: %s", path.name, first_line(exc))
+            raise CorpusReadError(path, "unsupported_pdf") from exc
+        except Exception as exc:  # a malformed PDF can fail anywhere in the reader; it is one file, skipped
+            log.warning("kb ingest: %s skipped: %s: %s", path.name, type(exc).__name__, first_line(exc))
             raise CorpusReadError(path, "unreadable") from exc
         return path.stem, [(t, b) for t, b in pages if b]
     raw = read_regular(path, MAX_FILE_BYTES, inside=root)
     if suffix in (".html", ".htm"):
+        from scrapers.errors import ExtractionError
         from scrapers.extract import extract_page
 
-        page = extract_page(raw, url=source)
+        try:
+            page = extract_page(raw, url=source)
+        except ExtractionError as exc:  # a page with next to no text
+            raise CorpusReadError(path, "no_text") from exc
         blocks = [b.strip() for b in re.split(r"\n\s*\n", page.text) if b.strip()]
         return page.title or path.stem, [(f"{page.title or path.stem} ({n})", b) for n, b in enumerate(blocks, start=1)]
     text = raw.decode("utf-8", errors="replace")
@@ -102,9 +119,9 @@ def ingest(settings: Settings, source: Path, category: str = "case_study") -> In
         raise InputError(f"--category {category!r}: use law, guideline, case_study or calculation_formula")
     root = Path(os.path.realpath(source))
     target = ingest_folder(settings)
-    target.mkdir(parents=True, exist_ok=True)
     report = IngestReport(folder=str(target))
     skipped: Counter[str] = Counter()
+    prepared: dict[Path, str] = {}
     for path, _ in scan(root, None, LIMITS, Deadline(root, LIMITS.budget_s), skipped):
         suffix = path.suffix.lower()
         if suffix not in SUFFIXES:
@@ -118,15 +135,59 @@ def ingest(settings: Settings, source: Path, category: str = "case_study") -> In
             skipped[exc.reason] += 1
             continue
         if not sections:
-            skipped["no text"] += 1
+            skipped["no_text"] += 1
             continue
         out = target / f"user_{_document_name(relative)}.md"
         text = _render(title, category, source_label, sections)
-        report.chunks += len(parse(text, out))  # checked before it is written
-        atomic_write_text(out, text)
-        report.written.append(str(out))
+        report.chunks += len(parse(text, out))  # checked before anything is written
+        prepared[out] = text
+    commit(target, prepared)
+    report.written = [str(out) for out in prepared]
     report.skipped = dict(sorted(skipped.items()))
     return report
+
+
+class KnowledgeBaseWriteError(MagiError):
+    """The knowledge base could not be written; nothing of this ingest was kept."""
+
+
+def commit(target: Path, documents: dict[Path, str]) -> None:
+    """Write ``documents`` into ``target`` all or none: each is staged next to its place first, then
+    they replace what was there; a failure on the way puts back every file as it was."""
+    try:
+        _commit(target, documents)
+    except OSError as exc:
+        raise KnowledgeBaseWriteError(
+            f"could not write the knowledge base in {target} ({exc.strerror or exc}: {exc.filename}); "
+            "nothing was changed: free the folder (space, permissions) and ingest again"
+        ) from exc
+
+
+def _commit(target: Path, documents: dict[Path, str]) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".ingest-", dir=target))
+    try:
+        staged: dict[Path, Path] = {}
+        for number, (out, text) in enumerate(documents.items()):
+            staged[out] = staging / f"{number}.new"
+            atomic_write_text(staged[out], text)
+        replaced: list[tuple[Path, Path | None]] = []  # (document, its earlier version kept in staging)
+        try:
+            for number, (out, new) in enumerate(staged.items()):
+                earlier = staging / f"{number}.old" if out.exists() else None
+                if earlier is not None:
+                    os.replace(out, earlier)
+                replaced.append((out, earlier))
+                os.replace(new, out)
+        except BaseException:
+            for out, earlier in reversed(replaced):
+                if earlier is not None:
+                    os.replace(earlier, out)
+                else:
+                    out.unlink(missing_ok=True)
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _document_name(relative: str) -> str:
@@ -138,4 +199,13 @@ def _document_name(relative: str) -> str:
     return name
 
 
-__all__ = ["MAX_FILE_BYTES", "SOURCE_SCHEME", "SUFFIXES", "IngestReport", "ingest", "ingest_folder"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "SOURCE_SCHEME",
+    "SUFFIXES",
+    "IngestReport",
+    "KnowledgeBaseWriteError",
+    "commit",
+    "ingest",
+    "ingest_folder",
+]

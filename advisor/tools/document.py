@@ -27,12 +27,13 @@ from __future__ import annotations
 import asyncio
 import io
 import re
+import unicodedata
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from advisor.audience import internal_amounts, internal_findings
 from advisor.fonts import japanese_font
@@ -63,17 +64,43 @@ SELF = "弊社"
 ITEMS_TITLE = "明細"  # a quotation's own lines: part of it, not an enclosure
 
 
+MAX_AMOUNT = 1e13  # 10兆円: a unit price, quantity or cell beyond is a typo, and would overflow the yen layout
+
+
+def _bounded(value: float, what: str) -> float:
+    """``value`` when it is 0 to :data:`MAX_AMOUNT`; else a ValueError a person can act on."""
+    if not 0 <= value <= MAX_AMOUNT:
+        raise ValueError(f"{what} {value:g} は0から{MAX_AMOUNT:,.0f}までの数で書いてください")
+    return value
+
+
 class Item(BaseModel):
     name: str
     quantity: float = 1
     unit: str = "式"
-    unit_price: float = Field(ge=0)
+    unit_price: float
+
+    @field_validator("quantity", "unit_price")
+    @classmethod
+    def _amount(cls, value: float, info: ValidationInfo) -> float:
+        return _bounded(value, "数量" if info.field_name == "quantity" else "単価")
 
 
 class Table(BaseModel):
     title: str = ""
     columns: list[str] = Field(min_length=1)
     rows: list[list[str | float | int]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _fits(self) -> Table:
+        for number, row in enumerate(self.rows):
+            if len(row) > len(self.columns):
+                counts = f"{len(row)}個の値に対して列は{len(self.columns)}つです"
+                raise ValueError(f"rows.{number}: {counts}。列を足すか値を減らしてください")
+            for cell in row:
+                if not isinstance(cell, str) and abs(cell) > MAX_AMOUNT:
+                    raise ValueError(f"rows.{number}: {cell} は大きすぎます（{MAX_AMOUNT:.0e} まで）")
+        return self
 
 
 class DocumentData(BaseModel):
@@ -87,7 +114,33 @@ class DocumentData(BaseModel):
     tables: list[Table] = Field(default_factory=list)
 
 
+def unwritable_character(value: Any, where: str = "") -> str | None:
+    """Where ``value`` (any JSON) holds a character no document format can hold (a control character
+    other than tab and line breaks, a lone surrogate, U+FFFE/U+FFFF), described; None when clean."""
+    if isinstance(value, str):
+        for char in value:
+            if (unicodedata.category(char) in ("Cc", "Cs") and char not in "\t\n\r") or char in "\ufffe\uffff":
+                return (
+                    f"{where or '(input)'}: 文書に書けない文字（U+{ord(char):04X}）が含まれています。取り除いてください"
+                )
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = unwritable_character(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
+
+
 class DocumentInput(ToolInput):
+    @model_validator(mode="before")
+    @classmethod
+    def _writable(cls, raw: Any) -> Any:
+        problem = unwritable_character(raw)
+        if problem:
+            raise ValueError(problem)
+        return raw
+
     document_type: Literal["quotation", "request_letter", "negotiation_materials", "agreement", "cost_breakdown"]
     tone: Literal["formal", "friendly", "assertive", "urgent"] = "formal"
     format: Literal["docx", "xlsx", "pdf"] = "pdf"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,13 +113,22 @@ class LocalModel:
     async def achat(self, body: dict[str, Any]) -> dict[str, Any]:
         return await asyncio.to_thread(self.chat, body)
 
-    async def astream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """The chunks of one streamed chat completion, as llama.cpp produces them."""
+    async def astream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """The chunks of one streamed chat completion, as llama.cpp produces them. Closing the generator
+        (the reader left) stops the generation at its next token: llama.cpp stops when the callback
+        answers True."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
+        stopped = threading.Event()
 
-        def push(item: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
+        def push(item: Any) -> bool:
+            if stopped.is_set():
+                return True
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the reader's loop is gone
+                stopped.set()
+            return stopped.is_set()
 
         def run() -> None:
             try:
@@ -130,10 +139,13 @@ class LocalModel:
                 push(_DONE)
 
         threading.Thread(target=run, name="llm-stream", daemon=True).start()
-        while (item := await queue.get()) is not _DONE:
-            if isinstance(item, Exception):
-                raise item
-            yield item
+        try:
+            while (item := await queue.get()) is not _DONE:
+                if isinstance(item, Exception):
+                    raise item
+                yield item
+        finally:
+            stopped.set()
 
     def _own(self, body: dict[str, Any], *, stream: bool) -> dict[str, Any]:
         """The body as this server runs it: its own model name, and usage on streams."""

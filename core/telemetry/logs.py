@@ -26,6 +26,7 @@ from typing import IO, Any, Literal
 LogFormat = Literal["text", "json"]
 SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "MAGI_API_KEYS", "RAY_AUTH_TOKEN")
 REDACTED = "[redacted]"
+MAX_ID_CHARS = 128  # a request id longer than this is cut in a log line (core/telemetry/request_id.py)
 # Shapes of credentials: provider keys (sk-..., sk-ant-...), bearer tokens, passwords in URLs.
 _SHAPES = (
     re.compile(r"\bsk-[A-Za-z0-9_\-]{12,}"),
@@ -98,8 +99,9 @@ class ContextFilter(logging.Filter):
         from core.telemetry.request_id import current_request_id
         from core.telemetry.tracing import current_trace_id
 
-        if not getattr(record, "request_id", None):
-            record.request_id = current_request_id() or _serve_request_id() or ""
+        given = getattr(record, "request_id", None) or current_request_id() or _serve_request_id() or ""
+        # Serve's own lines carry the id a client sent: never a secret, never a page of text
+        record.request_id = scrubbed(str(given))[:MAX_ID_CHARS]
         record.trace_id = current_trace_id() or ""
         record.system = system_of(record.name)
         record.node = node_name()

@@ -27,12 +27,20 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def accept_request_id(given: str | None) -> str:
-    """``given`` when it is a plausible id (1-128 of letters, digits and ``._:-``), else a new one: a
-    header is caller data, and an id lands in logs and rows, so nothing else is taken over."""
-    if given and _VALID.fullmatch(given):
+def acceptable_request_id(given: str | None) -> str | None:
+    """``given`` when it is a plausible id (1-128 of letters, digits and ``._:-``) and nothing shaped
+    like a credential (a key sent as an id would land in every log line), else None."""
+    from core.telemetry.logs import scrubbed
+
+    if given and _VALID.fullmatch(given) and scrubbed(given) == given:
         return given
-    return new_request_id()
+    return None
+
+
+def accept_request_id(given: str | None) -> str:
+    """``given`` when :func:`acceptable_request_id` takes it, else a new id: a header is caller data,
+    and an id lands in logs and rows, so nothing else is taken over."""
+    return acceptable_request_id(given) or new_request_id()
 
 
 def current_request_id() -> str | None:
@@ -54,6 +62,7 @@ def request_scope(request_id: str | None = None) -> Iterator[str]:
 __all__ = [
     "HEADER",
     "accept_request_id",
+    "acceptable_request_id",
     "current_request_id",
     "new_request_id",
     "request_scope",

@@ -27,6 +27,8 @@ SKIP_REASONS = {
     "too_large": "larger than search.corpus_max_file_bytes",
     "binary": "binary content",
     "unreadable": "could not be read",
+    "unsupported_pdf": "a PDF whose filter or encryption the reader does not support",
+    "no_text": "no text to read",
 }
 
 

@@ -18,8 +18,10 @@ def start_local_ray() -> None:
     Its metrics page (``metrics_url``) is what Prometheus would scrape (the telemetry test reads it)."""
     import ray
 
+    from deployments import proxy
     from tests.ports import free_port
 
+    proxy.install()  # Serve's proxies run the proxy guard, as under magi serve
     for attempt in range(1, RAY_START_ATTEMPTS + 1):
         port = free_port()
         try:
@@ -45,6 +47,9 @@ def own_cluster(nodes: int = 3) -> Iterator[Any]:
     import ray
     from ray.cluster_utils import Cluster
 
+    from deployments import proxy
+
+    proxy.install()
     had_session_ray = ray.is_initialized()
     if had_session_ray:
         ray.shutdown()

@@ -82,7 +82,8 @@ def test_the_page_is_open_but_every_call_needs_the_key(service: httpx.Client) ->
     assert page.status_code == 200 and "価格転嫁アドバイザー" in page.text and "Authorization" in page.text
     assert service.post("/advisor/chat", json={"message": "こんにちは"}).status_code == 401
     assert service.get("/advisor/sessions/x").status_code == 401
-    health = service.get("/advisor/healthz")
+    assert "parts" not in service.get("/advisor/healthz").json()  # no parts without the key
+    health = service.get("/advisor/healthz", headers=AUTH)
     parts = {"store", "llm", "files", "retention", "sessions"}
     assert health.status_code == 200 and set(health.json()["parts"]) == parts
 
@@ -144,6 +145,11 @@ def test_a_tool_over_http(service: httpx.Client) -> None:
     )
     assert bad.status_code == 422 and "price_changes.x" in bad.json()["error"]
     assert service.post("/advisor/tools/market_analysis", json={}, headers=AUTH).status_code == 404
+    # issue 40 (5): on the default set-up (no web provider) web_search answered 500 on every call
+    web = service.post("/advisor/tools/web_search", json={"query": "価格転嫁"}, headers=AUTH)
+    assert web.status_code == 503 and "ウェブ検索" in web.json()["error"] and "search.provider" in web.json()["error"]
+    english = service.post("/advisor/tools/web_search", json={"query": "x"}, headers={**AUTH, "Accept-Language": "en"})
+    assert english.status_code == 503 and "web search is not configured" in english.json()["error"]
 
 
 def test_a_conversation_survives_its_replica(service: httpx.Client) -> None:

@@ -86,7 +86,7 @@ def test_bad_requests_are_422_naming_the_field(service: httpx.Client, body: dict
 
 
 def test_healthz_answers_one_part_per_need(service: httpx.Client) -> None:
-    answer = service.get("/critic/healthz")
+    answer = service.get("/critic/healthz", headers=AUTH)
     assert answer.status_code == 200, answer.text
     assert answer.json()["version"] == release()  # which release this replica runs
     parts = answer.json()["parts"]

@@ -38,7 +38,9 @@ def guarded_service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory)
     data_dir = tmp_path_factory.mktemp("hostile-data")
     (data_dir / "corpora").mkdir()
     (data_dir / "corpora" / "escape").symlink_to("/etc")  # a link inside an allowed root, pointing out
-    settings = load_settings(overrides={"data_dir": data_dir, "api_keys": [KEY], "serve": {"queue_size": 10}})
+    # one client may fill the whole queue here (serve.client_queue): this module tests the global bound
+    bounds = {"queue_size": 10, "client_queue": 10}
+    settings = load_settings(overrides={"data_dir": data_dir, "api_keys": [KEY], "serve": bounds})
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
@@ -73,7 +75,8 @@ def test_every_route_needs_the_key_but_healthz(guarded_service: tuple[str, Path]
             assert answer.status_code in (200, 404) and answer.status_code != 401, path
         assert client.get("/docs", headers=AUTH).status_code == 200
         assert client.get("/openapi.json", headers=AUTH).json()["info"]["title"] == "MAGI research"
-        health = client.get("/healthz").json()  # open, and says no more than ready or not per part
+        assert "parts" not in client.get("/healthz").json()  # open: the bare status, nothing more
+        health = client.get("/healthz", headers=AUTH).json()  # with the key: ready or not per part
         assert health["status"] == "ok" and set(health["parts"]) == {"store", "runner", "nlp", "queue"}
 
 
@@ -155,7 +158,7 @@ async def test_a_burst_of_posts_fills_the_queue_and_loses_nothing(guarded_servic
     refused = [a for a in answers if a.status_code == 429]
     assert len(accepted) + len(refused) == 30, [a.text for a in answers]
     assert len(accepted) in (10, 11)  # 10 waiting, plus the one the worker may already have taken
-    assert all(int(a.headers["Retry-After"]) > 0 and "retry later" in a.json()["error"] for a in refused)
+    assert all(int(a.headers["Retry-After"]) > 0 and "待ち行列が満杯" in a.json()["error"] for a in refused)
     positions = sorted(a["queuePosition"] for a in accepted)
     assert positions[0] >= 1 and positions[-1] == 10  # the last one accepted waits behind 9 others
     with httpx.Client(base_url=base, headers=AUTH, timeout=30) as client:

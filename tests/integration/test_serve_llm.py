@@ -79,7 +79,8 @@ async def test_chat_stream_and_schema_through_the_app(served: str, monkeypatch: 
 
 def test_the_app_checks_keys_and_bodies(served: str) -> None:
     auth = {"Authorization": f"Bearer {KEY}"}
-    health = httpx.get(f"{served}/healthz").json()
+    assert "parts" not in httpx.get(f"{served}/healthz").json()  # a probe without the key: no parts
+    health = httpx.get(f"{served}/healthz", headers=auth).json()
     assert health["status"] == "ok" and health["parts"]["model"]["detail"] == "smollm2-135m-instruct loaded"
     assert httpx.get(f"{served}/v1/models").status_code == 401
     assert httpx.get(f"{served}/v1/models", headers=auth).json()["data"][0]["id"] == "smollm2-135m-instruct"
@@ -106,7 +107,7 @@ def test_the_app_off_says_how_to_turn_it_on(served: str, tmp_path: Path) -> None
             json={"messages": [{"role": "user", "content": "x"}]},
             headers={"Authorization": f"Bearer {KEY}"},
         )
-        health = httpx.get(served.replace("/llm", "/llm-off") + "/healthz")
+        health = httpx.get(served.replace("/llm", "/llm-off") + "/healthz", headers={"Authorization": f"Bearer {KEY}"})
     finally:
         serve.delete("llm-off")
     assert answer.status_code == 503 and "llm_server.enabled" in answer.json()["error"]["message"]

@@ -47,7 +47,8 @@ def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 def test_healthz_is_open_and_everything_else_needs_a_key(client: httpx.Client) -> None:
     health = client.get("/magi/healthz")
-    assert health.status_code == 200 and health.json()["parts"]["llm"]["ready"]
+    assert health.status_code == 200 and "parts" not in health.json()  # no parts without the key
+    assert client.get("/magi/healthz", headers=AUTH).json()["parts"]["llm"]["ready"]
     refused = client.post("/magi/ask", json={"prompt": QUESTION})
     assert refused.status_code == 401 and "API key" in refused.json()["error"]
 

@@ -97,6 +97,11 @@ def test_completed_run_has_its_result(
     result = ConsensusResearchResult.model_validate(body["result"])
     assert result.run_id == run_id and result.metadata.topic == TOPIC and result.sources
     assert result.total_agent_runs == 2 and "runId" in body["result"]
+    # issue 40 (2): sources were file:///.../data/corpus/... URLs, server paths
+    assert "file://" not in json.dumps(body) and str(CORPUS_DIR) not in json.dumps(body, ensure_ascii=False)
+    assert all(source.url.startswith(("corpus://corpus/", "http")) for source in result.sources), result.sources[:3]
+    _, events = finished_run
+    assert not [e for e in events if "file://" in e.get("data", "")]  # nor in the event stream
 
 
 def test_a_failed_run_keeps_its_partial_results(service: tuple[httpx.Client, Path]) -> None:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from core.settings import load_settings
+from core.version import release
 from deployments.security import UNAUTHORIZED
 from tests.ports import free_port
 from tests.postgres import PostgresServer
@@ -101,10 +102,12 @@ def test_error_answers_name_no_server_path(app: Any) -> None:
 
 def test_healthz_answers_one_part_per_need(app: Any) -> None:
     client, _, _ = app
-    health = client.get("/healthz")
+    assert set(client.get("/healthz").json()) == {"status", "version"}  # a probe without the key: no parts
+    health = client.get("/healthz", headers=AUTH)
     assert health.status_code == 200
     assert health.json() == {
         "status": "ok",
+        "version": release(),
         "parts": {
             "store": {"ready": True, "detail": "reachable (postgresql)"},
             "ticker": {"ready": True, "detail": "running"},
@@ -117,9 +120,9 @@ def test_a_dead_worker_is_not_ready_and_replaced_without_a_restart(app: Any) -> 
     client, _, _ = app
     replica = client.post("/echo", json={"count": 1}, headers=AUTH).json()["pid"]
     first = client.post("/worker", headers=AUTH).json()["pid"]
-    assert client.get("/healthz").json()["parts"]["workers"] == {"ready": True, "detail": "1 warm"}
+    assert client.get("/healthz", headers=AUTH).json()["parts"]["workers"] == {"ready": True, "detail": "1 warm"}
     client.post("/kill-worker", headers=AUTH)
-    dead = client.get("/healthz")
+    dead = client.get("/healthz", headers=AUTH)
     assert dead.status_code == 503 and dead.json()["parts"]["workers"]["ready"] is False
     assert client.get("/healthz").status_code == 200  # taken out of the pool: ready to start a fresh one
     assert client.post("/worker", headers=AUTH).json()["pid"] != first
@@ -144,7 +147,7 @@ def test_serve_replaces_a_replica_whose_own_task_stopped(app: Any) -> None:
     client, _, _ = app
     before = client.post("/echo", json={"count": 1}, headers=AUTH).json()["pid"]
     client.post("/stop-ticker", headers=AUTH)
-    broken = client.get("/healthz")
+    broken = client.get("/healthz", headers=AUTH)
     assert broken.status_code == 503 and broken.json()["parts"]["ticker"]["ready"] is False
     deadline = time.monotonic() + 90
     while True:  # Serve's check_health fails on the stopped task: a new replica takes over
@@ -163,7 +166,9 @@ def test_healthz_is_503_while_the_store_is_unreachable(app: Any) -> None:
     client, server, database = app
     pid = client.post("/echo", json={"count": 1}, headers=AUTH).json()["pid"]
     server.drop_database(database)  # the store's database is gone: connections closed, none accepted
-    answer = client.get("/healthz")
+    bare = client.get("/healthz").json()
+    assert bare["status"] == "not ready" and "parts" not in bare
+    answer = client.get("/healthz", headers=AUTH)
     assert answer.status_code == 503
     body = answer.json()
     assert body["status"] == "not ready" and body["parts"]["ticker"]["ready"] is True

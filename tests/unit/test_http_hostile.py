@@ -59,7 +59,10 @@ def test_a_policy_names_no_origin_a_page_does_not_load() -> None:
     assert "plain.example" not in policy and "script-src 'self';" in policy
 
 
-@pytest.mark.parametrize("keys", ['[""]', '["  "]', '["ok-key", ""]', " , ", '["a b"]', '["tab\\there"]'])
+BLANK_OR_MALFORMED = ['[""]', '["  "]', '["ok-key", ""]', " , ", '["a b"]', '["tab\\there"]', "   ", "\t", "[1, 2]"]
+
+
+@pytest.mark.parametrize("keys", [*BLANK_OR_MALFORMED, '"one"', "{}"])
 def test_blank_api_keys_are_refused_and_never_shown(keys: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 21 (2): ``MAGI_API_KEYS='[""]'`` used to leave every route open and silence the warning."""
     monkeypatch.setenv("MAGI_API_KEYS", keys)
@@ -68,13 +71,19 @@ def test_blank_api_keys_are_refused_and_never_shown(keys: str, monkeypatch: pyte
     assert "ok-key" not in str(refused.value) and "\n" not in str(refused.value)
 
 
-def test_an_empty_variable_still_means_no_keys_and_the_warning_shows(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MAGI_API_KEYS", "")
+@pytest.mark.parametrize("keys", ["", "[]"])
+def test_an_empty_variable_still_means_no_keys_and_the_warning_shows(
+    keys: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAGI_API_KEYS", keys)
     assert exposed_without_keys("0.0.0.0", load_settings())
+    assert not exposed_without_keys("127.0.0.1", load_settings())
 
 
-def test_magi_serve_with_a_blank_key_stops_at_once_with_one_line() -> None:
-    env = {**os.environ, "MAGI_API_KEYS": '[""]'}
+@pytest.mark.parametrize("keys", ['[""]', "   "])
+def test_magi_serve_with_a_blank_key_stops_at_once_with_one_line(keys: str) -> None:
+    """Issue 40 (3): ``MAGI_API_KEYS='   '`` started an open server without a word."""
+    env = {**os.environ, "MAGI_API_KEYS": keys}
     done = subprocess.run(
         [sys.executable, "-m", "cli.main", "serve", "--host", "0.0.0.0", "--address", "127.0.0.1:1"],
         capture_output=True,
@@ -84,4 +93,4 @@ def test_magi_serve_with_a_blank_key_stops_at_once_with_one_line() -> None:
     )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert "MAGI_API_KEYS" in lines[0] and "empty" in lines[0]
+    assert "MAGI_API_KEYS" in lines[0] and ("empty" in lines[0] or "names nothing" in lines[0])

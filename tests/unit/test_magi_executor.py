@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shlex
+import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
 
 from magi.executor import run_command
+from magi.isolation import Isolation, isolation, session_launcher
 from magi.plugins import BridgeCommand
 
 PY = sys.executable
@@ -20,42 +25,57 @@ def command(*argv: str, **options: object) -> BridgeCommand:
     return BridgeCommand.model_validate({"argv": list(argv), **options})
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
+def running(marker: str) -> list[int]:
+    """Processes of this machine (seen from outside any namespace) whose command line holds ``marker``;
+    a zombie waiting for its reaper counts as gone. A command's own pids are those of its namespace,
+    so processes are found by what they run, not by the pid they saw."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() not in (entry / "cmdline").read_bytes():
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
-async def gone(pid: int) -> bool:
+async def gone(marker: str) -> bool:
     for _ in range(200):  # SIGKILL is asynchronous: give the kernel a moment
-        if not alive(pid):
+        if not running(marker):
             return True
         await asyncio.sleep(0.05)
     return False
 
 
+def sleeper(marker: str, ready: str = "") -> list[str]:
+    """A python process that sleeps, named by ``marker`` in its command line (and makes ``ready`` first)."""
+    touch = f"open({ready!r}, 'w').close(); " if ready else ""
+    return [PY, "-c", f"{touch}import time; time.sleep(300)", marker]
+
+
 async def test_timeout_kills_the_child_and_the_grandchild(tmp_path: Path) -> None:
+    marker = f"magi-timeout-{uuid.uuid4().hex}"
     script = tmp_path / "spawner.py"
     script.write_text(
         textwrap.dedent(
             f"""
             import os, subprocess, sys, time
-            grandchild = subprocess.Popen([{PY!r}, "-c", "import time; time.sleep(120)"])
-            open("pids.txt", "w").write(f"{{os.getpid()}} {{grandchild.pid}}")
+            grandchild = subprocess.Popen({sleeper(marker + "-grandchild")!r})
             print("started", flush=True)
             time.sleep(120)
             """
         )
     )
-    result = await run_command(command(PY, str(script), timeout_s=4), workdir=tmp_path)
+    result = await run_command(command(PY, str(script), marker, timeout_s=4), workdir=tmp_path)
     assert result.timed_out and not result.ok
     assert "timed out" in result.describe() and "children" in result.describe()
     assert result.stdout.strip() == "started"
-    child, grandchild = (int(x) for x in (tmp_path / "pids.txt").read_text().split())
-    assert await gone(child) and await gone(grandchild)
+    assert await gone(marker)
 
 
 async def test_exit_code_and_stderr_are_reported(tmp_path: Path) -> None:
@@ -108,19 +128,39 @@ async def test_missing_program_and_folder_are_results_not_crashes(tmp_path: Path
 
 async def test_the_timeout_measures_the_command_not_a_child_holding_its_pipes(tmp_path: Path) -> None:
     """Issue 21 (8): ``(sleep 30 &); echo done`` ran into its 8 s timeout although the shell exited at once."""
-    script = "(exec sleep 30 & echo $! > left.pid); echo done"
+    marker = f"magi-left-{uuid.uuid4().hex}"
+    script = f"({shlex.join(sleeper(marker, 'ready'))} &); while [ ! -e ready ]; do sleep 0.05; done; echo done"
     result = await run_command(command("/bin/sh", "-c", script, timeout_s=8), workdir=tmp_path)
     assert result.ok and not result.timed_out and result.stdout.strip() == "done", result  # ended with the shell
-    assert await gone(int((tmp_path / "left.pid").read_text()))  # and what it left behind went with it
+    assert await gone(marker)  # and what it left behind went with it
 
 
-async def test_a_grandchild_that_left_the_session_is_killed_too(tmp_path: Path) -> None:
-    """Issue 21 (8): a grandchild started with ``setsid`` survived the group kill."""
-    script = "setsid sleep 60 >/dev/null 2>&1 & echo $! > escaped.pid; sleep 60"
-    result = await run_command(command("/bin/sh", "-c", script, timeout_s=2), workdir=tmp_path)
-    assert result.timed_out
-    escaped = int((tmp_path / "escaped.pid").read_text())
-    assert await gone(escaped)
+@pytest.mark.parametrize("isolated", [isolation(), session_launcher()], ids=lambda i: i.kind)
+async def test_a_grandchild_that_left_the_session_is_killed_too(tmp_path: Path, isolated: Isolation) -> None:
+    """Issue 21 (8): a grandchild started with ``setsid`` survived the group kill (found by its run tag
+    where no namespace holds it)."""
+    marker = f"magi-setsid-{uuid.uuid4().hex}"
+    script = f"setsid {shlex.join(sleeper(marker, 'ready'))} >/dev/null 2>&1 & sleep 60"
+    result = await run_command(command("/bin/sh", "-c", script, timeout_s=2), workdir=tmp_path, isolated=isolated)
+    assert result.timed_out and (tmp_path / "ready").exists() and result.isolation == isolated.kind
+    assert await gone(marker)
+
+
+def test_this_machine_gives_every_command_a_pid_namespace() -> None:
+    """The machines this project runs and is tested on allow it (root in a container with the
+    capability, or user namespaces); a machine that does not is named here rather than passing quietly."""
+    found = isolation()
+    assert found.kind == "pid-namespace", f"commands run without a PID namespace here: {found.note}"
+
+
+async def test_a_setsid_grandchild_that_clears_its_environment_dies_with_the_command(tmp_path: Path) -> None:
+    """Issue 40 (7): ``setsid env -i ...`` dropped the run tag with the environment and survived (3 of 3)."""
+    marker = f"magi-escape-{uuid.uuid4().hex}"
+    grandchild = shlex.join(["setsid", "env", "-i", *sleeper(marker, "ready")])
+    script = f"{grandchild} >/dev/null 2>&1 & while [ ! -e ready ]; do sleep 0.05; done; echo started"
+    result = await run_command(command("/bin/sh", "-c", script, timeout_s=60), workdir=tmp_path)
+    assert result.ok and result.stdout.strip() == "started", result
+    assert not running(marker), "the grandchild outlived its command"
 
 
 async def test_the_working_folder_stays_inside_and_secrets_stay_out(
@@ -142,3 +182,47 @@ async def test_the_working_folder_stays_inside_and_secrets_stay_out(
     code = "import os, json; print(json.dumps(sorted(os.environ)))"
     shown = await run_command(command(PY, "-c", code), workdir=tmp_path)
     assert "k-secret" not in shown.stdout and "MAGI_API_KEYS" not in shown.stdout and "ANTHROPIC" not in shown.stdout
+
+
+READER = """
+import asyncio, json, sys
+from pathlib import Path
+from magi.executor import run_command
+from magi.isolation import isolation, session_launcher
+from magi.plugins import BridgeCommand
+
+script = "cat /proc/$PPID/environ; for f in /proc/[0-9]*/environ; do cat $f; done; echo; echo ppid=$PPID"
+command = BridgeCommand.model_validate({"argv": ["/bin/sh", "-c", script], "env": ["PATH"]})
+chosen = session_launcher() if sys.argv[1] == "session" else isolation()
+result = asyncio.run(run_command(command, workdir=Path.cwd(), isolated=chosen))
+print(json.dumps({"stdout": result.stdout, "isolation": result.isolation}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["strongest", "session"])
+def test_a_command_cannot_read_the_secrets_of_the_process_that_runs_it(tmp_path: Path, mode: str) -> None:
+    """Issue 40 (7): the command read MAGI_API_KEYS and the model keys from ``/proc/$PPID/environ``. The
+    reader runs under a process whose environment held the secrets from its start (as a replica's does)."""
+    secrets = {"MAGI_API_KEYS": "magi-key-" + uuid.uuid4().hex, "ANTHROPIC_API_KEY": "sk-ant-" + uuid.uuid4().hex}
+    done = subprocess.run(
+        [PY, "-c", READER, mode],
+        cwd=tmp_path,
+        env={**os.environ, **secrets, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    assert shown["stdout"].strip(), done.stderr  # the command ran and read what it could
+    for value in secrets.values():
+        assert value not in shown["stdout"], f"{mode}: a secret read through /proc"
+    if shown["isolation"] == "pid-namespace":
+        assert "ppid=0" in shown["stdout"]  # its parent is outside its world
+
+
+def test_magi_doctor_names_how_plugin_commands_are_kept_apart() -> None:
+    from cli.doctor import check_plugin_isolation
+
+    check = check_plugin_isolation()
+    assert (check.status, check.detail) == ("ok", "each plugin command runs in a PID namespace of its own")

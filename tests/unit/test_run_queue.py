@@ -146,3 +146,36 @@ def test_autoscaling_counts_running_and_waiting_runs() -> None:
     config = autoscaling_config(1, 4, 5)
     assert config["policy"]["policy_function"] == "deployments.autoscaling:QueuedRunsPolicy"
     assert (config["min_replicas"], config["max_replicas"]) == (1, 4)
+
+
+def test_one_client_fills_only_its_share_of_the_queue(store: Store) -> None:
+    """Issue 40 (4): the queue of 10 was global: one caller filled it and everyone else got 429."""
+    alice = run_queue.Submitter("owner-a", "client-a", limit=2)
+    bob = run_queue.Submitter("owner-b", "client-b", limit=2)
+    assert [run_queue.accept(store, f"a{n}", "t", REQUEST, 10, alice) for n in range(2)] == [1, 2]
+    with pytest.raises(run_queue.ClientQueueFull) as full:
+        run_queue.accept(store, "a2", "t", REQUEST, 10, alice)
+    assert full.value.limit == 2 and runs.load_run(store, "a2") is None
+    assert run_queue.accept(store, "b0", "t", REQUEST, 10, bob) == 3
+    assert runs.load_run(store, "a0").submitter == "owner-a"  # type: ignore[union-attr]
+    claimed, _ = run_queue.claim_next(store, A, max_attempts=2, error="x", now=100)
+    assert claimed is not None and claimed.run_id == "a0"  # running: no longer waiting, so a place is free
+    assert run_queue.accept(store, "a2", "t", REQUEST, 10, alice) == 3
+
+
+def test_a_cancelled_run_ends_once_and_its_replica_loses_it(store: Store) -> None:
+    run_queue.accept(store, "w", "t", REQUEST, 10)
+    run_queue.accept(store, "r", "t", REQUEST, 10)
+    assert runs.cancel(store, "w", "cancelled at the request of its submitter")  # while waiting
+    claimed, _ = run_queue.claim_next(store, A, max_attempts=2, error="x", now=100)
+    assert claimed is not None and claimed.run_id == "r"  # the cancelled one is never claimed
+    assert runs.cancel(store, "r", "cancelled")  # while running
+    assert not run_queue.renew(store, "r", A, now=101)  # its replica stops at the next renewal
+    with pytest.raises(LeaseLost):
+        runs.append_event(store, "r", progress("r", 1), owner=A.owner)  # and can write nothing more
+    assert not runs.cancel(store, "r", "again")  # already ended
+    for run_id in ("w", "r"):
+        run = runs.load_run(store, run_id)
+        assert run is not None and run.status == "cancelled" and run.error
+        assert [e.type for e in runs.load_events(store, run_id)][-1] == "researchFailed"
+    assert not runs.finish_failed(store, "r", "late", owner=A.owner)

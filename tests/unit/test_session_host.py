@@ -155,6 +155,21 @@ async def test_a_client_holds_a_bounded_number_of_sessions(tmp_path: object) -> 
     assert await host.update("router-3", "bob", _say("bob's")) == 1  # another client has its own bound
 
 
+async def test_callers_without_a_key_share_an_owner_but_not_a_bound(tmp_path: object) -> None:
+    """Issue 40 (4): without API keys every caller is the one local owner; one address creating sessions
+    used up everyone's share. Each counts against its own client (its address), and the sessions stay
+    the local owner's."""
+    repo = SessionRepository(Store(f"sqlite:///{tmp_path}/s.sqlite3"))
+    host = SessionHost(repo, POLICY, admission=Admission("router", 2))
+    for number in (1, 2):
+        await host.update(f"router-{number}", "", _say("flood"), "address-one")
+    with pytest.raises(TooManySessionsError):
+        await host.update("router-3", "", _say("flood"), "address-one")
+    assert await host.update("router-4", "", _say("hello"), "address-two") == 1  # another address goes on
+    assert (await host.read("router-4", "")).owner == ""  # still the local owner's session
+    assert "address" not in (await host.read("router-4", "")).model_dump_json()  # the client is no part of it
+
+
 async def test_an_idle_session_costs_kilobytes(tmp_path: object) -> None:
     """The memory a replica keeps per active, idle session (a routed conversation of three turns)."""
     host = SessionHost(SessionRepository(Store(f"sqlite:///{tmp_path}/s.sqlite3")), POLICY)

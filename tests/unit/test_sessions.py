@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from core.errors import InputError
 from core.store import Store
-from sessions.ids import LOCAL_OWNER, SessionNotFoundError, owner_of, owner_of_bearer, validate_session_id
+from sessions.ids import SessionNotFoundError, owner_of, validate_session_id
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 from sessions.store import TRIM_BATCH, SessionRepository, read_session, update_session
 
@@ -171,10 +171,3 @@ def test_bad_session_ids_are_refused(bad: object) -> None:
 def test_good_session_ids() -> None:
     for good in ("session_abc123", "a", "A-1.b_2", "x" * 128):
         assert validate_session_id(good) == good
-
-
-def test_an_http_caller_owns_sessions_by_its_key() -> None:
-    assert owner_of_bearer("Bearer key-alice", keyed=True) == owner_of("key-alice")
-    assert owner_of_bearer("bearer  key-alice ", keyed=True) == owner_of("key-alice")
-    assert owner_of_bearer("Bearer key-alice", keyed=False) == LOCAL_OWNER  # a keyless service has one client
-    assert owner_of_bearer(None, keyed=True) == owner_of_bearer("Basic abc", keyed=True) == LOCAL_OWNER
