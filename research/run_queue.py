@@ -172,6 +172,21 @@ def renew(store: Store, run_id: str, lease: Lease, *, now: float | None = None) 
         return cur.rowcount == 1
 
 
+def release(store: Store, run_id: str, lease: Lease, *, now: float | None = None) -> bool:
+    """Give up this replica's lease on a running run at once (the replica is being stopped): another
+    replica takes it over on its next look instead of after the lease ran out. False when the run is
+    not this replica's any more."""
+    with store.transaction() as conn:
+        at = clock(conn) if now is None else now
+        cur = conn.execute(
+            sa.text(
+                "UPDATE research_runs SET lease_until=:now WHERE run_id=:run_id AND owner=:owner AND status='running'"
+            ),
+            {"now": at - 1.0, "run_id": run_id, "owner": lease.owner},
+        )
+        return cur.rowcount == 1
+
+
 def owner_of(store: Store, run_id: str) -> str | None:
     """The replica that holds the run now (None: waiting, a CLI run, or unknown)."""
     rows = store.query("SELECT owner FROM research_runs WHERE run_id=:run_id", {"run_id": run_id})
@@ -188,6 +203,7 @@ __all__ = [
     "clock",
     "owner_of",
     "queue_position",
+    "release",
     "renew",
     "waiting_count",
 ]
