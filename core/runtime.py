@@ -16,14 +16,12 @@ inside that context, so log lines, events, rows and spans of the work carry the 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
@@ -33,6 +31,7 @@ from core.settings import Settings
 from core.telemetry.context import adopted, carried
 from core.telemetry.metrics import export_now
 from core.telemetry.tracing import span
+from core.version import code_fingerprint
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -572,21 +571,6 @@ def loopback_worker_hook() -> None:
 
             bound._magi_loopback = True  # type: ignore[attr-defined]
             setattr(server, method, bound)
-
-
-@cache
-def code_fingerprint(*folders: str) -> str:
-    """A short hash of every file under ``folders`` (relative to :func:`code_root`, e.g. ``"magi"``,
-    ``"data/magi"``): part of a resident agent's name, so that a new version of the code it runs gets
-    agents of its own instead of calling a detached actor still running the old one."""
-    digest = hashlib.sha256()
-    root = code_root()
-    for folder in folders:
-        for path in sorted((root / folder).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(path.relative_to(root).as_posix().encode())
-                digest.update(path.read_bytes())
-    return digest.hexdigest()[:8]
 
 
 def code_root() -> Path:

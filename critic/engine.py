@@ -30,6 +30,7 @@ from core.llm.cost import UsageMeter
 from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
 from core.messages import language_of
+from core.residents import ResidentKind, register_resident
 from core.runtime import Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings, Settings
 from core.store import Store
@@ -181,6 +182,15 @@ def evaluation_from(
     )
 
 
+def worker_code() -> str:
+    """The fingerprint of the code a critic worker runs: a new one gets new workers (core/residents.py)."""
+    return code_fingerprint("core", "critic", "data/critic")
+
+
+# Workers of an older code are retired once they judge nothing.
+register_resident(ResidentKind(f"{CriticWorker.__name__}:", worker_code, CriticWorker.in_flight.__name__))
+
+
 class WorkerPool:
     """At most ``size`` ideas judged at once, each on one of ``size`` resident CriticWorker agents.
 
@@ -209,7 +219,7 @@ class WorkerPool:
                 handle = self.handles.get(slot)
                 if handle is None:
                     # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
-                    key = f"{slot}-{code_fingerprint('core', 'critic', 'data/critic')}"  # a new version: new workers
+                    key = f"{slot}-{worker_code()}"  # a new version: new workers
                     handle = await self.runtime.get_or_create(CriticWorker, key=key, detached=True)
                     self.handles[slot] = handle
                 call = handle.call(CriticWorker.judge, request, self.llm)
@@ -441,4 +451,5 @@ __all__ = [
     "judge_temperature",
     "model_label",
     "preflight",
+    "worker_code",
 ]

@@ -111,6 +111,7 @@ class CriticWorker:
 
     def __init__(self) -> None:
         self._judges: list[_Judge] = []  # most recently used last
+        self._in_flight = 0
 
     def _judge_for(self, llm: LLMSettings) -> _Judge:
         for index, judge in enumerate(self._judges):
@@ -126,7 +127,11 @@ class CriticWorker:
         started = time.monotonic()
         judge = self._judge_for(llm)
         recorders = [_Recorder(judge.client) for _ in request.messages]
-        samples = await asyncio.gather(*(judge.sample(request, i, r) for i, r in enumerate(recorders)))
+        self._in_flight += 1
+        try:
+            samples = await asyncio.gather(*(judge.sample(request, i, r) for i, r in enumerate(recorders)))
+        finally:
+            self._in_flight -= 1
         return JudgeResult(
             idea_id=request.idea_id,
             samples=list(samples),
@@ -134,6 +139,10 @@ class CriticWorker:
             duration_ms=int((time.monotonic() - started) * 1000),
             peak_rss_bytes=peak_rss_bytes(),
         )
+
+    async def in_flight(self) -> int:
+        """Ideas being judged here now (an upgrade retires an old worker only when it has none)."""
+        return self._in_flight
 
     def memory(self) -> dict[str, int]:
         """This worker's resident memory now and at its peak, in bytes (benchmarks)."""

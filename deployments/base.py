@@ -54,6 +54,7 @@ from deployments.readiness import Check, NotReady, report, run_checks
 from deployments.security import GuardConfig, guard
 from deployments.settings import ServeSettings
 from deployments.telemetry import RequestTelemetry
+from deployments.upgrades import start_retiring
 from deployments.validation import answer_invalid_requests
 
 if TYPE_CHECKING:
@@ -63,13 +64,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 SERVE_LOGGER = "ray.serve"  # the logger Ray Serve configures in every replica (handlers, format, level)
 
-# What every app's deployment shares: replicas wait on actors and I/O (zero CPUs of their own), and a
-# shutdown does not keep a test or a redeploy waiting.
+# What every app's deployment shares: replicas wait on actors and I/O (zero CPUs of their own); a new
+# code version rolls in with a new replica started before an old one stops (surge), and a replica
+# being replaced finishes its requests first (serve.drain_s, applied by bind(); deployments/upgrades.py).
 DEPLOYMENT_DEFAULTS: dict[str, Any] = {
     "num_replicas": 1,
     "ray_actor_options": {"num_cpus": 0},
     "graceful_shutdown_wait_loop_s": 0.5,
     "graceful_shutdown_timeout_s": 2,
+    "max_surge_percent": 50,
 }
 
 # Serve runs a replica's code on a second event loop, in a thread of its own, by default. An app whose
@@ -133,6 +136,7 @@ class AppService:
         guard.reserve(_max_ongoing_requests())
         route_logs_through_serve(LoggingSettings.of(settings).format)
         configure_tracing(TelemetrySettings.of(settings).otlp_endpoint)
+        self.retiring = start_retiring()  # agents of an older code go once unused (deployments/upgrades.py)
 
     def caller(self, request: Request) -> str:
         """Who is calling, for what they own (sessions, runs, files): the fingerprint of the API key the
@@ -230,7 +234,10 @@ def binder(deployment: Any, **options: Any) -> Callable[[Settings], Application]
 def bind(deployment: Any, settings: Settings, **options: Any) -> Application:
     """The Serve application of ``deployment`` for ``settings``, with the logging config and ``options``
     (``num_replicas``, ``autoscaling_config`` ...)."""
-    application: Application = deployment.options(logging_config=logging_config(settings), **options).bind(settings)
+    drain = {"graceful_shutdown_timeout_s": ServeSettings.of(settings).drain_s}
+    application: Application = deployment.options(logging_config=logging_config(settings), **{**drain, **options}).bind(
+        settings
+    )
     return application
 
 

@@ -81,6 +81,8 @@ APP_NAME = "research"
 ROUTE_PREFIX = "/"  # the app's own paths start with /research
 INTERRUPTED = "interrupted by restarts of the research service; resubmit"
 MAX_ATTEMPTS = 3  # a run whose replica died runs again, but only so often: it may be the cause
+# Of serve.drain_s, what a stopping replica gives its run to finish (the rest went to draining requests).
+DRAIN_SHARE_FOR_THE_RUN = 0.5
 IDLE_POLL_S = 1.0  # how often an idle replica looks for waiting runs (a POST to it wakes it at once)
 POLL_S = 0.25  # how often an open event stream looks for new events in the store
 KEEPALIVE_S = 15.0
@@ -205,6 +207,7 @@ class ResearchService(AppService):
         self._waiting_seen = 0  # runs waiting in the store at the last look (the autoscaling metric)
         self._submitted: dict[str, dict[str, Any] | None] = {}  # the context each waiting run was submitted in
         self._worker: asyncio.Task[None] | None = None
+        self._stopping = False  # Serve is stopping this replica: it claims no more runs
         self._pool: NlpPool | None = None  # the NLP pool, started by the first run and kept for the next
         self._ensure_worker()
         self.checks = [
@@ -242,7 +245,7 @@ class ResearchService(AppService):
     async def _work(self) -> None:
         """Claim the oldest run nobody holds (waiting, or left by a replica whose lease expired), run it
         while renewing the lease; when there is none, wait for a POST here or the next poll."""
-        while True:
+        while not self._stopping:
             try:
                 spare = await asyncio.to_thread(_live_lapsed_owners, self._store, self._lease)
                 claimed, failed = await asyncio.to_thread(
@@ -322,6 +325,24 @@ class ResearchService(AppService):
                 log.info("run %s cancelled at its submitter's request", claimed.run_id)
         finally:
             self._task = None
+
+    async def __del__(self) -> None:
+        """Serve is stopping this replica (a rolling upgrade, a scale-down), after its requests drained:
+        it claims no more runs, lets the run in hand finish within what is left of ``serve.drain_s``,
+        and otherwise gives its lease up, so another replica takes the run over at once."""
+        self._stopping = True
+        self._wakeup.set()
+        task, run_id = self._task, self._running
+        if task is None or task.done() or run_id is None:
+            return
+        await asyncio.wait({task}, timeout=self._serve.drain_s * DRAIN_SHARE_FOR_THE_RUN)
+        if task.done():
+            return
+        log.warning("run %s did not finish before this replica stops; another replica takes it over", run_id)
+        if self._worker is not None:
+            self._worker.cancel()
+        task.cancel()
+        await asyncio.to_thread(run_queue.release, self._store, run_id, self._lease)
 
     def _full(self, lang: Lang) -> JSONResponse | None:
         """The 429 answer when the service's queue of waiting runs is full, else None."""
@@ -586,6 +607,7 @@ app = builder(build_app)
 
 __all__ = [
     "APP_NAME",
+    "DRAIN_SHARE_FOR_THE_RUN",
     "INTERRUPTED",
     "KEEPALIVE_S",
     "MAX_ATTEMPTS",

@@ -71,6 +71,13 @@ class ServeSettings(Section):
         "whose replica stopped renewing is taken over by another after this long.",
     )
     access_log: bool = Field(True, description="Log one line per HTTP request (method, path, status, time).")
+    drain_s: float = Field(
+        60.0,
+        ge=1.0,
+        le=3600.0,
+        description="A replica being replaced (a rolling upgrade, a scale-down) takes no new request and waits "
+        "up to this long for those in flight (streams included) before it stops.",
+    )
 
     @field_validator("trusted_proxies")
     @classmethod

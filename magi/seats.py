@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from core.errors import first_line
 from core.llm import LLMClient
+from core.residents import ResidentKind, register_resident
 from core.runtime import DEFAULT_NAMESPACE, Call, Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings
 from magi.models import SAGES, SageName
@@ -32,9 +33,18 @@ STARTUP_TIMEOUT_S = 120.0  # how long the sages' actors may take to start (only 
 EXPIRY_CALLS = 3  # a conversation unused for this many call timeouts (+ a minute) lost its caller
 
 
+def sage_code() -> str:
+    """The fingerprint of the code a sage runs: a new one gets new sages (core/residents.py)."""
+    return code_fingerprint("core", "magi", "data/magi")
+
+
 def sage_key(sage: SageName, slot: int) -> str:
     """The key of a resident sage's agent (Ray actor name ``Sage:<sage>-<slot>-<code version>``)."""
-    return f"{sage.value}-{slot}-{code_fingerprint('core', 'magi', 'data/magi')}"
+    return f"{sage.value}-{slot}-{sage_code()}"
+
+
+# Sages of an older code are retired once no deliberation holds a conversation on them.
+register_resident(ResidentKind(f"{Sage.__name__}:", sage_code, Sage.conversations.__name__))
 
 
 def slot_of(deliberation: str, replicas: int) -> int:
@@ -148,4 +158,4 @@ async def held_conversations(runtime: Runtime, council: CouncilSettings) -> dict
     return counts
 
 
-__all__ = ["EXPIRY_CALLS", "STARTUP_TIMEOUT_S", "Seats", "held_conversations", "sage_key", "slot_of"]
+__all__ = ["EXPIRY_CALLS", "STARTUP_TIMEOUT_S", "Seats", "held_conversations", "sage_code", "sage_key", "slot_of"]

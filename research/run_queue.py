@@ -225,8 +225,9 @@ def claim_next(
 
 def release(store: Store, run_id: str, lease: Lease) -> bool:
     """Give a run back to the queue (it waits again, first in line, for any replica): its work was cut
-    by a fault of the cluster (a node lost with its agents), not by the run. Its attempts still count.
-    False when the run is no longer this replica's."""
+    by the cluster (a node lost with its agents, or this replica being stopped by a rolling upgrade),
+    not by the run, and another replica takes it on its next look. Its attempts still count. False
+    when the run is no longer this replica's."""
     with store.transaction() as conn:
         cur = conn.execute(
             sa.text(

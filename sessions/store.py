@@ -21,16 +21,18 @@ one waits its turn instead of being refused. :func:`update_session` is that path
 from __future__ import annotations
 
 import copy
+import json
 import logging
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from core.store import Store, register_migration
-from sessions.ids import SessionNotFoundError, TooManySessionsError
+from sessions.ids import SessionNotFoundError, TooManySessionsError, session_key
 from sessions.metrics import CONFLICTS
 from sessions.models import HistoryEntry, SessionPolicy, SessionState
 
@@ -92,6 +94,71 @@ register_migration(
 # Version 3: a client's live sessions are counted on every new session (per-client limit).
 register_migration("sessions", 3, "CREATE INDEX sessions_owner ON sessions(owner, updated_at)")
 
+# Version 4 (release 0.4.0): sessions written before 0.3.0 are keyed by the bare id the caller named, and
+# 0.3.0 looks sessions up by session_key(system, owner, id) only, so those rows could no longer be reached.
+# They are moved to the key each system would look them up by, for the owner stored with them: a keyed
+# client's under its key's fingerprint, a keyless one's under the local owner, so the same client naming
+# the same id finds its conversation again.
+NAMESPACED_KEY = re.compile(r"[a-z]+-[0-9a-f]{40}")
+CHAT_SYSTEMS = ("router", "advisor")
+
+
+def systems_of(state: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The chat systems a pre-0.3.0 session was used by: the advisor marks its sessions
+    (``attributes.advisor``), the router remembers request types. Before 0.3.0 both shared one id space,
+    so a session may show both; one that shows neither (nothing but its creation) goes to both."""
+    used = []
+    if state.get("previousRequestType") or any(e.get("requestType") for e in entries):
+        used.append("router")
+    if (state.get("attributes") or {}).get("advisor"):
+        used.append("advisor")
+    return tuple(used) or CHAT_SYSTEMS
+
+
+def _rekey_bare_sessions(conn: Connection) -> None:
+    rows = conn.execute(sa.text("SELECT session_id, owner, revision, updated_at, state_json FROM sessions")).all()
+    moved = kept = 0
+    for bare, owner, revision, updated_at, state_json in rows:
+        if NAMESPACED_KEY.fullmatch(bare):
+            continue
+        history = conn.execute(
+            sa.text("SELECT seq, entry_json FROM session_history WHERE session_id = :id ORDER BY seq"), {"id": bare}
+        ).all()
+        state = json.loads(state_json)
+        left_behind = False
+        for system in systems_of(state, [json.loads(entry) for _, entry in history]):
+            key = session_key(system, owner, bare)
+            if conn.execute(sa.text("SELECT 1 FROM sessions WHERE session_id = :id"), {"id": key}).first():
+                # the client started this id again after upgrading to 0.3.0: that conversation stays current
+                log.warning(
+                    "session %s: %s already has a newer session under this id; the older one is kept", bare, system
+                )
+                left_behind = True
+                continue
+            conn.execute(
+                sa.text(
+                    "INSERT INTO sessions (session_id, owner, revision, updated_at, state_json) "
+                    "VALUES (:id, :owner, :rev, :at, :json)"
+                ),
+                {
+                    "id": key,
+                    "owner": owner,
+                    "rev": revision,
+                    "at": updated_at,
+                    "json": json.dumps({**state, "sessionId": key}, ensure_ascii=False),
+                },
+            )
+            if history:
+                conn.execute(_INSERT_ENTRY, [{"id": key, "seq": seq, "json": entry} for seq, entry in history])
+        if left_behind:
+            kept += 1
+            continue
+        conn.execute(_DELETE_ENTRIES, {"id": bare})
+        conn.execute(_DELETE_STATE, {"id": bare})
+        moved += 1
+    if moved or kept:
+        log.info("sessions keyed by their bare id: %d moved to their system's key, %d kept as they were", moved, kept)
+
 
 # Whose share of sessions a session counts against when that is not its owner: a caller without an
 # API key is the one local owner, but is told apart from other such callers by its address
@@ -124,6 +191,9 @@ _LOCK_POSTGRESQL = (
     sa.text("SELECT pg_advisory_xact_lock(:space, hashtext(:id))"),
     sa.text("SELECT 1 FROM sessions WHERE session_id = :id FOR UPDATE"),
 )
+
+
+register_migration("sessions", 4, step=_rekey_bare_sessions)
 
 
 def utcnow() -> datetime:
@@ -337,12 +407,15 @@ def read_session(
 
 
 __all__ = [
+    "CHAT_SYSTEMS",
     "MAX_LOCKED_ATTEMPTS",
+    "NAMESPACED_KEY",
     "TRIM_BATCH",
     "SessionRepository",
     "admit_session",
     "current_state",
     "read_session",
+    "systems_of",
     "update_session",
     "utcnow",
 ]

@@ -15,9 +15,12 @@ namespace ``magi``), so callers on every node share them; without Ray an in-proc
 
 The actor is *detached* (``lifetime="detached"``, ``num_cpus=0``): it is created on first use by
 whichever process gets there first (``get_if_exists=True``) and must outlive that process, because
-callers in other jobs and workers hold handles to it. It costs no CPU while idle and ends with the
-cluster. Leases make its state self-healing, so it never needs a reset; if it crashes (or its node
-is lost) Ray restarts it empty and resends the callers' requests.
+callers in other jobs and workers hold handles to it. It costs no CPU while idle. Leases make its
+state self-healing, so it never needs a reset; if it crashes (or its node is lost) Ray restarts it
+empty and resends the callers' requests. Its name ends with the fingerprint of core's code
+(:func:`actor_name`): an upgrade gets a limiter of its own, and the old one is retired once it holds
+no permit (core/residents.py); while old and new callers run side by side during a rolling upgrade,
+each code's calls are limited by its own limiter.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ from core.errors import LLMError
 from core.llm.base import LLMClient, LLMRequest, LLMResponse
 from core.llm.metrics import PAUSES, PERMITS_IN_USE, WAITERS
 from core.llm.streaming import StreamEvent, stream
+from core.residents import ResidentKind, register_resident
+from core.version import code_fingerprint
 
-ACTOR_NAME = "magi-llm-limiter"
+ACTOR_NAME = "magi-llm-limiter"  # the prefix of the limiter's actor name (actor_name: with the code's fingerprint)
 NAMESPACE = "magi"
 LEASE_TTL_S = 30.0
 LOCAL_POLL_S = 0.005  # how often a waiting in-process caller looks again (waits only when saturated)
@@ -225,6 +230,25 @@ class LimiterActor:
     async def state(self) -> dict[str, Any]:
         return self.book.state()
 
+    async def in_use(self) -> int:
+        """Permits held now (an upgrade retires an old limiter only when none is)."""
+        return int(self.book.state()["in_use"])
+
+
+def limiter_code() -> str:
+    """The fingerprint of the code the limiter runs (all of core: everything it imports is there)."""
+    return code_fingerprint("core")
+
+
+def actor_name() -> str:
+    """The limiter's actor name for this code, ``magi-llm-limiter-<fingerprint>``."""
+    return f"{ACTOR_NAME}-{limiter_code()}"
+
+
+# A limiter of an older code (or of a release before 0.4.0, named without a fingerprint) is retired
+# once it holds no permit.
+register_resident(ResidentKind(ACTOR_NAME, limiter_code, LimiterActor.in_use.__name__))
+
 
 def limiter_actor(permits: int) -> Any:
     """The cluster's limiter actor, created on first use (needs ``ray.init`` first)."""
@@ -232,7 +256,7 @@ def limiter_actor(permits: int) -> Any:
 
     actor_class = ray.remote(num_cpus=0)(LimiterActor)
     return actor_class.options(
-        name=ACTOR_NAME,
+        name=actor_name(),
         namespace=NAMESPACE,
         get_if_exists=True,
         lifetime="detached",
@@ -266,7 +290,9 @@ class RayLimiter:
             self.release(lease_id)
             raise
         if not granted:
-            raise LLMError(f"the LLM limiter ({ACTOR_NAME}) refused lease {lease_id}: it was withdrawn; retry the call")
+            raise LLMError(
+                f"the LLM limiter ({actor_name()}) refused lease {lease_id}: it was withdrawn; retry the call"
+            )
 
     def renew(self, lease_id: str) -> None:
         self._actor.renew.remote(lease_id, self.ttl_s)
@@ -385,8 +411,10 @@ __all__ = [
     "LocalLimiter",
     "PermitBook",
     "RayLimiter",
+    "actor_name",
     "lease",
     "limiter_actor",
+    "limiter_code",
     "rate_limit_hook",
     "report_rate_limit",
     "shared_limiter",

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from core.store import Store
+from core.version import release
 from research import runs
 from tests.integration.test_cli_end_to_end import magi
 
@@ -66,4 +67,5 @@ def test_doctor_checks_the_store_and_masks_its_password(tmp_path: Path, postgres
     report = json.loads(result.stdout)
     checks = {c["name"]: c for c in report["checks"]}
     assert checks["store"]["status"] == "ok" and "postgresql" in checks["store"]["detail"], checks["store"]
+    assert report["version"] == release() and f"migrated by {release()}" in checks["store"]["detail"]
     assert report["settings"]["store_url"] == with_password.replace("hunter2-secret", "***")

@@ -11,7 +11,7 @@ from typing import Any
 import ray
 
 from core.llm import Message, generate, make_llm
-from core.llm.limiter import ACTOR_NAME, NAMESPACE
+from core.llm.limiter import NAMESPACE, actor_name
 from core.settings import Settings, load_settings
 
 
@@ -26,7 +26,7 @@ def ask_in_worker(settings: Settings, question: str) -> tuple[str, int]:
 def settled_limiter_state() -> dict[str, Any]:
     """The cluster limiter's state once the callers' releases have reached it: a release is sent
     fire-and-forget when a call ends, so it may arrive after the task's result does."""
-    limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+    limiter = ray.get_actor(actor_name(), namespace=NAMESPACE)
     state: dict[str, Any] = ray.get(limiter.state.remote())
     for _ in range(100):
         if state["in_use"] == 0:
@@ -57,7 +57,7 @@ def test_callers_recover_when_the_limiter_is_killed_for_good(ray_cluster: None) 
     """An operator's ``ray.kill`` (no restart) must not wedge the workers that hold the old handle."""
     settings = load_settings(overrides={"llm": {"provider": "python:core.llm.testing:echo"}})
     assert ray.get(ask_in_worker.remote(settings, "before"))[0] == "before"
-    ray.kill(ray.get_actor(ACTOR_NAME, namespace=NAMESPACE), no_restart=True)
+    ray.kill(ray.get_actor(actor_name(), namespace=NAMESPACE), no_restart=True)
     answers = ray.get([ask_in_worker.remote(settings, q) for q in ("after", "again")])
     assert [text for text, _ in answers] == ["after", "again"]
     fresh = settled_limiter_state()

@@ -22,7 +22,7 @@ from ray.cluster_utils import Cluster
 
 from core.errors import LLMError
 from core.llm import LLMRequest, Message, make_llm
-from core.llm.limiter import ACTOR_NAME, NAMESPACE
+from core.llm.limiter import NAMESPACE, actor_name
 from core.settings import Settings, load_settings
 from tests.integration.conftest import start_local_ray
 from tests.integration.limiter_provider import COUNTER
@@ -119,7 +119,7 @@ def test_twenty_callers_on_three_nodes_never_exceed_four_calls(three_nodes: Clus
     assert stats["peak"] == PERMITS  # never more, and the 20 callers did saturate the 4 permits
     assert stats["current"] == 0 and len(stats["entered"]) == CALLERS * CALLS_EACH
     assert len({pid for _, _, pid in stats["entered"]}) == CALLERS  # really 20 processes calling
-    limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+    limiter = ray.get_actor(actor_name(), namespace=NAMESPACE)
     state = ray.get(limiter.state.remote())
     assert state["peak"] == PERMITS and state["in_use"] == 0 and state["expired"] == 0
     driver = make_llm(settings.llm)  # the driver takes its permits from the same actor
@@ -153,7 +153,7 @@ def test_a_crashed_limiter_is_restarted_and_callers_carry_on(three_nodes: Cluste
     settings = load_settings(overrides={"llm": {"provider": f"python:{PROVIDER}:answer", "max_concurrency": PERMITS}})
     actors = callers(settings)[:NODES]
     assert ray.get(actors[0].ask.remote(["before"])) == ["done before"]
-    limiter = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+    limiter = ray.get_actor(actor_name(), namespace=NAMESPACE)
     ray.kill(limiter, no_restart=False)  # a crash: Ray restarts the actor
     # ray.kill only sends the kill: a call sent at once may still be served by the old book (one grant
     # short on the new one, a flake under load). The callers ask once the fresh book answers.
@@ -164,7 +164,7 @@ def test_a_crashed_limiter_is_restarted_and_callers_carry_on(three_nodes: Cluste
     assert answers == [[f"done after-crash-{i}"] for i in range(NODES)]
     # Releases are fire-and-forget from the callers' processes: the last one may reach the limiter
     # after this driver's question, so wait for the book to settle before reading it.
-    restarted = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+    restarted = ray.get_actor(actor_name(), namespace=NAMESPACE)
     settle_by = time.monotonic() + 30
     while (state := ray.get(restarted.state.remote()))["in_use"] and time.monotonic() < settle_by:
         time.sleep(0.1)

@@ -85,6 +85,20 @@ def test_a_lease_kept_alive_is_never_taken_and_an_expired_one_is(store: Store) -
     assert run is not None and (run.status, run.error) == ("failed", "B's verdict")
 
 
+def test_a_stopping_replica_hands_its_run_over_at_once(store: Store) -> None:
+    """A replica Serve stops (a rolling upgrade) gives its lease up: the run is taken over on the next
+    look, not after the lease ran out; a replica that no longer holds it releases nothing."""
+    run_queue.accept(store, "r", "t", REQUEST, max_waiting=10)
+    claimed, _ = run_queue.claim_next(store, A, max_attempts=2, error="x", now=100)
+    assert claimed is not None
+    assert run_queue.claim_next(store, B, max_attempts=2, error="x", now=101)[0] is None  # A's lease holds
+    assert run_queue.release(store, "r", A)
+    taken, _ = run_queue.claim_next(store, B, max_attempts=2, error="x", now=101)
+    assert taken is not None and taken.attempt == 2 and run_queue.owner_of(store, "r") == B.owner
+    assert not run_queue.release(store, "r", A)  # not A's any more
+    assert run_queue.owner_of(store, "r") == B.owner
+
+
 def test_a_run_orphaned_too_often_fails_instead_of_running_again(store: Store) -> None:
     run_queue.accept(store, "r", "t", REQUEST, max_waiting=10)
     for n, lease in enumerate((A, B)):  # two replicas died in turn while running it
