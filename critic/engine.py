@@ -434,6 +434,7 @@ async def evaluate_ideas(
 __all__ = [
     "TEMPERATURE_RANGE",
     "WorkerPool",
+    "answered_label",
     "configured_weights",
     "evaluate_ideas",
     "evaluation_from",
