@@ -171,7 +171,9 @@ def _check_role(settings: Settings, resolved: ResolvedRole, send: bool) -> Check
     )
     generated: Generated[BaseModel] = asyncio.run(request)
     answer = generated.response.text.strip()[:40]
-    said = generated.response.model or resolved.model  # the model that answered, not only the one asked for
+    said = generated.response.model  # the model that answered, not only the one asked for
+    if said in ("", resolved.endpoint.label):  # a function provider names itself, not a model
+        said = resolved.model
     return Check(
         name,
         "ok",

@@ -19,8 +19,9 @@ import asyncio
 import inspect
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
@@ -352,6 +353,26 @@ class _QueueSink:
             log.warning("dropped progress event %s: %s", event.type, exc)
 
 
+@contextmanager
+def _restart_advisory_silenced() -> Iterator[None]:
+    """Ray's core worker prints, once per process and straight to file descriptor 2, an advisory when
+    a restartable actor is given actor handles or stored arguments (ray-project/ray#53727): a restart
+    would fail once those are gone. This runtime keeps them for as long as it runs (``_pinned``; the
+    handles are its own agents), so the advisory is no news to the user whose terminal it would reach
+    (whose errors are one line). So while Ray creates a restartable actor (synchronously, a moment),
+    descriptor 2 points at /dev/null."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 class RayRuntime:
     """Agents as Ray actors. Events cross a ``ray.util.queue.Queue`` drained by a task on the caller's loop."""
 
@@ -398,7 +419,8 @@ class RayRuntime:
             args = tuple(self._ray.put(a) for a in args)
             kwargs = {k: self._ray.put(v) for k, v in kwargs.items()}
             self._pinned += [*args, *kwargs.values()]
-        actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
+        with _restart_advisory_silenced() if restarts else nullcontext():
+            actor = self._ray.remote(contextual(cls)).options(**options).remote(*args, **kwargs)
         return Handle(actor, remote=True, name=name)
 
     async def get_or_create(

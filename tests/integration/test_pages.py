@@ -369,8 +369,8 @@ async def test_a_cafe_conversation_continues_across_a_reload(platform: str, page
     assert not await page.locator(".staff").first.is_visible()
     await page.check("#staff")
     staff = await page.locator(".msg.assistant .staff").all_inner_texts()
-    assert "施設案内" in staff[0] and "hours" in staff[0]
-    assert "前の質問から引き継ぎ" in staff[1] and "hours" in staff[1]  # the follow-up kept the request type
+    assert "施設案内" in staff[0] and "営業時間" in staff[0] and "hours" not in staff[0]  # names, never keys
+    assert "前の質問から引き継ぎ" in staff[1] and "営業時間" in staff[1]  # the follow-up kept the request type
     session = await page.evaluate("() => sessionStorage.getItem('cafe.session')")
     assert sent and all(h.get("serve_multiplexed_model_id") == session for h in sent)
     await page.reload()

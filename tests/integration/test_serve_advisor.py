@@ -79,7 +79,8 @@ def chat(client: httpx.Client, body: dict[str, Any], headers: dict[str, str] = A
 
 def test_the_page_is_open_but_every_call_needs_the_key(service: httpx.Client) -> None:
     page = service.get("/advisor/")
-    assert page.status_code == 200 and "価格転嫁アドバイザー" in page.text and "Authorization" in page.text
+    assert page.status_code == 200 and "価格転嫁アドバイザー" in page.text and "static/page.js" in page.text
+    assert "Authorization" in service.get("/advisor/static/page.js").text  # the page's calls carry the key
     assert service.post("/advisor/chat", json={"message": "こんにちは"}).status_code == 401
     assert service.get("/advisor/sessions/x").status_code == 401
     assert "parts" not in service.get("/advisor/healthz").json()  # no parts without the key

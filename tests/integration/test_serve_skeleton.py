@@ -172,7 +172,11 @@ def test_healthz_is_503_while_the_store_is_unreachable(app: Any) -> None:
     assert answer.status_code == 503
     body = answer.json()
     assert body["status"] == "not ready" and body["parts"]["ticker"]["ready"] is True
-    assert body["parts"]["store"] == {"ready": False, "detail": "the store cannot be reached; see the service log"}
+    assert body["parts"]["store"] == {
+        "ready": False,
+        "detail": "the store cannot be reached; see the service log",
+        "code": "store",
+    }
     assert "127.0.0.1" not in answer.text and database.rsplit("/", 1)[1] not in answer.text
     time.sleep(3)  # three of Serve's health probes: the store is not the replica's to repair, so it stays
     assert client.post("/echo", json={"count": 1}, headers=AUTH).json()["pid"] == pid
