@@ -135,6 +135,9 @@ class IdeaJudgement(JudgementModel):
 # --- output ------------------------------------------------------------------------------------------
 
 
+POINT_DIGITS = 1  # points (scores, the total's parts) as shown (critic/scoring.py)
+
+
 class Weights(CamelModel):
     """Percentages of market and synergy in the total; they add up to 100."""
 
@@ -151,6 +154,11 @@ class Weights(CamelModel):
 
     def label(self) -> str:
         return f"{self.market:g}:{self.synergy:g}"
+
+
+def weighted_parts(market: float, synergy: float, weights: Weights) -> tuple[float, float]:
+    """(market's part, synergy's part) of the total: ``score x weight / 50`` each, rounded as shown."""
+    return round(market * weights.market / 50.0, POINT_DIGITS), round(synergy * weights.synergy / 50.0, POINT_DIGITS)
 
 
 class MarketBreakdown(CamelModel):
@@ -210,6 +218,24 @@ class Breakdown(CamelModel):
     market_part: float = Field(description="Market's part of the total: market x its weight / 50.")
     synergy_part: float = Field(description="Synergy's part of the total: synergy x its weight / 50.")
     arithmetic: str = Field(description="The total's arithmetic, spelled out.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parts_of_an_earlier_release(cls, data: Any) -> Any:
+        """An evaluation kept by a release before 0.4.0 has no weighted parts: they are its scores and
+        weights, computed as they are now (:func:`weighted_parts`)."""
+        if not isinstance(data, dict) or "marketPart" in data or "market_part" in data:
+            return data
+        try:
+            weights = data.get("weights") or {}
+            parts = weighted_parts(
+                float(data["market"]["score"]),
+                float(data["synergy"]["score"]),
+                weights if isinstance(weights, Weights) else Weights.model_validate(weights),
+            )
+        except (KeyError, TypeError, ValueError):
+            return data  # not an old evaluation either: the fields' own errors say what is missing
+        return {**data, "marketPart": parts[0], "synergyPart": parts[1]}
 
 
 class SampleScore(CamelModel):
@@ -315,6 +341,7 @@ class JudgeResult(BaseModel):
 
 __all__ = [
     "MAX_IDEAS",
+    "POINT_DIGITS",
     "Breakdown",
     "BusinessIdea",
     "CallUsage",
@@ -344,4 +371,5 @@ __all__ = [
     "VerificationJudgement",
     "Weights",
     "distinct_ids",
+    "weighted_parts",
 ]

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from critic.models import (
+    POINT_DIGITS,
     Breakdown,
     BusinessIdea,
     CapabilityPoints,
@@ -50,6 +51,7 @@ from critic.models import (
     SynergyBreakdown,
     VerificationBreakdown,
     Weights,
+    weighted_parts,
 )
 from critic.profile import CAPABILITY_IDS, SYNERGY_MAX, CapabilityProfile
 
@@ -65,7 +67,7 @@ STRONG_SHARE = 0.5
 MULTIPLIERS: dict[int, float] = {0: 1.0, 1: 1.0, 2: 1.2, 3: 1.35, 4: 1.5}
 QUALITY_FLOOR = 0.5
 TOTAL_MAX = 100.0
-DIGITS = 1  # points (scores, parts, capability points) as shown
+DIGITS = POINT_DIGITS  # points (scores, parts, capability points) as shown
 FACTOR_DIGITS = 2  # the 0-1 factors (scenario, verification, quality) as shown
 
 
@@ -187,11 +189,6 @@ def score_synergy(judgement: IdeaJudgement, profile: CapabilityProfile, warnings
         score=min(SYNERGY_MAX, unclamped),
         reasoning=judgement.capabilities.reasoning,
     )
-
-
-def weighted_parts(market: float, synergy: float, weights: Weights) -> tuple[float, float]:
-    """(market's part, synergy's part) of the total: ``score x weight / 50`` each, rounded as shown."""
-    return _r(market * weights.market / 50.0), _r(synergy * weights.synergy / 50.0)
 
 
 def total_score(market: float, synergy: float, weights: Weights) -> float:

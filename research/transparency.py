@@ -120,6 +120,7 @@ def transparency_json(result: ConsensusResearchResult) -> str:
 
 _ARITHMETIC_TERMS = (  # longest first, so that "support share" is not read as "support" + "share"
     ("no verified supporting source", "arith.no_support"),
+    ("read in the manual's own entry", "arith.reference_entry"),
     ("support share", "arith.support_share"),
     ("agreement", "arith.agreement"),
     ("reliability", "arith.reliability"),

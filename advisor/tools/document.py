@@ -654,5 +654,6 @@ __all__ = [
     "to_pdf",
     "to_xlsx",
     "today",
+    "unwritable_character",
     "written",
 ]

@@ -30,7 +30,7 @@ def new_request_id() -> str:
 def acceptable_request_id(given: str | None) -> str | None:
     """``given`` when it is a plausible id (1-128 of letters, digits and ``._:-``) and nothing shaped
     like a credential (a key sent as an id would land in every log line), else None."""
-    from core.telemetry.logs import scrubbed
+    from core.telemetry.scrub import scrubbed
 
     if given and _VALID.fullmatch(given) and scrubbed(given) == given:
         return given

@@ -286,11 +286,6 @@ async def test_a_japanese_question_on_an_english_manual_gets_japanese_labels(tmp
     assert result.disputed == []  # 60 seconds, 50 rows, 150 million transactions: three parameters
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the executive summary's own labels (research/summary.py: 'Answer:', 'Supporting facts:', 'Earlier:') "
-    "follow the question's detected language, not the report's: English in a Japanese report; issue 36 item 3",
-)
 async def test_the_summary_of_a_japanese_report_has_japanese_labels(tmp_path: Path) -> None:
     result = await _manual_run(tmp_path)
     summary = result.final_report.split("## 反復ごとの主な発見", 1)[0]

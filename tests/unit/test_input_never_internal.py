@@ -24,7 +24,7 @@ def document(kind: str, fmt: str, fields: dict[str, str], **data: Any) -> dict[s
     return {
         "document_type": kind,
         "format": fmt,
-        "data": {"recipient": "取引先A社 御中", "sender": "山田製作所", "fields": fields, **data},
+        "data": {"recipient": "丸の内精機株式会社 御中", "sender": "有限会社大手町工業", "fields": fields, **data},
     }
 
 

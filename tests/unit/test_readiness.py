@@ -9,12 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from starlette.requests import Request
 
 from core.runtime import Handle
 from core.settings import load_settings
 from core.store import open_store
 from core.version import release
 from deployments.base import AppService, http_api, logging_config
+from deployments.identity import STATE_KEY, Caller
 from deployments.readiness import (
     Check,
     NotReady,
@@ -115,8 +117,9 @@ async def test_serves_probe_fails_only_on_what_a_restart_repairs() -> None:
     service.checks = [Check("store", ready), Check("workers", broken, owned=True)]
     with pytest.raises(NotReady, match="workers"):
         await service.check_health()
-    answer = await service.healthz()
-    assert answer.status_code == 503
+    probe = Request({"type": "http", "headers": [], "state": {STATE_KEY: Caller("local", "127.0.0.1", False)}})
+    answer = await service.healthz(probe)
+    assert answer.status_code == 503 and b"parts" not in answer.body  # a probe without a key: no parts
 
 
 def test_the_logging_config_comes_from_the_serve_settings() -> None:
