@@ -50,9 +50,12 @@ api = http_api("MAGI llm", "A GGUF model on llama.cpp behind the OpenAI chat com
 off_api = http_api("MAGI llm (off)", "Hosts no model until llm_server.enabled is set.")
 
 
-def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+def _error(
+    status: int, message: str, kind: str = "invalid_request_error", headers: dict[str, str] | None = None
+) -> JSONResponse:
     """An error in the OpenAI shape, so SDKs show the message."""
-    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def check_body(body: Any) -> str | None:
@@ -129,7 +132,9 @@ class LLMServer(AppService):
         guard.max_body_bytes = max(guard.max_body_bytes, section.max_body_bytes)  # prompts are long
         started = time.perf_counter()
         self._model = LocalModel(section.llama_config())
-        self._in_flight = InFlightLimit(ServeSettings.of(settings).client_in_flight)  # requests per client
+        serve = ServeSettings.of(settings)
+        self._in_flight = InFlightLimit(serve.client_in_flight)  # requests per client
+        self._retry_after_s = serve.retry_after_s
         log.info("llm app: model %s loaded in %.1f s", section.model_name, time.perf_counter() - started)
 
         async def loaded() -> str:
@@ -155,7 +160,8 @@ class LLMServer(AppService):
         try:
             slot.__enter__()
         except ClientBusyError as exc:
-            return _error(429, say(exc.key, self.language(request), limit=exc.limit), "rate_limit_error")
+            retry = {"Retry-After": str(self._retry_after_s)}
+            return _error(429, say(exc.key, self.language(request), limit=exc.limit), "rate_limit_error", retry)
         if body.get("stream"):
             return await self._stream(body, slot)
         # llama.cpp cannot stop an answer it is writing: a client that leaves keeps its slot until the
