@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.runtime import forget_resident
+
 log = logging.getLogger(__name__)
 NAMESPACE = "magi"  # the namespace of every resident agent (core.runtime.DEFAULT_NAMESPACE)
 CALL_TIMEOUT_S = 10.0  # an old agent that does not say how busy it is within this is asked again later
@@ -167,6 +169,7 @@ class RayResidents:
         except ValueError:
             return  # gone already (another replica retired it)
         ray.kill(actor, no_restart=True)
+        forget_resident(name, NAMESPACE)
 
 
 __all__ = [

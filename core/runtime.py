@@ -340,6 +340,13 @@ def keyed_name(cls: type[Any], key: str) -> str:
 _RESIDENT: dict[tuple[str, str, str], Handle[Any]] = {}
 
 
+def forget_resident(name: str, namespace: str) -> None:
+    """Drop this process's handle of the detached agent ``name`` (it was killed here, e.g. retired as
+    old code), so that a later ``get_or_create`` of the same key makes it anew instead of calling it."""
+    for key in [k for k in _RESIDENT if k[1:] == (namespace, name)]:
+        del _RESIDENT[key]
+
+
 class _QueueSink:
     """Picklable sink that actors use to push events into a Ray queue read by the driver."""
 
@@ -720,6 +727,7 @@ __all__ = [
     "code_root",
     "contextual",
     "current_node_id",
+    "forget_resident",
     "gather_calls",
     "keep_ray_on_loopback",
     "keyed_name",

@@ -59,8 +59,10 @@ class SessionReplica:
 
         self.host = SessionHost(SessionRepository(open_store(settings)), policy)
 
-    async def update(self, session_id: str, owner: str, change: Change[Any], store_wait_s: float = 0.0) -> Any:
-        return await self.host.update(session_id, owner, change, store_wait_s=store_wait_s)
+    async def update(
+        self, session_id: str, owner: str, change: Change[Any], client: str | None = None, store_wait_s: float = 0.0
+    ) -> Any:
+        return await self.host.update(session_id, owner, change, client, store_wait_s=store_wait_s)
 
     async def read(self, session_id: str, owner: str) -> SessionState:
         return await self.host.read(session_id, owner)
@@ -75,8 +77,10 @@ class RemoteSessions:
     def __init__(self, replica: Any) -> None:
         self.replica = replica
 
-    async def update(self, session_id: str, owner: str, change: Change[T], *, store_wait_s: float = 0.0) -> T:
-        value: T = await self.replica.update.remote(session_id, owner, change, store_wait_s)
+    async def update(
+        self, session_id: str, owner: str, change: Change[T], client: str | None = None, *, store_wait_s: float = 0.0
+    ) -> T:
+        value: T = await self.replica.update.remote(session_id, owner, change, client, store_wait_s)
         return value
 
 

@@ -174,7 +174,10 @@ function render(result) {
   if (result.disputed.length) disputed.className = "";
   const words = new Map((result.disputeLabels || []).map((w) => [w.conflictId, w]));
   for (const d of result.disputed) {
-    const said = words.get(d.conflictId);  // absent from a result written before disputeLabels existed
+    // the result's own words for the dispute, when they are in the page's language (else the page's
+    // names); absent from a result written before disputeLabels existed
+    const given = words.get(d.conflictId);
+    const said = given && inPageLanguage(given.label) ? given : null;
     const box = document.createElement("div");
     box.className = "sides";
     for (const side of [d.statement1, d.statement2]) {
@@ -183,8 +186,8 @@ function render(result) {
       one.append(MAGI.content("strong", side.value), MAGI.content("div", side.text), text("div", side.source, "muted"));
       box.append(one);
     }
-    const when = said && said.when ? t("research.dispute_when", { when: said.when }) : "";
-    const figure = said ? said.label + when : figureName(d);
+    const when = given && given.when ? t("research.dispute_when", { when: given.when }) : "";
+    const figure = (said ? said.label : figureName(d)) + when;
     disputed.append(text("div", t("research.dispute_head", { figure, type: said ? said.kind : kindOf(d), severity: num(d.severity) })), box);
     if (said && said.reading) disputed.append(text("div", t("research.dispute_reading", { text: said.reading }), "muted"));
   }

@@ -370,12 +370,12 @@ async def test_a_cafe_conversation_continues_across_a_reload(platform: str, page
     await page.check("#staff")
     staff = await page.locator(".msg.assistant .staff").all_inner_texts()
     assert "施設案内" in staff[0] and "営業時間" in staff[0] and "hours" not in staff[0]  # names, never keys
-    assert "前の質問から引き継ぎ" in staff[1] and "営業時間" in staff[1]  # the follow-up kept the request type
+    assert "前の質問の続き" in staff[1] and "営業時間" in staff[1]  # the follow-up kept the request type
     session = await page.evaluate("() => sessionStorage.getItem('cafe.session')")
     assert sent and all(h.get("serve_multiplexed_model_id") == session for h in sent)
     await page.reload()
     await page.wait_for_function("() => document.querySelectorAll('.msg').length === 4")  # as the tab showed it
-    assert "前の質問から引き継ぎ" in await page.locator(".msg.assistant .staff").nth(1).inner_text()
+    assert "前の質問の続き" in await page.locator(".msg.assistant .staff").nth(1).inner_text()
     assert "前回の会話の続き" in await page.inner_text("#status")
     await page.fill("#query", "さっき何を聞きましたか？")
     await page.keyboard.press("Enter")

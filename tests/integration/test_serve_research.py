@@ -133,7 +133,7 @@ def test_unknown_run_and_bad_input(service: tuple[httpx.Client, Path]) -> None:
     client, _ = service
     for path in ("/research/nope", "/research/nope/events"):
         missing = client.get(path)
-        assert missing.status_code == 404 and "no research run 'nope'" in missing.json()["error"]
+        assert missing.status_code == 404 and "調査 'nope' は見つかりません" in missing.json()["error"]
     bad = client.post("/research", json={"topic": TOPIC, "agents": 0})
     assert bad.status_code == 422 and bad.json()["error"].startswith("invalid request: research.agents")
     assert "request field 'agents'" in bad.json()["error"] and "greater than or equal to 1" in bad.json()["error"]
