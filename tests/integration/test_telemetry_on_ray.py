@@ -20,7 +20,7 @@ from core.settings import load_settings
 from core.telemetry.request_id import acceptable_request_id
 from core.telemetry.scrape import magi_samples
 from tests.conftest import CORPUS_DIR
-from tests.integration.conftest import METRICS
+from tests.integration.conftest import METRICS, start_local_ray
 from tests.ports import free_port
 
 RID = "telemetry-rid-0001"
@@ -67,10 +67,15 @@ class Collector:
 
 @pytest.fixture(scope="module")
 def cluster(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, Collector]]:
+    import ray
     from ray import serve
 
     from deployments import advisor, critic, magi, research, router
 
+    # A Ray of the module's own: its metrics page then counts this module's traffic only (earlier
+    # modules' replicas on the session's Ray may still be exported for a while after they stopped).
+    ray.shutdown()
+    start_local_ray()
     collector = Collector()
     base = {
         "data_dir": str(tmp_path_factory.mktemp("telemetry")),

@@ -191,7 +191,9 @@ from magi.executor import run_command
 from magi.isolation import isolation, session_launcher
 from magi.plugins import BridgeCommand
 
-script = "cat /proc/$PPID/environ; echo; echo ALL; for f in /proc/[0-9]*/environ; do cat $f; done; echo; echo ppid=$PPID"
+script = (
+    "cat /proc/$PPID/environ; echo; echo ALL; for f in /proc/[0-9]*/environ; do cat $f; done; echo; echo ppid=$PPID"
+)
 command = BridgeCommand.model_validate({"argv": ["/bin/sh", "-c", script], "env": ["PATH"]})
 chosen = session_launcher() if sys.argv[1] == "session" else isolation()
 result = asyncio.run(run_command(command, workdir=Path.cwd(), isolated=chosen))
