@@ -48,6 +48,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -749,12 +750,34 @@ def answers_while_down(ledger: Ledger) -> dict[str, int]:
     return dict(sorted(outcomes.items()))
 
 
-async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
+def traffic(
+    http: httpx.AsyncClient, ledger: Ledger, stop: Any, grace: Any, corpus: Any, args: argparse.Namespace
+) -> list[Coroutine[Any, Any, None]]:
+    """Every client of the run, as many of each kind as ``args`` asks for (``--research-clients`` ...)."""
     from core.resources import data_path
 
     ideas = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"]
-    corpus = str(data_path("corpus"))
     queries = router_queries()
+    clients = [research_client(http, ledger, stop, grace, corpus) for _ in range(args.research_clients)]
+    clients += [
+        simple_client(http, ledger, "magi", stop, "/magi/ask", lambda n: {"prompt": MAGI_PROMPTS[n % 3], "rounds": 1})
+        for _ in range(args.magi_clients)
+    ]
+    clients += [
+        simple_client(http, ledger, "critic", stop, "/critic/evaluate", lambda n: critic_body(ideas, n))
+        for _ in range(args.critic_clients)
+    ]
+    clients += [
+        router_client(http, ledger, n, stop, queries, args.turns, args.pause) for n in range(args.router_clients)
+    ]
+    clients += [advisor_client(http, ledger, n, stop) for n in range(args.advisor_clients)]
+    return clients
+
+
+async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
+    from core.resources import data_path
+
+    corpus = str(data_path("corpus"))
     ledger = Ledger()
     # A new connection per request, as behind a load balancer that stops using a lost node's proxy: a
     # kept-alive connection to the proxy of a node that went would fail the next request sent on it.
@@ -766,22 +789,7 @@ async def drive(args: argparse.Namespace, env: Platform) -> dict[str, Any]:
         measured_from = begin + args.warmup
         stop = measured_from + args.duration
         grace = stop + args.grace
-        clients = [research_client(http, ledger, stop, grace, corpus) for _ in range(args.research_clients)]
-        clients += [
-            simple_client(
-                http, ledger, "magi", stop, "/magi/ask", lambda n: {"prompt": MAGI_PROMPTS[n % 3], "rounds": 1}
-            )
-            for _ in range(args.magi_clients)
-        ]
-        clients += [
-            simple_client(http, ledger, "critic", stop, "/critic/evaluate", lambda n: critic_body(ideas, n))
-            for _ in range(args.critic_clients)
-        ]
-        clients += [
-            router_client(http, ledger, n, stop, queries, args.turns, args.pause) for n in range(args.router_clients)
-        ]
-        clients += [advisor_client(http, ledger, n, stop) for n in range(args.advisor_clients)]
-        load = asyncio.gather(*clients)
+        load = asyncio.gather(*traffic(http, ledger, stop, grace, corpus, args))
         await asyncio.sleep(max(0.0, measured_from - time.monotonic()))
         at_start = workers_summary()
         await faults(ledger, args, env, measured_from, http)

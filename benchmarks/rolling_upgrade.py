@@ -48,17 +48,11 @@ import httpx
 from platform_load import (
     APPS,
     CLIENT_TIMEOUT_S,
-    MAGI_PROMPTS,
     Ledger,
-    advisor_client,
     app_settings,
     check_turns,
-    critic_body,
     percentile,
-    research_client,
-    router_client,
-    router_queries,
-    simple_client,
+    traffic,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,32 +195,14 @@ async def until_rolled(code: Path, replicas: int, limit_s: float) -> float:
 
 
 async def drive(args: argparse.Namespace, port: int, base: dict[str, Any], codes: dict[str, Path]) -> dict[str, Any]:
-    from core.resources import data_path
 
     await deploy(serve_config(codes["A"], base, args.replicas, args.latency))
     await until_rolled(codes["A"], args.replicas, args.deploy_limit)
-    ideas = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"]
-    queries = router_queries()
     ledger = Ledger()
     stop, grace = MovableStop(), MovableStop()
     limits = httpx.Limits(max_connections=64)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=CLIENT_TIMEOUT_S, limits=limits) as http:
-        clients = [research_client(http, ledger, stop, grace, None) for _ in range(args.research_clients)]
-        clients += [
-            simple_client(
-                http, ledger, "magi", stop, "/magi/ask", lambda n: {"prompt": MAGI_PROMPTS[n % 3], "rounds": 1}
-            )
-            for _ in range(args.magi_clients)
-        ]
-        clients += [
-            simple_client(http, ledger, "critic", stop, "/critic/evaluate", lambda n: critic_body(ideas, n))
-            for _ in range(args.critic_clients)
-        ]
-        clients += [
-            router_client(http, ledger, n, stop, queries, args.turns, args.pause) for n in range(args.router_clients)
-        ]
-        clients += [advisor_client(http, ledger, n, stop) for n in range(args.advisor_clients)]
-        load = asyncio.gather(*clients)
+        load = asyncio.gather(*traffic(http, ledger, stop, grace, None, args))
         await asyncio.sleep(args.warmup)
         old_before = by_kind(processes_of(codes["A"]))
         upgrading_at = time.monotonic()

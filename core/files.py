@@ -53,8 +53,8 @@ def _read_bounded(path: Path, limit: int) -> bytes | None:
         return data
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = None) -> Path:
-    """Write beside the target, flush to disk, then rename over it; ``temp_prefix`` names the temp file."""
+def _synced_temp(path: Path, data: bytes, temp_prefix: str | None) -> str:
+    """``data`` in a new temp file beside ``path``, flushed to disk; its path (the caller removes it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
     fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
@@ -63,6 +63,16 @@ def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = Non
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = None) -> Path:
+    """Write beside the target, flush to disk, then rename over it; ``temp_prefix`` names the temp file."""
+    tmp = _synced_temp(path, data, temp_prefix)
+    try:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -73,14 +83,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = Non
 def exclusive_write_bytes(path: Path, data: bytes, *, temp_prefix: str | None = None) -> bool:
     """Like :func:`atomic_write_bytes`, but only when ``path`` does not exist yet: the complete file is
     linked into place, which fails if another writer got there first (False; nothing is written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
+    tmp = _synced_temp(path, data, temp_prefix)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
         try:
             os.link(tmp, path)
         except FileExistsError:
