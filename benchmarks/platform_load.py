@@ -380,6 +380,34 @@ async def process_kills(ledger: Ledger, start: float, duration: float, store_url
     await asyncio.gather(*tasks)
 
 
+def node_processes(node: Any) -> set[int]:
+    """The pids of every process of a ``Cluster`` node: its own (raylet, log monitor...) and the workers
+    its raylet started (Serve's proxy and replicas, agents), which outlive the raylet by a moment."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    found = {info.process.pid for infos in node.all_processes.values() for info in infos}
+    while grown := {pid for pid, parent in parents.items() if parent in found} - found:
+        found |= grown
+    return found
+
+
+def wait_gone(pids: set[int], timeout_s: float) -> None:
+    """Until none of ``pids`` runs (a zombie counts as gone), or ``timeout_s`` passed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        running = set()
+        for pid in pids:
+            with contextlib.suppress(OSError, IndexError):
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    running.add(pid)
+        if not running:
+            return
+        time.sleep(0.1)
+
+
 def alive_actors() -> list[dict[str, Any]]:
     """The cluster's live actors from the GCS's actor table (no dashboard needed): name, class, node."""
     from ray._private import state
@@ -456,7 +484,9 @@ async def kill_node(ledger: Ledger, cluster: Any, store_url: str, replicas: int,
     )
     kill = NodeKill(node.node_id[:12], hosted, time.monotonic(), research_run=run_id)
     ledger.node_kills.append(kill)
+    family = node_processes(node)
     await asyncio.to_thread(cluster.remove_node, node, False)
+    await asyncio.to_thread(wait_gone, family, 60)  # its workers exit once they miss their raylet
     kill.done_at = time.monotonic()
     while time.monotonic() < kill.at + 180:
         await asyncio.sleep(0.5)

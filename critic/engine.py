@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import time
@@ -31,6 +32,7 @@ from core.llm.factory import require_llm
 from core.llm.roles import resolve_role
 from core.messages import language_of
 from core.residents import ResidentKind, register_resident
+from core.retry import backoff_delay
 from core.runtime import Handle, Runtime, code_fingerprint
 from core.settings import LLMSettings, Settings
 from core.store import Store
@@ -59,6 +61,10 @@ from critic.settings import CriticSettings
 from critic.worker import ROLE, CriticWorker
 
 log = logging.getLogger(__name__)
+# How long a slot keeps looking for a live worker after its own died. Once a node is lost, its actors'
+# names stay bound until the cluster declares the node dead (Ray's health checks: seconds), and the first
+# replacement may find the dead worker again under its name.
+WORKER_REPLACEMENT_S = 60.0
 TEMPERATURE_RANGE = (0.3, 0.5)
 
 
@@ -197,8 +203,9 @@ class WorkerPool:
     The workers are created once per cluster (Ray: detached actors named ``CriticWorker:<n>-<code
     version>`` in the project's namespace) and shared by every run, pool and replica, so no request starts a process
     once they exist (~2 s for 5 on 2 cores when they do). A worker that fails under a call (a dead
-    actor, a lost node) is replaced and the idea judged once more on the new one. A call cut by the
-    run's timeout is cancelled in its worker.
+    actor, a lost node) is replaced and the idea judged again on the new one, for up to
+    ``WORKER_REPLACEMENT_S`` while the replacement is still found dead. A call cut by the run's timeout
+    is cancelled in its worker.
     """
 
     def __init__(self, runtime: Runtime, llm: LLMSettings, size: int) -> None:
@@ -215,7 +222,8 @@ class WorkerPool:
         if started is not None:
             started()
         try:
-            for attempt in (1, 2):
+            replacing_until: float | None = None
+            for retry in itertools.count():
                 handle = self.handles.get(slot)
                 if handle is None:
                     # zero CPUs: a worker waits on the LLM; its own process (Ray) keeps ideas apart
@@ -230,13 +238,18 @@ class WorkerPool:
                     raise
                 except Exception as exc:
                     # judge() reports LLM failures in its result, so this is the worker itself (a
-                    # dead actor, a lost node): replace it, and give the idea one fresh worker
+                    # dead actor, a lost node): replace it and judge the idea on the new one; while
+                    # the cluster still names the dead worker, keep trying for a while
                     self.handles.pop(slot, None)
                     with contextlib.suppress(Exception):
                         self.runtime.kill(handle)
-                    if attempt == 2:
+                    now = time.monotonic()
+                    replacing_until = replacing_until or now + WORKER_REPLACEMENT_S
+                    if retry > 0 and (not self.runtime.lost(exc) or now >= replacing_until):
                         raise
                     log.warning("critic: worker %d failed (%s); starting a new one", slot, first_line(exc))
+                    if retry > 0:
+                        await asyncio.sleep(backoff_delay(retry - 1, 0.5, 5.0))
             raise AssertionError("unreachable")  # pragma: no cover
         finally:
             self._slots.put_nowait(slot)

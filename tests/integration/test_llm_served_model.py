@@ -52,7 +52,8 @@ async def test_critic_evaluates_an_idea(served_model: ServedModel, tmp_path: Pat
     from critic.engine import evaluate_ideas
     from critic.models import CriticInput, CriticOutput
 
-    ideas = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"][:1]  # one call of ~3,500 prompt tokens: 90 s on 2 cores
+    # one idea: one call of ~3,500 prompt tokens, 90 s on 2 cores
+    ideas = json.loads(data_path("critic", "examples", "ideas.json").read_text(encoding="utf-8"))["ideas"][:1]
     settings = _served(served_model, tmp_path, critic={"samples": 1, "timeout_s": 900, "cache": False})
     runtime = InProcessRuntime()
     try:
