@@ -117,3 +117,21 @@ async def test_pool_survives_a_dead_worker(ray_cluster: None) -> None:
     assert pool.workers == [workers[1]]  # the dead worker left the pool
     runtime.kill(workers[1])
     await runtime.close()
+
+
+async def test_a_batch_held_by_a_worker_that_cannot_run_is_analysed_by_another(ray_cluster: None) -> None:
+    """A worker restarted after its node died may find no free CPU and wait for one forever, and Ray
+    keeps the calls sent to it waiting too. Here such a worker asks for more CPUs than the cluster has."""
+    runtime = RayRuntime()
+    [running] = NlpPool.start(runtime, 1).workers
+    stranded = runtime.spawn(NlpWorker, num_cpus=64, max_concurrency=1)
+    pool = NlpPool([stranded, running], stalled_s=5)
+    # Two texts above the batch size: two batches, so the stranded worker (least loaded) surely gets one.
+    texts = [(f"令和6年{i}月の価格転嫁率は{40 + i}.5%だった。" * 170, "ja") for i in range(1, 3)]
+    analyses = await pool.analyse(texts)
+    assert len(analyses) == 2 and all(a.claims for a in analyses)
+    assert sum(n["batches"] for n in pool.usage().values()) == 2  # each batch counted once, where it ran
+    assert pool.workers == [stranded, running]  # a worker that holds a batch is not dropped: it may be busy
+    runtime.kill(stranded)
+    runtime.kill(running)
+    await runtime.close()

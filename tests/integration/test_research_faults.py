@@ -8,6 +8,7 @@ its timeout strikes, while the other agents finish normally.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,10 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from actors.nlp_pool import NlpPool
+from actors.nlp_worker import NlpWorker
 from core.events import Event, ListSink
 from core.runtime import InProcessRuntime, RayRuntime
 from core.settings import Settings, load_settings
-from research.engine import agent_name, run_research
+from nlp.analysis import AnalysisInput
+from nlp.settings import NlpSettings
+from research.engine import agent_name, run_research, start_pool
 from research.errors import ResearchError
 from research.events import StageProgress
 from tests.unit.test_search_server import Reply, SearxngServer
@@ -56,6 +61,20 @@ def _settings(tmp_path: Path, searxng_url: str, **research: object) -> Settings:
             "research": {"iterations": 1, **research},
         }
     )
+
+
+async def _warm_pool(runtime: RayRuntime, settings: Settings) -> NlpPool:
+    """The run's NLP pool with the model loaded in every worker, as a Serve replica keeps it: on a loaded
+    machine a cold start alone can take longer than the agent budget these tests give."""
+    pool = start_pool(runtime, NlpSettings.of(settings))
+    await asyncio.gather(*(w.call(NlpWorker.analyse, [AnalysisInput("準備", "ja")]) for w in pool.workers))
+    return pool
+
+
+def _stop(runtime: RayRuntime, pool: NlpPool | None) -> None:
+    """A pool given to a run is left running by it; its workers hold the session's CPUs."""
+    for worker in pool.workers if pool else []:
+        runtime.kill(worker)
 
 
 class _Watch:
@@ -112,18 +131,24 @@ async def test_a_timed_out_agent_is_cancelled_logged_and_the_rest_are_unaffected
 ) -> None:
     with searxng_holding("ニュース", delay_s=HELD_S) as url:
         runtime = RayRuntime()
+        pool: NlpPool | None = None
         try:
+            # 60 s: the healthy agents' whole work (the run's collector started, pages read) fits it on a
+            # machine loaded by another test run too; 30 s did not
+            settings = _settings(tmp_path, url, agent_timeout_s=60)
+            pool = await _warm_pool(runtime, settings)
             started = time.perf_counter()
-            result = await run_research(TOPIC, _settings(tmp_path, url, agent_timeout_s=30), runtime, ListSink())
+            result = await run_research(TOPIC, settings, runtime, ListSink(), pool=pool)
             elapsed = time.perf_counter() - started
         finally:
+            _stop(runtime, pool)
             await runtime.close()
     assert elapsed < HELD_S  # the run did not wait for the held search (held far longer than any run takes)
     [iteration] = result.iterations
     assert {r.agent_id for r in iteration.agent_reports} == {1, 3}
     [failure] = iteration.agent_failures
-    assert failure.timed_out and failure.error == "timed out after 30 s in stage search 0/1"
-    assert failure.duration_ms >= 30_000 and failure.partial is not None
+    assert failure.timed_out and failure.error == "timed out after 60 s in stage search 0/1"
+    assert failure.duration_ms >= 60_000 and failure.partial is not None
     assert any("ニュース" in q for q in failure.partial.queries)  # what it was doing when it was stopped
     assert any("agent 2 failed after" in r.message and "last stage: search 0/1" in r.message for r in caplog.records)
 
@@ -133,11 +158,15 @@ async def test_a_majority_failure_is_retried_once_then_reported_with_partial_res
 ) -> None:
     with searxng_holding("最新", "分析", delay_s=HELD_S) as url:  # agents 2 and 3 never finish searching
         runtime = RayRuntime()
+        pool: NlpPool | None = None
         events = ListSink()
-        try:  # agent 1's budget holds its whole work (workers started, pages read) on a loaded machine too
+        try:  # agent 1's budget holds its whole work (pages read, warm workers) on a loaded machine too
+            settings = _settings(tmp_path, url, agent_timeout_s=40)
+            pool = await _warm_pool(runtime, settings)
             with pytest.raises(ResearchError, match="2 of 3 agents failed twice") as caught:
-                await run_research(TOPIC, _settings(tmp_path, url, agent_timeout_s=40), runtime, events)
+                await run_research(TOPIC, settings, runtime, events, pool=pool)
         finally:
+            _stop(runtime, pool)
             await runtime.close()
     partial = caught.value.partial
     assert partial is not None
