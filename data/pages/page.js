@@ -38,7 +38,15 @@ const MAGI = (() => {
     if (title) document.title = t(title.dataset.tTitle);
   }
 
-  async function start() {
+  // Loaded once: the page's own start and every data call wait for it, so that a message sent before
+  // the labels arrive still finds the key box (and its error) in the visitor's language.
+  let starting = null;
+  function start() {
+    if (!starting) starting = load();
+    return starting;
+  }
+
+  async function load() {
     const answer = await fetch("static/labels.json");
     catalogue = await answer.json();
     labels = catalogue.labels[lang] || catalogue.labels.ja;
@@ -113,6 +121,7 @@ const MAGI = (() => {
   // Every data call goes through here: the page is open, the data is not. A server that cannot be
   // reached is said in the visitor's words (the browser's own "Failed to fetch" is not).
   async function call(path, options = {}) {
+    await start().catch(() => null);  // a page without its labels still makes the call
     const headers = Object.assign({}, options.headers || {}, authHeaders());
     let answer;
     try {

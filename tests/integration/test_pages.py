@@ -11,6 +11,7 @@ wider than a 390 px viewport.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -19,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, Response
+from playwright.async_api import Browser, Page, Response, Route
 
 from core.messages import catalogue
 from core.resources import data_path
@@ -422,6 +423,27 @@ async def test_a_hostile_source_url_is_never_a_link_and_no_script_runs(platform:
     await page.click("#sneaky")
     await page.wait_for_timeout(500)
     assert ran == []
+
+
+async def test_a_call_made_before_the_labels_arrive_asks_for_the_key_in_words(platform: str, browser: Browser) -> None:
+    """A message sent while the page's labels are still on their way (a slow network, a loaded server)
+    gets its 401 after them: the key box is there to show, and the error is in the visitor's words,
+    not a label's key."""
+    context = await browser.new_context(viewport=DESKTOP, locale="ja-JP")
+    held: asyncio.Queue[Route] = asyncio.Queue()
+    await context.route("**/static/labels.json", held.put)
+    try:
+        page = await context.new_page()
+        await page.goto(f"{platform}/ui", wait_until="domcontentloaded")
+        labels = await held.get()  # the labels are held back until the call is under way
+        said = "MAGI.call('corpora').then((a) => String(a.status), (e) => e.message)"
+        call = asyncio.ensure_future(page.evaluate(said))
+        await labels.continue_()
+        needed = httpx.get(f"{platform}/static/labels.json", timeout=30).json()["labels"]["ja"]["common.key_needed"]
+        assert await call == needed
+        await page.wait_for_selector("#keybox.shown")
+    finally:
+        await context.close()
 
 
 async def test_the_research_page_on_a_phone_with_a_key(platform: str, browser: Browser) -> None:
