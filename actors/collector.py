@@ -7,7 +7,8 @@ The counters it keeps go into the report, so "nothing twice" is checked, not ass
 
 Pages and analyses also go to the store's caches, so a collector started again after its node died
 (the engine spawns it restartable) rebuilds what it held from there: a page it is asked to
-:meth:`~Collector.read` and no longer knows is collected again, from the caches.
+:meth:`~Collector.read` and no longer knows is collected again, from the caches. The caches are
+only a shortcut: while the store restarts, pages are fetched and analysed without them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from actors.metrics import CACHE_HITS, PAGES
 from actors.nlp_pool import BATCH_CHARS, NlpPool
 from core.runtime import current_node_id, restarted_actor
 from core.settings import Settings
-from core.store import open_store
+from core.store import open_store_waiting, outage_tolerated
 from core.telemetry.tracing import span
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
@@ -35,6 +36,7 @@ from scrapers.search.factory import SearchSetup, open_search
 from scrapers.settings import FetchSettings
 
 BATCH_WAIT_S = 0.05  # how long a lone text waits for company before it is sent to the pool
+STORE_OPEN_WAIT_S = 60.0  # a collector started while the store restarts waits this long for it
 
 
 Queued = tuple[str, AnalysisInput, "asyncio.Future[TextAnalysis]"]  # (analysis key, input, its result)
@@ -51,7 +53,7 @@ class Collector:
     def __init__(self, settings: Settings, pool: NlpPool) -> None:
         self._settings = settings
         self._pool = pool
-        store = open_store(settings)
+        store = open_store_waiting(settings, wait_s=STORE_OPEN_WAIT_S)
         self._pages = PageCache(store, FetchSettings.of(settings).page_cache_ttl_s)
         self._analyses = AnalysisCache(store)
         self._fetcher: Fetcher | None = None
@@ -117,7 +119,9 @@ class Collector:
         return item
 
     async def _page(self, url: str, lang_hint: str | None) -> Collected:
-        cached = self._pages.get(url)
+        cached = None
+        with outage_tolerated("reading the page cache"):
+            cached = self._pages.get(url)
         if cached is not None:
             self._stats.page_cache_hits += 1
             PAGES.inc(outcome="cached")
@@ -136,7 +140,8 @@ class Collector:
             return self._failed(url, SourceFailure(url=url, stage="extract", kind="no_text", message=str(exc)))
         page.lang = resolve_lang(page.text, page.lang or lang_hint)
         PAGES.inc(outcome="fetched")
-        self._pages.put(page, final_url=fetched.final_url, status=fetched.status)
+        with outage_tolerated("keeping a page in the page cache"):
+            self._pages.put(page, final_url=fetched.final_url, status=fetched.status)
         return self._register(Collected(url=url, page=page))
 
     def _register(self, item: Collected) -> Collected:
@@ -155,7 +160,9 @@ class Collector:
         if key not in self._analysis_futures:
             future: asyncio.Future[TextAnalysis] = asyncio.get_running_loop().create_future()
             self._analysis_futures[key] = future
-            cached = self._analyses.get_many([key])
+            cached: dict[str, TextAnalysis] = {}
+            with outage_tolerated("reading the analysis cache"):
+                cached = self._analyses.get_many([key])
             if key in cached:
                 self._stats.analysis_cache_hits += 1
                 CACHE_HITS.inc(cache="analysis")
@@ -179,14 +186,24 @@ class Collector:
             asyncio.get_running_loop().create_task(self._analyse_group(queued))
 
     async def _analyse_group(self, queued: list[Queued]) -> None:
+        """Analyse a group and answer every page waiting on it: whatever fails here, no waiting page is
+        left waiting (its agent would hang until its timeout)."""
         try:
             fresh = await self._pool.analyse([item for _, item, _ in queued])
-        except Exception as exc:
+            with outage_tolerated("keeping analyses in the analysis cache"):
+                self._analyses.put_many(fresh)
+        except BaseException as exc:
             for key, _, future in queued:
                 self._analysis_futures.pop(key, None)  # a later request may try again
-                future.set_exception(exc)
+                if future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)
+                else:
+                    future.cancel()
+            if not isinstance(exc, Exception):
+                raise
             return
-        self._analyses.put_many(fresh)
         for (key, _, future), analysis in zip(queued, fresh, strict=True):
             self._analysis_counts[key] += 1
             future.set_result(analysis)

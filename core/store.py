@@ -239,6 +239,21 @@ def open_store(settings: Settings) -> Store:
     return Store(url)
 
 
+def open_store_waiting(settings: Settings, *, wait_s: float, pause_s: float = 0.5) -> Store:
+    """:func:`open_store`, again every ``pause_s`` while the store cannot be reached (PostgreSQL
+    restarting), for up to ``wait_s``: for a process started during an outage that can wait for it
+    (a run's collector) rather than fail the work it was started for. Blocking."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return open_store(settings)
+        except ConfigError as err:
+            if not unavailable(err) or time.monotonic() >= deadline:
+                raise
+            log.warning("store unavailable while opening it (%s); trying again", first_line(err))
+        time.sleep(pause_s)
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     """Per connection: the driver leaves transactions to us, WAL lets readers run beside a writer."""
     dbapi_connection.isolation_level = None  # pysqlite must not issue its own BEGIN
@@ -457,6 +472,7 @@ __all__ = [
     "configured_url",
     "known_migrations",
     "open_store",
+    "open_store_waiting",
     "outage_tolerated",
     "register_migration",
     "retry_while_unavailable",

@@ -3,20 +3,28 @@
 While it is down, a route that needs it answers 503 with Retry-After (never a 500), a research run's
 events wait in order, and a session commit of finished work waits for it; once it is back, the same
 Store serves again with no restart of anything (its pool re-establishes itself). It is the session's
-PostgreSQL server that stops and starts (a test that fails meanwhile starts it again)."""
+PostgreSQL server that stops and starts (a test that fails meanwhile starts it again). A research
+run's collector goes on without its caches meanwhile."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import ProgrammingError
 
+from actors.collector import Collector
+from actors.nlp_pool import NlpPool
+from core.runtime import InProcessRuntime
+from core.settings import load_settings
 from core.store import STORE_RETRY_AFTER_S, Store, outage_tolerated, unavailable
 from deployments.answers import answer_store_outages
 from research import runs
@@ -26,6 +34,7 @@ from sessions.models import HistoryEntry, SessionPolicy, SessionState
 from sessions.store import SessionRepository
 from tests.postgres import PostgresServer
 
+CORPUS_PAGES = Path(__file__).resolve().parents[2] / "data" / "corpus" / "pages" / "ja"
 POLICY = SessionPolicy(ttl_s=3600, previous_ttl_s=600, history_limit=500)
 
 
@@ -117,3 +126,52 @@ async def test_a_commit_of_finished_work_waits_for_the_store(
     await asyncio.to_thread(server.resume)
     assert await waiting == 2
     assert [e.text for e in (await host.read("s", "")).history] == ["before", "answered"]
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    """Two pages of the bundled corpus on a local HTTP server."""
+    bodies = {f"/{n}": path.read_bytes() for n, path in enumerate(sorted(CORPUS_PAGES.glob("*.html"))[:2])}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = bodies.get(self.path, b"")
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+async def test_a_run_s_collector_reads_and_analyses_pages_while_the_store_restarts(
+    server: PostgresServer, store: Store, site: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The collector's caches are a shortcut, not a need: one started while PostgreSQL restarts waits
+    for it, and pages asked for while it is down are fetched and analysed without the caches (they
+    used to fail, or to wait for an analysis that never came, until the agent's timeout)."""
+    fetch = {"allow_private": True, "politeness_delay_s": 0}
+    settings = load_settings(overrides={"store_url": store.url, "data_dir": tmp_path, "fetch": fetch})
+    pool = NlpPool.start(InProcessRuntime(), 1)
+    caplog.set_level(logging.WARNING, logger="core.store")
+    server.stop()
+    starting = asyncio.ensure_future(asyncio.to_thread(Collector, settings, pool))
+    while not any("while opening it" in r.message for r in caplog.records) and not starting.done():
+        await asyncio.sleep(0.05)
+    assert not starting.done()  # it tried, and waits
+    await asyncio.to_thread(server.resume)
+    collector = await starting
+    await asyncio.to_thread(server.stop)
+    urls = [f"{site}/0", f"{site}/1"]
+    got = await collector.collect(urls)
+    assert [c.failure for c in got] == [None, None]
+    assert all(c.page is not None and c.analysis is not None and c.analysis.claims for c in got)
+    await asyncio.to_thread(server.resume)
+    assert collector.stats().analyses == 2
