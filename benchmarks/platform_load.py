@@ -5,7 +5,8 @@ PostgreSQL store) runs the research, magi, critic, router and advisor apps, each
 Serve replicas, with the shipped scripted models answering after ``--latency`` seconds. Bounded async
 clients (a count per app, for ``--warmup`` + ``--duration`` seconds) drive them on 127.0.0.1:
 
-- research: runs of 1 agent × 1 iteration on the bundled corpus, each followed to its end;
+- research: runs of 1 agent × 1 iteration on the bundled corpus, each followed to its end (two
+  clients by default, one per replica);
 - magi: ``POST /magi/ask`` (1 round); critic: ``POST /critic/evaluate`` (one idea);
 - router: conversations of ``--turns`` follow-ups (``POST /router/ask``), with a pause between turns;
 - advisor: conversations that go to mode 2 (consent, tool calls, generated files) over SSE.
@@ -897,7 +898,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="3: a Cluster of 3 nodes, PostgreSQL")
     parser.add_argument("--replicas", type=int, default=2, help="Serve replicas of each app")
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per scripted LLM call")
-    parser.add_argument("--research-clients", type=int, default=1)
+    parser.add_argument(
+        "--research-clients", type=int, default=2, help="one per research replica: a lost node then holds a run"
+    )
     parser.add_argument("--magi-clients", type=int, default=2)
     parser.add_argument("--critic-clients", type=int, default=2)
     parser.add_argument("--router-clients", type=int, default=2)
