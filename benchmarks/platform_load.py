@@ -79,6 +79,10 @@ KILLS = (
 # How soon the cluster notices a lost node (Ray's defaults: a health check every 3 s, 5 missed), as an
 # operator would tune it (docs/operations/cluster.md): every check is 1 s apart, 3 missed mark it dead.
 NODE_HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+# Each node's CPUs as Ray counts them on this machine when not told (its cores). Fewer would also cap
+# how many worker processes a node starts at once (Ray's startup concurrency is min(cores, CPUs)): at
+# 1, the replacements after a node loss start one process at a time per node (45-59 s each here).
+NODE_CPUS = os.cpu_count() or 1
 HEALTH = {app: ("/healthz" if app == "research" else f"/{app}/healthz") for app in APPS}
 STORE_DOWN = 503  # what a request that needs the store is answered while it is down
 
@@ -699,13 +703,13 @@ def platform(nodes: int, latency: float) -> Any:
                 postgres = PostgresServer(pg_root)
                 postgres.start()
                 base["store_url"] = postgres.create_database()
-                head = {"num_cpus": 1, "include_dashboard": False, "_system_config": NODE_HEALTH_CHECKS}
+                head = {"num_cpus": NODE_CPUS, "include_dashboard": False, "_system_config": NODE_HEALTH_CHECKS}
 
                 def three_nodes() -> Any:
                     made = Cluster(initialize_head=True, head_node_args=head)
                     try:
                         for _ in range(nodes - 1):
-                            made.add_node(num_cpus=1)
+                            made.add_node(num_cpus=NODE_CPUS)
                         made.wait_for_nodes()
                     except Exception:
                         made.shutdown()  # type: ignore[no-untyped-call]
