@@ -22,7 +22,7 @@ from actors.metrics import CACHE_HITS, PAGES
 from actors.nlp_pool import BATCH_CHARS, NlpPool
 from core.runtime import current_node_id, restarted_actor
 from core.settings import Settings
-from core.store import open_store_waiting, outage_tolerated
+from core.store import open_store, outage_tolerated, retry_while_unavailable
 from core.telemetry.tracing import span
 from nlp.analysis import AnalysisInput, TextAnalysis, analysis_key, resolve_lang
 from nlp.analysis_cache import AnalysisCache
@@ -53,7 +53,7 @@ class Collector:
     def __init__(self, settings: Settings, pool: NlpPool) -> None:
         self._settings = settings
         self._pool = pool
-        store = open_store_waiting(settings, wait_s=STORE_OPEN_WAIT_S)
+        store = retry_while_unavailable(lambda: open_store(settings), wait_s=STORE_OPEN_WAIT_S, what="opening it")
         self._pages = PageCache(store, FetchSettings.of(settings).page_cache_ttl_s)
         self._analyses = AnalysisCache(store)
         self._fetcher: Fetcher | None = None

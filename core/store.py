@@ -78,13 +78,14 @@ def unavailable(failure: BaseException) -> bool:
 
 def retry_while_unavailable(call: Callable[[], R], *, wait_s: float, what: str, pause_s: float = 0.5) -> R:
     """``call()``, again every ``pause_s`` while the store is unavailable, for up to ``wait_s``; for
-    work already done that must not be lost to a store restart (a run's final status, an event).
+    work already done that must not be lost to a store restart (a run's final status, an event), or a
+    process started during one that can wait for it (``open_store``'s ConfigError, a run's collector).
     Blocking: from a worker thread or a process without an event loop."""
     deadline = time.monotonic() + wait_s
     while True:
         try:
             return call()
-        except exc.DBAPIError as err:
+        except (exc.DBAPIError, ConfigError) as err:
             if not unavailable(err) or time.monotonic() >= deadline:
                 raise
             log.warning("store unavailable while %s (%s); trying again", what, first_line(err))
@@ -237,21 +238,6 @@ def open_store(settings: Settings) -> Store:
             " (or MAGI_STORE_URL to a PostgreSQL database)"
         ) from err
     return Store(url)
-
-
-def open_store_waiting(settings: Settings, *, wait_s: float, pause_s: float = 0.5) -> Store:
-    """:func:`open_store`, again every ``pause_s`` while the store cannot be reached (PostgreSQL
-    restarting), for up to ``wait_s``: for a process started during an outage that can wait for it
-    (a run's collector) rather than fail the work it was started for. Blocking."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return open_store(settings)
-        except ConfigError as err:
-            if not unavailable(err) or time.monotonic() >= deadline:
-                raise
-            log.warning("store unavailable while opening it (%s); trying again", first_line(err))
-        time.sleep(pause_s)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -472,7 +458,6 @@ __all__ = [
     "configured_url",
     "known_migrations",
     "open_store",
-    "open_store_waiting",
     "outage_tolerated",
     "register_migration",
     "retry_while_unavailable",
