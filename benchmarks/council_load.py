@@ -159,6 +159,7 @@ async def held() -> dict[str, int]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from ray import serve
 
+    from deployments import proxy
     from deployments.magi import APP_NAME, ROUTE_PREFIX, build_app
 
     os.environ[LATENCY_ENV] = str(args.latency)  # before Ray starts: its workers inherit it
@@ -166,7 +167,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     start_ray(config)
     port = _free_port()
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        proxy.start_serve("127.0.0.1", port)
         serve.run(build_app(config), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         result = asyncio.run(drive(f"http://127.0.0.1:{port}", args.concurrency, args.runs, args.baseline))
         result["conversations_held_at_end"] = asyncio.run(held())

@@ -92,6 +92,7 @@ def run_both(config: ModelConfig, args: argparse.Namespace) -> dict[str, dict[st
     from ray import serve
 
     from core.settings import load_settings
+    from deployments import proxy
     from deployments.llm import APP_NAME, ROUTE_PREFIX, build_app
 
     server = {
@@ -104,7 +105,7 @@ def run_both(config: ModelConfig, args: argparse.Namespace) -> dict[str, dict[st
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     port = free_port()
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        proxy.start_serve("127.0.0.1", port)
         serve.run(build_app(load_settings(overrides={"llm_server": server})), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         model = LocalModel(config)
 

@@ -682,6 +682,8 @@ def platform(nodes: int, latency: float) -> Any:
     import ray
     from ray import serve
 
+    from deployments import proxy
+
     for variable in ("MAGI_SCRIPTED_LATENCY_S", "CRITIC_SCRIPTED_LATENCY_S", "MAGI_ADVISOR_SCRIPTED_LATENCY_S"):
         os.environ[variable] = str(latency)  # before Ray starts: its workers inherit them
     os.environ["MAGI_ROUTER_SCRIPTED_LATENCY_S"] = str(latency)
@@ -721,7 +723,7 @@ def platform(nodes: int, latency: float) -> Any:
             else:
                 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
             port = _free_port()
-            serve.start(http_options={"host": "127.0.0.1", "port": port})
+            proxy.start_serve("127.0.0.1", port)
             yield Platform(port, base, cluster, postgres)
         finally:
             with contextlib.suppress(Exception):

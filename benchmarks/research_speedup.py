@@ -264,13 +264,14 @@ def serve_runs(settings: Settings, topic: str, agents: int, iterations: int) -> 
     Returns (deploy seconds, first run seconds, second run seconds); deployment is not in the runs."""
     from ray import serve
 
+    from deployments import proxy
     from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     started = time.perf_counter()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         deploy_s = time.perf_counter() - started

@@ -266,6 +266,7 @@ def platform(tmp: Path) -> Any:
     import ray
     from ray import serve
 
+    from deployments import proxy
     from tests.ports import free_port
 
     before = Path.cwd()
@@ -273,7 +274,7 @@ def platform(tmp: Path) -> Any:
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         port = free_port()
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        proxy.start_serve("127.0.0.1", port)
         yield port
     finally:
         with contextlib.suppress(Exception):

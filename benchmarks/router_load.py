@@ -217,6 +217,7 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
     from ray import serve
 
     from core.settings import load_settings
+    from deployments import proxy
     from deployments.router import build_app
 
     counts = [int(c) for c in args.requests.split(",")]
@@ -225,7 +226,7 @@ async def over_http(args: argparse.Namespace, queries: list[str]) -> dict[str, A
     port = _free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="router-load-"))
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        proxy.start_serve("127.0.0.1", port)
         serve.run(build_app(load_settings(overrides={"data_dir": data_dir})), name="router", route_prefix="/router")
         serve.run(echo_app(), name="echo", route_prefix="/echo")
         serve.run(stateless_app(), name="stateless", route_prefix="/stateless")

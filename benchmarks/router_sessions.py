@@ -164,6 +164,7 @@ async def over_http(args: argparse.Namespace) -> dict[str, Any]:
     from ray import serve
 
     from core.settings import load_settings
+    from deployments import proxy
     from deployments.router import build_app
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -175,7 +176,7 @@ async def over_http(args: argparse.Namespace) -> dict[str, Any]:
         "sessions": {"max_per_client": args.sessions + 10},
     }
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        proxy.start_serve("127.0.0.1", port)
         serve.run(build_app(load_settings(overrides=overrides)), name="router", route_prefix="/router")
         async with httpx.AsyncClient(base_url=base, timeout=60) as client:
             for i in range(4):  # every replica routes once: rules and dictionary loaded

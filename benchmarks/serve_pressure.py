@@ -152,6 +152,7 @@ def main() -> None:
     import ray
     from ray import serve
 
+    from deployments import proxy
     from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
 
     with socket.socket() as s:
@@ -163,7 +164,7 @@ def main() -> None:
         settings = load_settings(overrides={"data_dir": tmp, "serve": bounds})
         ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
         try:
-            serve.start(http_options={"host": "127.0.0.1", "port": port})
+            proxy.start_serve("127.0.0.1", port)
             serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
             result = asyncio.run(measure(f"http://127.0.0.1:{port}", args))
         finally:

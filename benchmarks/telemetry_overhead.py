@@ -44,6 +44,7 @@ async def router_on_off(levels: list[int], counts: list[int], rounds: int, sessi
     from ray import serve
 
     from core.settings import load_settings
+    from deployments import proxy
     from deployments.affinity import affinity_options
     from deployments.base import bind, main_loop_actor_options
     from deployments.router import APP_NAME, RouterService
@@ -52,7 +53,7 @@ async def router_on_off(levels: list[int], counts: list[int], rounds: int, sessi
     port = router_load._free_port()
     settings = load_settings(overrides={"data_dir": Path(tempfile.mkdtemp(prefix="telemetry-overhead-"))})
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        proxy.start_serve("127.0.0.1", port)
         for side, enabled in (("on", "true"), ("off", "false")):
             options = main_loop_actor_options({ENV: enabled})  # as the router app deploys it, plus the switch
             app = bind(RouterService, settings, ray_actor_options=options, **affinity_options())

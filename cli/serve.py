@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _stop)
     try:
         try:
-            serve.start(http_options={"host": host, "port": port})
+            proxy.start_serve(str(host), int(port))
             for app, builder in apps:
                 serve.run(builder({**app.args, **overrides}), name=app.name, route_prefix=app.route_prefix)
             url = f"http://{host}:{port}"

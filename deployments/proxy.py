@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any
 
 from core.telemetry.logs import ContextFilter
@@ -34,6 +35,11 @@ from sessions.ids import ID_PATTERN
 
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 CALLBACK = "deployments.proxy:middlewares"
+# Serve gives a new proxy 5 s to be ready and kills it otherwise; importing the guard (pydantic, the
+# message catalogues) takes about 0.6 s on a quiet node and several seconds on a busy one.
+READY_TIMEOUT_ENV = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
+READY_TIMEOUT_S = "30"
+PROXY_WAIT_S = 600.0  # past Serve's own fixed 60 s wait for its proxies in serve.start
 REQUEST_ID = b"x-request-id"
 AFFINITY = frozenset({b"serve_multiplexed_model_id", b"serve-multiplexed-model-id"})
 DECODED = frozenset(  # the headers Serve's proxy decodes as UTF-8 (ray/serve/_private/proxy.py, http_util.py)
@@ -45,8 +51,10 @@ log = logging.getLogger(__name__)
 
 def install() -> None:
     """Have every Serve proxy started from now on by this process's Ray run :class:`ProxyGuard` (the
-    proxies inherit the environment; a cluster started elsewhere needs the variable on ``ray start``)."""
+    proxies inherit the environment; a cluster started elsewhere needs the variables on ``ray start``),
+    and give a proxy time to import it on a busy node."""
     os.environ.setdefault(CALLBACK_ENV, CALLBACK)
+    os.environ.setdefault(READY_TIMEOUT_ENV, READY_TIMEOUT_S)
 
 
 def _text(value: bytes) -> str | None:
@@ -134,6 +142,25 @@ def guarded(base_url: str) -> bool:
     return echoed != PROBE_ID
 
 
+def start_serve(host: str, port: int, wait_s: float = PROXY_WAIT_S) -> None:
+    """``serve.start`` on ``host:port``, waiting until every proxy is healthy. Serve itself gives its
+    proxies a fixed 60 s and raises, with the controller left running; a busy node can take longer
+    only to start the proxy's worker process, and Serve keeps restarting a proxy until it is ready."""
+    from ray import serve
+    from ray.serve.schema import ProxyStatus
+
+    options = {"host": host, "port": port}
+    try:
+        serve.start(http_options=options)
+    except TimeoutError:
+        serve.start(http_options=options)  # the controller is up: this connects to it
+        deadline = time.monotonic() + wait_s
+        while not all(s == ProxyStatus.HEALTHY for s in serve.status().proxies.values()):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def middlewares() -> list[Any]:
     """Serve's proxy callback: the middlewares of every HTTP proxy (see :func:`install`)."""
     from starlette.middleware import Middleware
@@ -148,6 +175,9 @@ __all__ = [
     "CALLBACK_ENV",
     "DECODED",
     "PROBE_ID",
+    "PROXY_WAIT_S",
+    "READY_TIMEOUT_ENV",
+    "READY_TIMEOUT_S",
     "REQUEST_ID",
     "ROUTES",
     "ProxyGuard",
@@ -155,4 +185,5 @@ __all__ = [
     "install",
     "middlewares",
     "scrub_proxy_logs",
+    "start_serve",
 ]

@@ -67,11 +67,11 @@ def platform(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
     from ray import serve
     from ray.serve.api import RunTarget
 
-    from deployments import critic, magi, research, router
+    from deployments import critic, magi, proxy, research, router
 
     data_dir = tmp_path_factory.mktemp("pages-data")
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         base = {"data_dir": data_dir, "serve": {"corpus_roots": [CORPUS_DIR]}}
         apps = [

@@ -41,6 +41,7 @@ def test_a_killed_replicas_run_completes_on_another(ray_cluster: None, tmp_path:
     import ray
     from ray import serve
 
+    from deployments import proxy
     from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
 
     gate = threading.Event()
@@ -60,7 +61,7 @@ def test_a_killed_replicas_run_completes_on_another(ray_cluster: None, tmp_path:
                 "serve": {"min_replicas": 2, "max_replicas": 2, "target_queued_runs": 1, "run_lease_s": 3},
             }
         )
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        proxy.start_serve("127.0.0.1", port)
         data_dir.mkdir()
         store = Store(sqlite_url(data_dir))
         try:

@@ -27,6 +27,7 @@ IDEAS = json.loads(data_path("critic", "examples", "ideas.json").read_text(encod
 def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     from ray import serve
 
+    from deployments import proxy
     from deployments.critic import APP_NAME, ROUTE_PREFIX, build_app
 
     settings = load_settings(
@@ -38,7 +39,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
         }
     )
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:

@@ -71,6 +71,7 @@ def cluster(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     import ray
     from ray import serve
 
+    from deployments import proxy
     from deployments.apps import load_serve_config
 
     data_dir = tmp_path_factory.mktemp("fuzz-data")
@@ -90,7 +91,7 @@ def cluster(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     }
     config = load_serve_config()
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         settings = load_settings(overrides={**common, **with_llm["advisor"]})
         with pytest.MonkeyPatch.context() as patch:  # a keyless command, sharing the store (issue 40, 1)

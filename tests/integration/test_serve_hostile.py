@@ -33,6 +33,7 @@ TINY = {"topic": TOPIC, "agents": 1, "iterations": 1, "corpus": str(CORPUS_DIR)}
 def guarded_service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     from ray import serve
 
+    from deployments import proxy
     from deployments.research import APP_NAME, ROUTE_PREFIX, build_app
 
     data_dir = tmp_path_factory.mktemp("hostile-data")
@@ -42,7 +43,7 @@ def guarded_service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory)
     bounds = {"queue_size": 10, "client_queue": 10}
     settings = load_settings(overrides={"data_dir": data_dir, "api_keys": [KEY], "serve": bounds})
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         yield f"http://127.0.0.1:{port}", data_dir

@@ -31,10 +31,11 @@ def app_settings(tmp_path: Path, enabled: bool) -> Settings:
 def served(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from ray import serve
 
+    from deployments import proxy
     from deployments.llm import APP_NAME, ROUTE_PREFIX, build_app
 
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         serve.run(
             build_app(app_settings(tmp_path_factory.mktemp("llm-app"), True)), name=APP_NAME, route_prefix=ROUTE_PREFIX

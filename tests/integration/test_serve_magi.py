@@ -24,6 +24,7 @@ QUESTION = "Adopt a four-day week?\nmagi-script: melchior=APPROVE balthasar=DENY
 def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     from ray import serve
 
+    from deployments import proxy
     from deployments.magi import APP_NAME, ROUTE_PREFIX, build_app
 
     with pytest.MonkeyPatch.context() as patch:
@@ -36,7 +37,7 @@ def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
             }
         )
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:

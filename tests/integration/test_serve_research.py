@@ -53,9 +53,11 @@ def _read_sse(client: httpx.Client, path: str, headers: dict[str, str] | None = 
 def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, Path]]:
     from ray import serve
 
+    from deployments import proxy
+
     data_dir = tmp_path_factory.mktemp("serve-data")
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         _deploy(data_dir)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:

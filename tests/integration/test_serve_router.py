@@ -24,6 +24,7 @@ REPLICAS = 2
 def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     from ray import serve
 
+    from deployments import proxy
     from deployments.router import APP_NAME, ROUTE_PREFIX, build_app
 
     data_dir = tmp_path_factory.mktemp("router-serve")
@@ -36,7 +37,7 @@ def client(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         }
     )
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         serve.run(build_app(settings), name=APP_NAME, route_prefix=ROUTE_PREFIX)
         with httpx.Client(

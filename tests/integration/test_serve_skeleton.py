@@ -29,6 +29,7 @@ APP = "skeleton"
 def app(ray_cluster: None, postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from ray import serve
 
+    from deployments import proxy
     from tests.skeleton_app import build_app
 
     database = postgres_server.create_database()
@@ -41,7 +42,7 @@ def app(ray_cluster: None, postgres_server: PostgresServer, tmp_path_factory: py
         }
     )
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         serve.run(build_app(settings), name=APP, route_prefix="/skeleton")
         with httpx.Client(base_url=f"http://127.0.0.1:{port}/skeleton", timeout=30) as client:

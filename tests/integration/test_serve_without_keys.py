@@ -46,7 +46,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     import ray
     from ray import serve
 
-    from deployments import magi, research, router
+    from deployments import magi, proxy, research, router
 
     settings = load_settings(
         overrides={
@@ -56,7 +56,7 @@ def service(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
         }
     )
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         for app in (magi, router, research):
             serve.run(app.build_app(settings), name=app.APP_NAME, route_prefix=app.ROUTE_PREFIX)

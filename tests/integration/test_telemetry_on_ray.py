@@ -70,7 +70,7 @@ def cluster(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     import ray
     from ray import serve
 
-    from deployments import advisor, critic, magi, research, router
+    from deployments import advisor, critic, magi, proxy, research, router
 
     # A Ray of the module's own: its metrics page then counts this module's traffic only (earlier
     # modules' replicas on the session's Ray may still be exported for a while after they stopped).
@@ -90,7 +90,7 @@ def cluster(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
         research: None,
     }
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    proxy.start_serve("127.0.0.1", port)
     try:
         for module, provider in providers.items():
             settings = load_settings(overrides={**base, "llm": {"provider": provider}} if provider else base)
