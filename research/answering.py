@@ -22,8 +22,8 @@ each part in 0..1 (``claim`` may exceed 1 by the exact-entity bonus). Besides th
 (sentences with figures, dates or names), the sentences of the best-matching sections are candidates
 too: "Which characters must not appear in a file name?" is answered by a sentence without a figure.
 So are the sentences of any other section that state the form of the asked answer (a path for "which
-file", a command for "which command") and share at least :data:`MIN_SHARED_TERMS` of its words (the
-words of their heading and of the page title count too): "...
+file", a command for "which command"; else a qualifier it asks, a default), when that section shares
+at least :data:`MIN_SHARED_TERMS` of its words (with its heading and the page title): "...
 list the contents of an initramfs using the command lsinitramfs" sits in a section that shares few words
 with "Which command shows the files packed inside an initramfs image?".
 """
@@ -224,21 +224,24 @@ def _stating_sentences(
     taken: set[tuple[int, int]],
     tokens: _Tokens,
 ) -> list[tuple[str, int]]:
-    """Sentences of a section that state the form of the asked answer and share question words, those
-    of their heading and page title counting too (see the module docstring: on the page titled
-    "mod_ratelimit", "The connection speed is given in KiB/s" answers "In which unit is the bandwidth
-    for mod_ratelimit given?"); none when the question asks no form."""
-    forms = asked_forms(question)
+    """Sentences of a section that state the form of the asked answer (else a qualifier it asks: a
+    default), when the section, its heading and the page title share question words (see the module
+    docstring: on the page titled "mod_ratelimit", "The connection speed is given in KiB/s" answers "In
+    which unit is the bandwidth for mod_ratelimit given?"; in the section that speaks of a "database
+    server", "Django runs SQLite by default" answers "Which database does Django use out of the
+    box?"); none when the question asks nothing of either kind."""
+    forms = asked_forms(question) or question.attributes
     if not forms:
         return []
     _n, heading, start, end = span
     terms = set(tokens(asked_about(question.text)))
-    around = terms & {*tokens(heading), *tokens(page.title)}
+    around = terms & {*tokens(heading), *tokens(page.title), *tokens(page.text[start:end])}
+    if len(around) < min(MIN_SHARED_TERMS, len(terms)):
+        return []
     return [
         (text, offset)
         for text, offset in _section_sentences(page, context, start, end, taken)
-        if len(around | (terms & set(tokens(text)))) >= min(MIN_SHARED_TERMS, len(terms))
-        and stated_attributes(text, forms)
+        if stated_attributes(text, forms)
     ]
 
 

@@ -67,6 +67,8 @@ _JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _OPEN_END = re.compile(r"[\w:：)]$")  # a paragraph that stops mid-sentence or introduces what follows
 _PROMPT = re.compile(r"^(?:[$#%>]|\S+[$#])\s+")  # a shell prompt before a command: "$ ", "root# "
 MAX_INLINE_LISTING_CHARS = 120
+MIN_PROSE_WORDS = 3  # of every line of a literal block read as prose (see _is_prose_listing)
+_CODE_MARK = re.compile(r"[=(){};<>$\\\[\]|]|^\s*(?:#|//|>>>|\.\.\.)")
 MAX_FIELD_VALUE_WORDS = 4  # of a "key: value" paragraph that opens a record of fields (see _Reader.add)
 _SENTENCE_END = re.compile(r"[.。!?！？]$")
 MAX_CELL_CHARS = 400
@@ -136,6 +138,21 @@ def _drop_admonition_titles(el: etree._Element) -> None:
     for c in doomed:
         if c.getparent() is not None:
             c.drop_tree()
+
+
+def _is_prose_listing(lines: list[str]) -> bool:
+    """Whether a literal block holds sentences, not code: every line at least
+    :data:`MIN_PROSE_WORDS` words and none of code's punctuation (``= ( ) { } ; < > $``, a prompt), and
+    some line ending as a sentence does (Sphinx ``::`` blocks such as "``time`` -- How long the
+    statement took to execute, in seconds.")."""
+    if not lines:
+        return False
+    for line in lines:
+        if _CODE_MARK.search(line) or _PROMPT.match(line):
+            return False
+        if len(_WORD.findall(line)) < MIN_PROSE_WORDS and not _JA.search(line):
+            return False
+    return any(_SENTENCE_END.search(line) for line in lines)
 
 
 def _has_block_child(el: etree._Element) -> bool:
@@ -236,8 +253,14 @@ class _Reader:
 
     def listing(self, el: etree._Element) -> None:
         """A code listing is left out, unless it is one short line that completes the paragraph just
-        read (see the module docstring): then it joins that paragraph."""
+        read (see the module docstring): then it joins that paragraph. A "listing" whose every line is
+        prose (see :func:`_is_prose_listing`) is text set in a literal block: its lines are items."""
         lines = [line.strip() for line in el.text_content().splitlines() if line.strip()]
+        if _is_prose_listing(lines):
+            for line in lines:
+                self.add("item", _squash(line))
+            self.group_key = ""
+            return
         if len(lines) != 1 or not self.blocks or self.blocks[-1].kind not in ("paragraph", "item"):
             return
         command = _PROMPT.sub("", _squash(lines[0]))

@@ -100,6 +100,31 @@ def test_a_question_standing_alone_is_a_faq_heading() -> None:
     assert page.heading(text.index("Yes, it is")) == "Is Django stable?"
 
 
+SPHINX_LITERAL_PROSE = """<html><body><div class="body" role="main"><section>
+<h2>How can I see the raw SQL queries the tool is running?</h2>
+<p>It is a list of dictionaries in order of query execution. Each dictionary has the following:</p>
+<div class="highlight-default notranslate"><div class="highlight"><pre>``sql`` -- The raw SQL statement
+``time`` -- How long the statement took to execute, in seconds.
+</pre></div></div>
+<p>Use it from the shell:</p>
+<div class="highlight-default notranslate"><div class="highlight"><pre>&gt;&gt;&gt; from tool.db import connection
+&gt;&gt;&gt; connection.queries
+</pre></div></div>
+<div class="highlight-python notranslate"><div class="highlight"><pre>from tool.db import connection
+print(connection.queries)  # every query so far
+</pre></div></div>
+</section></div></body></html>"""
+
+
+def test_prose_set_in_a_literal_block_is_read_and_code_is_not() -> None:
+    """Sphinx sets text in a literal block when the author writes ``::``; its lines are sentences, read
+    as items. Lines of code (a prompt, brackets, an assignment) keep the listing out."""
+    texts = _texts(SPHINX_LITERAL_PROSE)
+    assert "``time`` -- How long the statement took to execute, in seconds." in texts
+    assert "``sql`` -- The raw SQL statement" in texts
+    assert not any("connection.queries" in t or "from tool.db" in t for t in texts)
+
+
 TODAY = dt.date(2025, 1, 1)
 
 

@@ -122,6 +122,42 @@ If the value specified causes integer overflow, the rate limit will be disabled.
         assert not joins or (unit[0].score > 0 and unit[0].parts["attributes"] == 1.0)
 
 
+FAQ_SECTIONS = """Which databases does the tool support?
+
+The tool supports several database engines through its database layer. Each database engine has a \
+backend module, and the database backend is chosen per connection.
+
+How do I add a database backend?
+
+A database backend is a module that the tool loads for a database engine. Write the database backend \
+and name it in the settings.
+
+Can the database layer be replaced?
+
+The database layer is optional: any database library works with the tool."""
+
+PREREQUISITES = """What does the tool need?
+
+For development you need no separate web server and no database server.
+
+The tool runs SQLite by default, which comes with Python."""
+
+
+def test_a_default_asked_joins_from_a_section_that_shares_the_question_s_words() -> None:
+    """ "Which database does the tool use out of the box?" asks a default and no form of answer; the
+    sentence giving it shares one word with the question, its section ("no database server") a second:
+    it is a candidate although three other sections match the question better."""
+    question = parse_question("Which database does the tool use out of the box?")
+    assert question.attributes == ("default",)
+    pages = _pages(
+        ("https://docs.example/faq.html", "FAQ: databases", FAQ_SECTIONS),
+        ("https://docs.example/install.html", "FAQ: installation", PREREQUISITES),
+    )
+    ranked = rank_answers(question, pages, [question.text])
+    found = next(r for r in ranked if "SQLite by default" in r.text)
+    assert found.parts["attributes"] == 1.0 and found.score > 0
+
+
 def _pages(*texts: tuple[str, str, str]) -> list[PageToRank]:
     analyses = analyse_texts([AnalysisInput(text, "en", None) for _, _, text in texts])
     return [
