@@ -250,6 +250,16 @@ def in_definition(page: PageContext, offset: int) -> bool:
     return bool(_TERM.match(block) or _RECORD.match(block))
 
 
+def entry_subject(page: PageContext, offset: int) -> str | None:
+    """What the definition or record at ``offset`` describes: its section heading and its term
+    ("Variables split-view-height (mixed)") or its first field ("Syntax: AuthFormSize size"); None when
+    ``offset`` is in prose (:func:`in_definition`)."""
+    if not in_definition(page, offset):
+        return None
+    block = page.blocks[page._block_index(offset)].text
+    return f"{page.heading(offset)} {_term_of(block) or block.split(';', 1)[0]}"
+
+
 def _term_of(block: str) -> str:
     found = _TERM.match(block)
     return found.group(1) if found else ""
@@ -323,6 +333,7 @@ __all__ = [
     "blocks_of",
     "claim_context",
     "clean_heading",
+    "entry_subject",
     "in_definition",
     "is_anaphoric",
     "is_heading",

@@ -137,6 +137,13 @@ def _exact(question: Question, text: str) -> bool:
     return any(re.search(rf"(?<![\w%]){re.escape(e)}(?!\w)", text) for e in question.entities)
 
 
+def subject_terms(question: Question) -> frozenset[str]:
+    """The words naming what a question is about: its words (:func:`answer_tokens`) without its asking
+    words and those that only say which value is asked ("default", 「既定」)."""
+    tokens = answer_tokens(asked_about(question.text))
+    return frozenset(t for t in tokens if not stated_attributes(t, question.attributes))
+
+
 def title_share(question: Question, title: str) -> float:
     """Share of the question's entities (else its terms) that the page title holds."""
     if question.entities:
@@ -408,6 +415,7 @@ __all__ = [
     "names_entity",
     "rank_answers",
     "select_findings",
+    "subject_terms",
     "text_relevance",
     "title_share",
 ]

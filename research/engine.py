@@ -560,7 +560,7 @@ async def _finish(
     ]
     conflicts = await asyncio.to_thread(detect_conflicts, claims_all)
     findings = [(it.iteration, f) for it in run.iterations for f in it.consensus.findings]
-    evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts)
+    evidence, check = await asyncio.to_thread(build_evidence, findings, run.documents, conflicts, topic=run.topic)
     verified = [c for c in evidence if c.supporting]
     superseded = superseded_claims(verified, conflicts, run.documents)
     current = [c for c in verified if c.claim_id not in set(superseded)]  # what the summary may state as fact

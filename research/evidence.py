@@ -59,6 +59,8 @@ Confidence (0..1) = agreement × reliability × recency × support share, each a
   sentence inside a definition or record: "autovacuum_naptime (integer): ... The default is one minute")
   is the primary source on it; no second page makes it truer. Its agreement x reliability is at least
   :data:`REFERENCE_ENTRY` (recency and support share still apply: a page that contradicts it still counts).
+  Only the entry for what the question asks about counts (its heading or term holds a word naming the
+  question's subject): the entry for ``ExceptionReporter`` is no authority on Django's default cache.
 
 The factors are rounded as shown in ``confidence_arithmetic`` (agreement to 3 decimals, the others to 2)
 and their product rounded to 2 decimals, so the shown arithmetic reproduces the score.
@@ -92,9 +94,11 @@ from nlp.conflicts import (
     figures_agree,
     figures_related,
 )
-from nlp.context import PageContext, in_definition
+from nlp.context import PageContext, entry_subject
 from nlp.values import fold
+from research.answering import answer_tokens, subject_terms
 from research.models import Finding, SourceReference
+from research.question import parse_question
 from research.reliability import origin_of, reliability_for
 
 RECENCY_GRACE_YEARS = 2.0
@@ -175,10 +179,12 @@ class _Page:
     squashed: str
     context: PageContext | None = None  # built on first use (reference entries)
 
-    def reference_entry(self, statement: str) -> bool:
+    def reference_entry(self, statement: str, about: frozenset[str] | None = None) -> bool:
         """Whether the statement is read in the page's own entry for what it states: an undated page (a
         reference, not a report of its day) where the sentence sits in a definition or record of the
-        thing it describes ("autovacuum_naptime (integer): ... The default is one minute")."""
+        thing it describes ("autovacuum_naptime (integer): ... The default is one minute"). With
+        ``about`` (the words naming what the question asks about), only an entry whose heading or term
+        holds one of them: the manual's entry for another parameter is no authority on this one."""
         if self.doc.source.published is not None:
             return False
         at = self.doc.text.find(statement)
@@ -186,7 +192,10 @@ class _Page:
             return False
         if self.context is None:
             self.context = PageContext(self.doc.text)
-        return in_definition(self.context, at)
+        subject = entry_subject(self.context, at)
+        if subject is None:
+            return False
+        return about is None or not about.isdisjoint(answer_tokens(subject))
 
     def cite(self, statement: str) -> Citation:
         s = self.doc.source
@@ -299,9 +308,12 @@ def build_evidence(
     conflicts: Sequence[Conflict],
     *,
     today: date | None = None,
+    topic: str | None = None,
 ) -> tuple[list[EvidencedClaim], CitationCheck]:
-    """Evidence for each (iteration, finding); see the module docstring."""
+    """Evidence for each (iteration, finding); see the module docstring. With the run's ``topic``, a
+    reference entry counts only when it is the entry for what the question asks about."""
     today = today or date.today()
+    about = subject_terms(parse_question(topic)) if topic else None
     pages = {
         url: _Page(url, doc, origin_of(doc.source), reliability_for(doc.source), _squash(doc.text))
         for url, doc in sorted(documents.items())
@@ -318,7 +330,7 @@ def build_evidence(
         draft = drafts.setdefault((finding.source, finding.text, finding.key), _Draft(finding))  # earliest wins
         draft.iterations.add(iteration)
     check = _Check()
-    claims = [_evidence(d, pages, by_key, conflicts, check, today) for d in drafts.values()]
+    claims = [_evidence(d, pages, by_key, conflicts, check, today, about) for d in drafts.values()]
     claims.sort(key=lambda c: (-c.confidence, c.iterations[0], c.claim_id))
     dropped = [d for c in claims for d in sorted(check.dropped[c.claim_id], key=lambda d: (d.url, d.reason))]
     return claims, CitationCheck(checked=check.checked, passed=check.passed, dropped=dropped)
@@ -331,6 +343,7 @@ def _evidence(
     conflicts: Sequence[Conflict],
     check: _Check,
     today: date,
+    about: frozenset[str] | None,
 ) -> EvidencedClaim:
     finding = draft.finding
     own_page = pages.get(finding.source)
@@ -387,7 +400,7 @@ def _evidence(
     evidence_origins = support_origins | {c.origin for c in contradicting.values()}
     disputed = any(_origin(pages, s.source) in evidence_origins for pair in facing for s in pair)
 
-    entry = own_page is not None and finding.source in supporting and own_page.reference_entry(finding.text)
+    entry = own_page is not None and finding.source in supporting and own_page.reference_entry(finding.text, about)
     confidence, arithmetic = _confidence(
         supporting.values(), contradicting.values(), claim, own_page, today, reference_entry=entry
     )

@@ -153,3 +153,19 @@ def test_a_statement_in_a_manuals_own_entry_is_not_doubted_for_having_one_source
         scores[name] = claims[0].confidence
     assert scores["entry"] == REFERENCE_ENTRY
     assert scores["prose"] == scores["dated"] == 0.25
+
+
+def test_only_the_entry_for_what_is_asked_is_the_authority() -> None:
+    """A reference entry is the primary source on its own subject: asked about the timestamp's
+    lifetime it is 0.9; asked about another module's delay it is one source like any other."""
+    text = "OPTIONS\n\ntimestamp_timeout=number: How long to treat a timestamp as valid. Default is 300 seconds."
+    url = "file:///pam_timestamp.html"
+    finding = Finding(text="Default is 300 seconds.", source=url, values=["300"])
+    scores = {}
+    for topic in (
+        "How long does pam_timestamp treat a timestamp as valid by default?",
+        "What is the default delay of pam_faildelay?",
+    ):
+        claims, _check = build_evidence([(1, finding)], {url: _document(text, url, None)}, [], today=TODAY, topic=topic)
+        scores[topic] = claims[0].confidence
+    assert list(scores.values()) == [REFERENCE_ENTRY, 0.25]
