@@ -11,7 +11,8 @@ of contents, DocBook nav bars), code listings (``<pre>``, ``<code>`` blocks, scr
 listings) and log dumps (lines mostly made of numbers and identifiers). Inline ``<code>`` inside a
 sentence stays: it is part of the sentence. So does a one-line listing that ends a sentence the text
 left open ("... list the contents using the command" + ``<pre>$ lsinitramfs /boot/initrd.img</pre>``):
-without it the sentence names nothing.
+without it the sentence names nothing. A literal block whose every line is a sentence of words (Sphinx
+sets a paragraph so when its author ends the one before with ``::``) is text, read line by line.
 
 Blocks are rendered one per line with a blank line between them, so sentence segmentation and
 chunking see the page's own boundaries.
